@@ -1,0 +1,1 @@
+"""Benchmarks: every ratio they print is measured side by side in the same run."""

@@ -1,0 +1,125 @@
+"""The types shared by the engine, the launcher client and the tuner.
+
+A ConvShape is one convolution (ONNX Conv semantics, NHWC activations); an
+ExecConfig is how to run it: algorithm, GEMM micro-kernel, a weight per core and
+the number of workloads the output is cut into.  Both round-trip through plain
+dicts with the same field names as the C structs, which is what the launcher
+protocol and the records files carry.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2}
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    n: int
+    h: int
+    w: int
+    c: int
+    oc: int
+    kh: int
+    kw: int
+    stride_h: int = 1
+    stride_w: int = 1
+    dil_h: int = 1
+    dil_w: int = 1
+    pad_top: int = 0
+    pad_left: int = 0
+    pad_bottom: int = 0
+    pad_right: int = 0
+    group: int = 1
+    act: str = "none"
+    act_min: float = 0.0
+    act_max: float = 0.0
+    has_residual: bool = False
+
+    def __post_init__(self) -> None:
+        if self.act not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.act!r}")
+        for name in ("n", "h", "w", "c", "oc", "kh", "kw", "stride_h", "stride_w", "dil_h",
+                     "dil_w", "group"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ConvShape.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("pad_top", "pad_left", "pad_bottom", "pad_right"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"ConvShape.{name} must be >= 0, got {getattr(self, name)}")
+        if self.c % self.group or self.oc % self.group:
+            raise ValueError(f"group {self.group} must divide input channels {self.c} "
+                             f"and output channels {self.oc}")
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        eff_h = self.dil_h * (self.kh - 1) + 1
+        eff_w = self.dil_w * (self.kw - 1) + 1
+        oh = (self.h + self.pad_top + self.pad_bottom - eff_h) // self.stride_h + 1
+        ow = (self.w + self.pad_left + self.pad_right - eff_w) // self.stride_w + 1
+        return oh, ow
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.n, self.h, self.w, self.c)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        oh, ow = self.out_hw
+        return (self.n, oh, ow, self.oc)
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int]:
+        return (self.oc, self.c // self.group, self.kh, self.kw)
+
+    @property
+    def flops(self) -> int:
+        oh, ow = self.out_hw
+        return 2 * self.n * oh * ow * self.oc * (self.c // self.group) * self.kh * self.kw
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ConvShape":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown conv shape field(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class ExecConfig:
+    algorithm: str
+    ukernel: str | None
+    core_weights: tuple[int, ...]
+    workloads: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "core_weights", tuple(int(w) for w in self.core_weights))
+        if self.workloads < 1:
+            raise ValueError(f"workloads must be >= 1, got {self.workloads}")
+        if any(w < 0 for w in self.core_weights) or not any(self.core_weights):
+            raise ValueError(f"core weights need at least one positive and none negative: "
+                             f"{self.weights_str}")
+
+    @property
+    def weights_str(self) -> str:
+        """Table 1's notation, e.g. 1:1:1:1:3:3."""
+        return ":".join(str(w) for w in self.core_weights)
+
+    @property
+    def threads(self) -> int:
+        return sum(1 for w in self.core_weights if w)
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}/{self.ukernel or '-'}/{self.weights_str}/w{self.workloads}"
+
+    def to_dict(self) -> dict:
+        return {"algorithm": self.algorithm, "ukernel": self.ukernel,
+                "core_weights": list(self.core_weights), "workloads": self.workloads}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ExecConfig":
+        return cls(algorithm=d["algorithm"], ukernel=d.get("ukernel"),
+                   core_weights=tuple(d["core_weights"]), workloads=int(d["workloads"]))

@@ -1,0 +1,1 @@
+"""Task generator: finds the convolutions of an ONNX model and merges identical shapes."""

@@ -1,0 +1,67 @@
+"""ONNX Conv attributes -> ConvShape, following the operator's specification.
+
+Kept apart from model loading so that a single node (a conformance case, a
+test) can be turned into an engine convolution.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import onnx
+from onnx import helper
+
+from acltuner.engine.config import ConvShape
+
+
+class ConvAttributeError(ValueError):
+    """A Conv node that acltuner cannot express; the message names the node."""
+
+
+def _same_pads(size: int, kernel: int, stride: int, dilation: int, lower: bool) -> tuple[int, int]:
+    out = -(-size // stride)
+    eff = dilation * (kernel - 1) + 1
+    total = max(0, (out - 1) * stride + eff - size)
+    small = total // 2
+    return (total - small, small) if lower else (small, total - small)
+
+
+def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[int], *,
+               act: str = "none", act_min: float = 0.0, act_max: float = 0.0,
+               has_residual: bool = False) -> ConvShape:
+    """The engine shape of a 2-D Conv node with NCHW input x_shape and OIHW weight w_shape."""
+    name = node.name or node.output[0]
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        raise ConvAttributeError(f"Conv node '{name}': only 2-D convolutions are supported "
+                                 f"(input rank {len(x_shape)})")
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    n, c, h, w = (int(v) for v in x_shape)
+    oc, cg, kh, kw = (int(v) for v in w_shape)
+    kernel = list(attrs.get("kernel_shape", [kh, kw]))
+    if kernel != [kh, kw]:
+        raise ConvAttributeError(f"Conv node '{name}': kernel_shape {kernel} does not match "
+                                 f"weight shape {list(w_shape)}")
+    group = int(attrs.get("group", 1))
+    if cg * group != c:
+        raise ConvAttributeError(f"Conv node '{name}': weight has {cg} input channels per group, "
+                                 f"but input has {c} channels with group={group}")
+    sh, sw = attrs.get("strides", [1, 1])
+    dh, dw = attrs.get("dilations", [1, 1])
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        lower = auto_pad == "SAME_LOWER"
+        top, bottom = _same_pads(h, kh, sh, dh, lower)
+        left, right = _same_pads(w, kw, sw, dw, lower)
+    elif auto_pad == "VALID":
+        top = left = bottom = right = 0
+    elif auto_pad == "NOTSET":
+        top, left, bottom, right = attrs.get("pads", [0, 0, 0, 0])
+    else:
+        raise ConvAttributeError(f"Conv node '{name}': unknown auto_pad {auto_pad!r}")
+    try:
+        return ConvShape(n=n, h=h, w=w, c=c, oc=oc, kh=kh, kw=kw, stride_h=sh, stride_w=sw,
+                         dil_h=dh, dil_w=dw, pad_top=top, pad_left=left, pad_bottom=bottom,
+                         pad_right=right, group=group, act=act, act_min=act_min,
+                         act_max=act_max, has_residual=has_residual)
+    except ValueError as e:
+        raise ConvAttributeError(f"Conv node '{name}': {e}") from None

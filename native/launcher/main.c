@@ -1,0 +1,213 @@
+/* acl-launcher: serves the JSON-lines protocol of PROTOCOL.md on stdin/stdout,
+ * so that a tuner can measure the engine locally, under qemu or over ssh. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aclengine.h"
+#include "json.h"
+#include "measure.h"
+#include "request.h"
+#include "task.h"
+
+#define PROTOCOL_VERSION 1
+
+static const char *const bare_fields[] = {"cmd", NULL};
+
+static int handle_hello(task *t, const json_value *request, json_writer *w)
+{
+    if (request_check_fields(request, "hello", bare_fields)) return -1;
+    json_key(w, "protocol");
+    json_int(w, PROTOCOL_VERSION);
+    json_key(w, "version");
+    json_string(w, acl_version());
+    json_key(w, "isa");
+    json_string(w, acl_isa());
+    json_key(w, "cpus");
+    json_int(w, acl_cpu_count());
+
+    json_key(w, "algorithms");
+    json_array_begin(w);
+    for (int i = 0; i < acl_algorithm_count(); i++) {
+        const char *name = acl_algorithm_name(i);
+        json_object_begin(w);
+        json_key(w, "name");
+        json_string(w, name);
+        json_key(w, "uses_ukernel");
+        json_bool(w, acl_algorithm_uses_ukernel(name) == 1);
+        json_object_end(w);
+    }
+    json_array_end(w);
+
+    json_key(w, "ukernels");
+    json_array_begin(w);
+    for (int i = 0; i < acl_ukernel_count(); i++) {
+        acl_ukernel_info uk;
+        if (acl_ukernel_get(i, &uk)) return request_fail("%s", acl_last_error());
+        const struct { const char *key; int value; } ints[] = {
+            {"mr", uk.mr}, {"nr", uk.nr}, {"kmin", uk.kmin}, {"kmax", uk.kmax},
+            {"n_multiple", uk.n_multiple}};
+        json_object_begin(w);
+        json_key(w, "name");
+        json_string(w, uk.name);
+        json_key(w, "isa");
+        json_string(w, uk.isa);
+        json_key(w, "style");
+        json_string(w, uk.style);
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+            json_key(w, ints[k].key);
+            json_int(w, ints[k].value);
+        }
+        json_object_end(w);
+    }
+    json_array_end(w);
+    return 0;
+}
+
+static int handle_load(task *t, const json_value *request, json_writer *w)
+{
+    if (task_load(t, request)) return -1;
+    json_key(w, "output_shape");
+    json_array_begin(w);
+    json_int(w, t->shape.n);
+    json_int(w, t->oh);
+    json_int(w, t->ow);
+    json_int(w, t->shape.oc);
+    json_array_end(w);
+    json_key(w, "flops");
+    json_int(w, task_flops(t));
+    return 0;
+}
+
+static int handle_check(task *t, const json_value *request, json_writer *w)
+{
+    static const char *const fields[] = {"cmd", "shape", "algorithm", "ukernel", NULL};
+    const json_value *shape_json = NULL;
+    acl_conv_shape shape;
+    const char *algorithm = NULL, *ukernel = NULL;
+    if (request_check_fields(request, "check", fields) ||
+        request_member(request, "shape", REQUIRED, JSON_OBJECT, &shape_json) ||
+        parse_conv_shape(shape_json, &shape) ||
+        request_string(request, "algorithm", REQUIRED, 0, &algorithm) ||
+        request_string(request, "ukernel", OPTIONAL, 1, &ukernel))
+        return -1;
+    int supported = acl_conv_check(&shape, algorithm, ukernel) == 0;
+    json_key(w, "supported");
+    json_bool(w, supported);
+    if (!supported) {
+        json_key(w, "reason");
+        json_string(w, acl_last_error());
+    }
+    return 0;
+}
+
+static int handle_quit(task *t, const json_value *request, json_writer *w)
+{
+    return request_check_fields(request, "quit", bare_fields);
+}
+
+static const struct {
+    const char *name;
+    int (*handle)(task *t, const json_value *request, json_writer *w);
+} commands[] = {
+    {"hello", handle_hello},
+    {"load", handle_load},
+    {"measure", measure_command},
+    {"check", handle_check},
+    {"quit", handle_quit},
+};
+
+static int dispatch(task *t, const json_value *request, json_writer *w, int *quit)
+{
+    const char *cmd = NULL;
+    if (request->type != JSON_OBJECT)
+        return request_fail("a request must be an object, got %s", json_type_name(request->type));
+    if (request_string(request, "cmd", REQUIRED, 0, &cmd)) return -1;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, cmd) == 0) {
+            *quit = commands[i].handle == handle_quit;
+            return commands[i].handle(t, request, w);
+        }
+    return request_fail("unknown command \"%s\" (expected hello, load, measure, check or quit)", cmd);
+}
+
+static void write_error(json_writer *w, const char *error)
+{
+    json_writer_reset(w);
+    json_object_begin(w);
+    json_key(w, "ok");
+    json_bool(w, 0);
+    json_key(w, "error");
+    json_string(w, error);
+    json_object_end(w);
+}
+
+/* Answers one request line into w; returns 1 if it was a successful quit. */
+static int serve_line(task *t, const char *line, size_t len, json_writer *w)
+{
+    json_value request;
+    char parse_error[256];
+    int quit = 0;
+    int rc;
+    json_object_begin(w);
+    json_key(w, "ok");
+    json_bool(w, 1);
+    if (json_parse(line, len, &request, parse_error, sizeof parse_error)) {
+        rc = request_fail("%s", parse_error);
+    } else {
+        rc = dispatch(t, &request, w, &quit);
+        json_free(&request);
+    }
+    json_object_end(w);
+    if (rc) {
+        /* A failed command may have written part of its answer: start over. */
+        write_error(w, request_error());
+        return 0;
+    }
+    if (w->out_of_memory) write_error(w, "out of memory writing the answer");
+    return quit;
+}
+
+/* The stream answers go to.  The process's own stdout is pointed at stderr,
+ * so a stray printf anywhere in the engine cannot corrupt the protocol. */
+static FILE *open_protocol_stream(void)
+{
+    int fd = dup(STDOUT_FILENO);
+    if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return NULL;
+    return fdopen(fd, "w");
+}
+
+int main(void)
+{
+    FILE *answers = open_protocol_stream();
+    if (!answers) {
+        perror("acl-launcher: cannot set up the answer stream");
+        return 1;
+    }
+    task t = {0};
+    json_writer w;
+    json_writer_init(&w);
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t len;
+    int quit = 0;
+    /* getline grows the buffer to any length: load lines carry whole tensors. */
+    while (!quit && (len = getline(&line, &line_cap, stdin)) >= 0) {
+        json_writer_reset(&w);
+        /* Without its newline, so error offsets count only the request. */
+        if (len > 0 && line[len - 1] == '\n') len--;
+        quit = serve_line(&t, line, (size_t)len, &w);
+        fwrite(w.data, 1, w.len, answers);
+        fputc('\n', answers);
+        if (fflush(answers) != 0) {
+            perror("acl-launcher: writing an answer");
+            return 1;
+        }
+    }
+    free(line);
+    json_writer_free(&w);
+    task_clear(&t);
+    return 0;
+}

@@ -1,0 +1,259 @@
+#define _GNU_SOURCE
+#include "measure.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base64.h"
+#include "request.h"
+
+/* PROTOCOL.md: an output is correct when max|y - ref| / max|ref| <= 1e-4. */
+#define CORRECT_REL_ERR 1e-4
+
+typedef struct {
+    const char *algorithm;
+    const char *ukernel;  /* NULL for direct algorithms */
+    int *core_weights;
+    int ncores;
+    int workloads;
+    int warmup, min_repeats, max_repeats;
+    double min_repeat_ms;
+    int return_output;
+} measure_request;
+
+/* Per-run times of the timed repeats. */
+typedef struct {
+    double *total, *pre, *gemm, *post;
+    size_t count, cap;
+} samples;
+
+typedef struct {
+    samples runs;
+    double max_abs_err, max_rel_err;
+    float *output;  /* the first run's output, the one checked */
+} measurement;
+
+static const char *const measure_fields[] = {"cmd", "config", "warmup", "min_repeat_ms",
+                                             "min_repeats", "max_repeats", "return_output", NULL};
+static const char *const config_fields[] = {"algorithm", "ukernel", "core_weights", "workloads",
+                                            NULL};
+
+static int parse_core_weights(const json_value *config, measure_request *r)
+{
+    const json_value *list = NULL;
+    if (request_member(config, "core_weights", REQUIRED, JSON_ARRAY, &list)) return -1;
+    if (list->array.count == 0 || list->array.count > INT_MAX)
+        return request_fail("config field \"core_weights\" must not be empty");
+    r->ncores = (int)list->array.count;
+    r->core_weights = malloc(list->array.count * sizeof *r->core_weights);
+    if (!r->core_weights) return request_fail("out of memory");
+    for (size_t i = 0; i < list->array.count; i++) {
+        const json_value *v = &list->array.items[i];
+        /* Negative and all-zero weights are the engine's to reject. */
+        if (v->type != JSON_NUMBER || v->number != floor(v->number) || fabs(v->number) > INT_MAX)
+            return request_fail("config field \"core_weights\" must hold integers; item %zu does not",
+                                i);
+        r->core_weights[i] = (int)v->number;
+    }
+    return 0;
+}
+
+static int parse_request(const json_value *request, measure_request *r)
+{
+    *r = (measure_request){.warmup = 1, .min_repeats = 3, .max_repeats = 100,
+                           .min_repeat_ms = 50};
+    const json_value *config = NULL;
+    if (request_check_fields(request, "measure", measure_fields) ||
+        request_member(request, "config", REQUIRED, JSON_OBJECT, &config) ||
+        request_check_fields(config, "config", config_fields) ||
+        request_string(config, "algorithm", REQUIRED, 0, &r->algorithm) ||
+        request_string(config, "ukernel", OPTIONAL, 1, &r->ukernel) ||
+        request_int(config, "workloads", REQUIRED, 1, &r->workloads) ||
+        parse_core_weights(config, r) ||
+        request_int(request, "warmup", OPTIONAL, 0, &r->warmup) ||
+        request_double(request, "min_repeat_ms", OPTIONAL, &r->min_repeat_ms) ||
+        request_int(request, "min_repeats", OPTIONAL, 1, &r->min_repeats) ||
+        request_int(request, "max_repeats", OPTIONAL, 1, &r->max_repeats) ||
+        request_bool(request, "return_output", OPTIONAL, &r->return_output))
+        return -1;
+    if (!(r->min_repeat_ms >= 0))
+        return request_fail("field \"min_repeat_ms\" must be >= 0, got %g", r->min_repeat_ms);
+    return 0;
+}
+
+static int samples_push(samples *s, double total, const acl_stage_times *stages)
+{
+    if (s->count == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        double **arrays[] = {&s->total, &s->pre, &s->gemm, &s->post};
+        for (int i = 0; i < 4; i++) {
+            double *grown = realloc(*arrays[i], cap * sizeof(double));
+            if (!grown) return request_fail("out of memory");
+            *arrays[i] = grown;
+        }
+        s->cap = cap;
+    }
+    s->total[s->count] = total;
+    s->pre[s->count] = stages->pre_ms;
+    s->gemm[s->count] = stages->gemm_ms;
+    s->post[s->count] = stages->post_ms;
+    s->count++;
+    return 0;
+}
+
+static void samples_free(samples *s)
+{
+    free(s->total);
+    free(s->pre);
+    free(s->gemm);
+    free(s->post);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts x in place. */
+static double median(double *x, size_t n)
+{
+    qsort(x, n, sizeof *x, compare_doubles);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* Nanoseconds as an integer: a difference of two milliseconds-since-boot
+ * doubles would carry rounding noise into every time. */
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void compare_with_reference(const float *y, const float *ref, size_t n, measurement *m)
+{
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double diff = y[i] == ref[i] ? 0 : fabs((double)y[i] - (double)ref[i]);
+        if (isnan(diff)) diff = INFINITY;  /* a NaN must not compare as small */
+        if (diff > worst) worst = diff;
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    }
+    m->max_abs_err = worst;
+    m->max_rel_err = worst == 0 ? 0 : worst / scale;
+}
+
+/* Warmup, then timed repeats until both minimums are met or max_repeats. */
+static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measurement *m)
+{
+    acl_exec ex = {.ncores = r->ncores, .weights = r->core_weights, .workloads = r->workloads};
+    m->output = alloc_floats(t->output_floats);
+    float *later_output = alloc_floats(t->output_floats);
+    if (!m->output || !later_output) {
+        free(later_output);
+        return request_fail("out of memory for the outputs (%zu floats)", t->output_floats);
+    }
+    /* All-ones bits are a NaN: elements the first run never writes fail the
+     * check.  Both buffers are touched before timing so no run pays for
+     * first-touch page faults. */
+    memset(m->output, 0xff, t->output_floats * sizeof(float));
+    memset(later_output, 0, t->output_floats * sizeof(float));
+
+    float *out = m->output;
+    double measured_ms = 0;
+    int rc = 0;
+    for (int i = 0; i < r->warmup && rc == 0; i++, out = later_output)
+        rc = acl_conv_run(conv, &ex, t->input, t->residual, out, NULL);
+    while (rc == 0) {
+        acl_stage_times stages = {0};
+        long long start = now_ns();
+        rc = acl_conv_run(conv, &ex, t->input, t->residual, out, &stages);
+        double elapsed = (double)(now_ns() - start) / 1e6;
+        if (rc) break;
+        out = later_output;
+        if (samples_push(&m->runs, elapsed, &stages)) {
+            free(later_output);
+            return -1;
+        }
+        measured_ms += elapsed;
+        int enough = (int)m->runs.count >= r->min_repeats && measured_ms >= r->min_repeat_ms;
+        if (enough || (int)m->runs.count >= r->max_repeats) break;
+    }
+    free(later_output);
+    if (rc) return request_fail("%s", acl_last_error());
+    return 0;
+}
+
+static int measure(task *t, const measure_request *r, measurement *m)
+{
+    acl_conv *conv = NULL;
+    if (acl_conv_create(&t->shape, r->algorithm, r->ukernel, t->weight, t->bias, &conv))
+        return request_fail("%s", acl_last_error());
+    const float *ref = task_reference(t);
+    int rc = ref ? run_repeats(t, conv, r, m) : -1;
+    acl_conv_destroy(conv);
+    if (rc == 0) compare_with_reference(m->output, ref, t->output_floats, m);
+    return rc;
+}
+
+static int write_output(json_writer *w, const float *output, size_t floats)
+{
+    size_t bytes = floats * sizeof(float);
+    char *b64 = malloc(base64_encoded_len(bytes));
+    if (!b64) return request_fail("out of memory encoding the output");
+    base64_encode(output, bytes, b64);
+    json_key(w, "output");
+    json_string_n(w, b64, base64_encoded_len(bytes));
+    free(b64);
+    return 0;
+}
+
+static int write_answer(json_writer *w, const task *t, const measure_request *r, measurement *m)
+{
+    samples *s = &m->runs;
+    json_key(w, "times_ms");
+    json_array_begin(w);
+    for (size_t i = 0; i < s->count; i++) json_number(w, s->total[i]);
+    json_array_end(w);
+    /* median() sorts, so the times are written first, in run order. */
+    double min_ms = s->total[0];
+    for (size_t i = 1; i < s->count; i++) min_ms = fmin(min_ms, s->total[i]);
+    json_key(w, "median_ms");
+    json_number(w, median(s->total, s->count));
+    json_key(w, "min_ms");
+    json_number(w, min_ms);
+    json_key(w, "stages");
+    json_object_begin(w);
+    json_key(w, "pre_ms");
+    json_number(w, median(s->pre, s->count));
+    json_key(w, "gemm_ms");
+    json_number(w, median(s->gemm, s->count));
+    json_key(w, "post_ms");
+    json_number(w, median(s->post, s->count));
+    json_object_end(w);
+    json_key(w, "correct");
+    json_bool(w, m->max_rel_err <= CORRECT_REL_ERR);
+    json_key(w, "max_abs_err");
+    json_number(w, m->max_abs_err);
+    json_key(w, "max_rel_err");
+    json_number(w, m->max_rel_err);
+    return r->return_output ? write_output(w, m->output, t->output_floats) : 0;
+}
+
+int measure_command(task *t, const json_value *request, json_writer *w)
+{
+    measure_request r;
+    measurement m = {0};
+    int rc = parse_request(request, &r);
+    if (rc == 0 && !t->loaded) rc = request_fail("no task loaded: send a load request first");
+    if (rc == 0) rc = measure(t, &r, &m);
+    if (rc == 0) rc = write_answer(w, t, &r, &m);
+    free(r.core_weights);
+    free(m.output);
+    samples_free(&m.runs);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/* Reading the fields of a request, with the one-line error a bad field gets.
+ *
+ * Every reader returns 0 on success and -1 after setting request_error(); a
+ * field that is absent leaves *out untouched when it is OPTIONAL, so callers
+ * preset their defaults.
+ */
+#ifndef ACL_LAUNCHER_REQUEST_H
+#define ACL_LAUNCHER_REQUEST_H
+
+#include "json.h"
+
+typedef enum { REQUIRED, OPTIONAL } presence;
+
+int request_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *request_error(void);
+
+/* Rejects a value that is not an object, a member not in `allowed`
+ * (NULL-terminated) and a member given twice.  `where` names the object in
+ * the message, e.g. "shape". */
+int request_check_fields(const json_value *object, const char *where, const char *const allowed[]);
+
+/* An integer in [min, max]. */
+int request_integer(const json_value *object, const char *key, presence p, long long min,
+                    long long max, long long *out);
+int request_int(const json_value *object, const char *key, presence p, int min, int *out);
+int request_double(const json_value *object, const char *key, presence p, double *out);
+int request_bool(const json_value *object, const char *key, presence p, int *out);
+/* A string; with `nullable`, null reads as NULL.  *out points into the request. */
+int request_string(const json_value *object, const char *key, presence p, int nullable,
+                   const char **out);
+/* The member itself, checked to be of `type`. */
+int request_member(const json_value *object, const char *key, presence p, json_type type,
+                   const json_value **out);
+
+#endif

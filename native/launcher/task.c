@@ -1,0 +1,209 @@
+#define _GNU_SOURCE
+#include "task.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "prng.h"
+#include "request.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tensors travel as little-endian float32 and are decoded in place"
+#endif
+
+/* Far beyond any layer a board can run, and small enough that no size
+ * computation below can overflow. */
+#define MAX_TENSOR_FLOATS ((size_t)1 << 31)
+
+/* The seeded streams of PROTOCOL.md, one per tensor. */
+enum { STREAM_WEIGHT, STREAM_BIAS, STREAM_INPUT, STREAM_RESIDUAL };
+
+static const char *const load_fields[] = {"cmd", "shape", "seed", "weight", "bias", "input",
+                                          "residual", NULL};
+static const char *const shape_fields[] = {
+    "n", "h", "w", "c", "oc", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w", "pad_top",
+    "pad_left", "pad_bottom", "pad_right", "group", "act", "act_min", "act_max", "has_residual",
+    NULL};
+
+float *alloc_floats(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n ? n * sizeof(float) : 64) != 0) return NULL;
+    return p;
+}
+
+static int parse_activation(const json_value *shape, acl_conv_shape *s)
+{
+    static const char *const names[] = {[ACL_ACT_NONE] = "none", [ACL_ACT_RELU] = "relu",
+                                        [ACL_ACT_CLIP] = "clip"};
+    const char *act = "none";
+    if (request_string(shape, "act", OPTIONAL, 0, &act)) return -1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(act, names[i]) == 0) {
+            s->act = i;
+            return 0;
+        }
+    return request_fail("shape field \"act\" must be \"none\", \"relu\" or \"clip\", got \"%s\"", act);
+}
+
+int parse_conv_shape(const json_value *shape, acl_conv_shape *s)
+{
+    *s = (acl_conv_shape){.stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
+    double act_min = 0, act_max = 0;
+    if (request_check_fields(shape, "shape", shape_fields) ||
+        request_int(shape, "n", REQUIRED, 1, &s->n) || request_int(shape, "h", REQUIRED, 1, &s->h) ||
+        request_int(shape, "w", REQUIRED, 1, &s->w) || request_int(shape, "c", REQUIRED, 1, &s->c) ||
+        request_int(shape, "oc", REQUIRED, 1, &s->oc) ||
+        request_int(shape, "kh", REQUIRED, 1, &s->kh) ||
+        request_int(shape, "kw", REQUIRED, 1, &s->kw) ||
+        request_int(shape, "stride_h", OPTIONAL, 1, &s->stride_h) ||
+        request_int(shape, "stride_w", OPTIONAL, 1, &s->stride_w) ||
+        request_int(shape, "dil_h", OPTIONAL, 1, &s->dil_h) ||
+        request_int(shape, "dil_w", OPTIONAL, 1, &s->dil_w) ||
+        request_int(shape, "pad_top", OPTIONAL, 0, &s->pad_top) ||
+        request_int(shape, "pad_left", OPTIONAL, 0, &s->pad_left) ||
+        request_int(shape, "pad_bottom", OPTIONAL, 0, &s->pad_bottom) ||
+        request_int(shape, "pad_right", OPTIONAL, 0, &s->pad_right) ||
+        request_int(shape, "group", OPTIONAL, 1, &s->group) || parse_activation(shape, s) ||
+        request_double(shape, "act_min", OPTIONAL, &act_min) ||
+        request_double(shape, "act_max", OPTIONAL, &act_max) ||
+        request_bool(shape, "has_residual", OPTIONAL, &s->has_residual))
+        return -1;
+    s->act_min = (float)act_min;
+    s->act_max = (float)act_max;
+    if (s->c % s->group || s->oc % s->group)
+        return request_fail("group %d must divide the input channels %d and output channels %d",
+                            s->group, s->c, s->oc);
+    return 0;
+}
+
+/* a * b * c * d floats, or -1 if that is more than MAX_TENSOR_FLOATS. */
+static int tensor_floats(const char *name, size_t a, size_t b, size_t c, size_t d, size_t *out)
+{
+    size_t n = a;
+    const size_t factors[] = {b, c, d};
+    for (int i = 0; i < 3; i++) {
+        if (factors[i] && n > MAX_TENSOR_FLOATS / factors[i])
+            return request_fail("the %s tensor would hold more than %zu floats", name,
+                                MAX_TENSOR_FLOATS);
+        n *= factors[i];
+    }
+    *out = n;
+    return 0;
+}
+
+/* Decodes tensor `name` from the request if given, or fills it from the seed. */
+static int fill_tensor(const json_value *request, const char *name, unsigned stream,
+                       uint64_t seed, size_t floats, float **out)
+{
+    const json_value *given = NULL;
+    if (request_member(request, name, OPTIONAL, JSON_STRING, &given)) return -1;
+    float *x = alloc_floats(floats);
+    if (!x) return request_fail("out of memory for the %s tensor (%zu floats)", name, floats);
+    *out = x;
+    if (!given) {
+        prng_fill_uniform(x, floats, seed, stream);
+        return 0;
+    }
+    const char *b64 = given->string.chars;
+    size_t len = given->string.len;
+    long long bytes = base64_decoded_len(b64, len);
+    if (bytes < 0) return request_fail("%s: not base64 (its length or padding is wrong)", name);
+    if ((size_t)bytes != floats * sizeof(float))
+        return request_fail("%s: expected %zu float32 (%zu bytes), got %lld bytes", name, floats,
+                            floats * sizeof(float), bytes);
+    if (base64_decode(b64, len, x)) return request_fail("%s: invalid base64 character", name);
+    return 0;
+}
+
+static int load_into(task *t, const json_value *request)
+{
+    const json_value *shape = NULL;
+    long long seed = 0;
+    /* Seeds stay within the integers a JSON number (a double) holds exactly. */
+    if (request_check_fields(request, "load", load_fields) ||
+        request_member(request, "shape", REQUIRED, JSON_OBJECT, &shape) ||
+        parse_conv_shape(shape, &t->shape) ||
+        request_integer(request, "seed", OPTIONAL, 0, (1LL << 53), &seed))
+        return -1;
+    const acl_conv_shape *s = &t->shape;
+    if (acl_conv_out_size(s, &t->oh, &t->ow) || t->oh < 1 || t->ow < 1)
+        return request_fail("%s", acl_last_error());
+    if (!s->has_residual && json_get(request, "residual"))
+        return request_fail("a residual was given but the shape has has_residual false");
+    if (tensor_floats("input", s->n, s->h, s->w, s->c, &t->input_floats) ||
+        tensor_floats("weight", s->oc, s->c / s->group, s->kh, s->kw, &t->weight_floats) ||
+        tensor_floats("output", s->n, t->oh, t->ow, s->oc, &t->output_floats))
+        return -1;
+    if (fill_tensor(request, "weight", STREAM_WEIGHT, seed, t->weight_floats, &t->weight) ||
+        fill_tensor(request, "bias", STREAM_BIAS, seed, s->oc, &t->bias) ||
+        fill_tensor(request, "input", STREAM_INPUT, seed, t->input_floats, &t->input))
+        return -1;
+    if (s->has_residual &&
+        fill_tensor(request, "residual", STREAM_RESIDUAL, seed, t->output_floats, &t->residual))
+        return -1;
+    t->loaded = 1;
+    return 0;
+}
+
+int task_load(task *t, const json_value *request)
+{
+    task_clear(t);
+    if (load_into(t, request)) {
+        task_clear(t);
+        return -1;
+    }
+    return 0;
+}
+
+void task_clear(task *t)
+{
+    free(t->weight);
+    free(t->bias);
+    free(t->input);
+    free(t->residual);
+    free(t->reference);
+    *t = (task){0};
+}
+
+/* The reference runs once per task, on every CPU, since it is the slowest
+ * algorithm and its output does not depend on the split. */
+static int run_reference(task *t, float *out)
+{
+    int ncpu = acl_cpu_count();
+    int *weights = malloc((size_t)ncpu * sizeof *weights);
+    if (!weights) return request_fail("out of memory");
+    for (int i = 0; i < ncpu; i++) weights[i] = 1;
+    acl_exec ex = {.ncores = ncpu, .weights = weights, .workloads = ncpu};
+    acl_conv *conv = NULL;
+    int rc = acl_conv_create(&t->shape, "reference", NULL, t->weight, t->bias, &conv);
+    if (rc == 0) rc = acl_conv_run(conv, &ex, t->input, t->residual, out, NULL);
+    if (rc) request_fail("reference: %s", acl_last_error());
+    if (conv) acl_conv_destroy(conv);
+    free(weights);
+    return rc;
+}
+
+const float *task_reference(task *t)
+{
+    if (t->reference) return t->reference;
+    float *out = alloc_floats(t->output_floats);
+    if (!out) {
+        request_fail("out of memory for the reference output (%zu floats)", t->output_floats);
+        return NULL;
+    }
+    if (run_reference(t, out)) {
+        free(out);
+        return NULL;
+    }
+    t->reference = out;
+    return out;
+}
+
+long long task_flops(const task *t)
+{
+    const acl_conv_shape *s = &t->shape;
+    return 2LL * s->n * t->oh * t->ow * s->oc * (s->c / s->group) * s->kh * s->kw;
+}

@@ -1,0 +1,237 @@
+/* The public convolution API: the algorithm registry, shape validation and
+ * the create / run / destroy life cycle shared by every algorithm. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+
+static const conv_algo *const algorithms[] = {
+    &conv_reference,        &conv_im2col,           &conv_gemm1x1,
+    &conv_indirect,         &conv_winograd_2x2_3x3, &conv_winograd_4x4_3x3,
+    &conv_winograd_1x2_1x3, &conv_winograd_1x4_1x3, &conv_winograd_2x1_3x1,
+    &conv_winograd_4x1_3x1, &conv_depthwise_pixel,  &conv_depthwise_channel_block,
+};
+#define NALGORITHMS (int)(sizeof algorithms / sizeof algorithms[0])
+
+static int have_ukernels(void)
+{
+    const acl_ukernel *const *list;
+    return acl_ukernels_available(&list) > 0;
+}
+
+/* The i-th algorithm usable here: GEMM-based ones need a micro-kernel. */
+static const conv_algo *usable_algorithm(int i)
+{
+    int gemm_ok = have_ukernels();
+    for (int a = 0; a < NALGORITHMS; a++)
+        if ((gemm_ok || !algorithms[a]->uses_ukernel) && i-- == 0) return algorithms[a];
+    return NULL;
+}
+
+int acl_algorithm_count(void)
+{
+    int count = 0;
+    while (usable_algorithm(count)) count++;
+    return count;
+}
+
+const char *acl_algorithm_name(int i)
+{
+    const conv_algo *a = i >= 0 ? usable_algorithm(i) : NULL;
+    return a ? a->name : NULL;
+}
+
+static const conv_algo *find_algorithm(const char *name)
+{
+    for (int a = 0; name && a < NALGORITHMS; a++)
+        if (strcmp(algorithms[a]->name, name) == 0) return algorithms[a];
+    char known[512];
+    size_t used = 0;
+    known[0] = '\0';
+    for (int a = 0; a < NALGORITHMS && used < sizeof known; a++)
+        used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", a ? ", " : "",
+                                 algorithms[a]->name);
+    acl_fail("unknown algorithm '%s' (known: %s)", name ? name : "(null)", known);
+    return NULL;
+}
+
+int acl_algorithm_uses_ukernel(const char *algorithm)
+{
+    const conv_algo *a = find_algorithm(algorithm);
+    return a ? a->uses_ukernel : -1;
+}
+
+/* Integer fields and their smallest legal value. */
+static const struct {
+    const char *name;
+    size_t offset;
+    int min;
+} int_fields[] = {
+    {"n", offsetof(acl_conv_shape, n), 1},
+    {"h", offsetof(acl_conv_shape, h), 1},
+    {"w", offsetof(acl_conv_shape, w), 1},
+    {"c", offsetof(acl_conv_shape, c), 1},
+    {"oc", offsetof(acl_conv_shape, oc), 1},
+    {"kh", offsetof(acl_conv_shape, kh), 1},
+    {"kw", offsetof(acl_conv_shape, kw), 1},
+    {"stride_h", offsetof(acl_conv_shape, stride_h), 1},
+    {"stride_w", offsetof(acl_conv_shape, stride_w), 1},
+    {"dil_h", offsetof(acl_conv_shape, dil_h), 1},
+    {"dil_w", offsetof(acl_conv_shape, dil_w), 1},
+    {"pad_top", offsetof(acl_conv_shape, pad_top), 0},
+    {"pad_left", offsetof(acl_conv_shape, pad_left), 0},
+    {"pad_bottom", offsetof(acl_conv_shape, pad_bottom), 0},
+    {"pad_right", offsetof(acl_conv_shape, pad_right), 0},
+    {"group", offsetof(acl_conv_shape, group), 1},
+};
+
+static int check_int_fields(const acl_conv_shape *s)
+{
+    for (size_t i = 0; i < sizeof int_fields / sizeof int_fields[0]; i++) {
+        int v = *(const int *)((const char *)s + int_fields[i].offset);
+        if (v < int_fields[i].min)
+            return acl_fail("%s must be >= %d, got %d", int_fields[i].name, int_fields[i].min, v);
+    }
+    return 0;
+}
+
+/* One spatial axis: the output length, or -1 with the error set. */
+static int out_extent(const char *axis, int in, int pad_lo, int pad_hi, int k, int dil, int stride)
+{
+    long span = (long)in + pad_lo + pad_hi - ((long)dil * (k - 1) + 1);
+    if (span < 0)
+        return acl_fail("the dilated kernel %s (%ld) is larger than the padded input %s (%ld)",
+                        axis[0] == 'h' ? "height" : "width", (long)dil * (k - 1) + 1,
+                        axis[0] == 'h' ? "height" : "width", (long)in + pad_lo + pad_hi);
+    return (int)(span / stride + 1);
+}
+
+int acl_conv_out_size(const acl_conv_shape *s, int *oh, int *ow)
+{
+    if (!s || !oh || !ow) return acl_fail("acl_conv_out_size needs a shape and two outputs");
+    if (check_int_fields(s) != 0) return -1;
+    int h = out_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh, s->dil_h, s->stride_h);
+    if (h < 0) return -1;
+    int w = out_extent("w", s->w, s->pad_left, s->pad_right, s->kw, s->dil_w, s->stride_w);
+    if (w < 0) return -1;
+    *oh = h;
+    *ow = w;
+    return 0;
+}
+
+static int validate_shape(const acl_conv_shape *s, conv_dims *d)
+{
+    if (acl_conv_out_size(s, &d->oh, &d->ow) != 0) return -1;
+    if (s->c % s->group != 0)
+        return acl_fail("group=%d does not divide c=%d", s->group, s->c);
+    if (s->oc % s->group != 0)
+        return acl_fail("group=%d does not divide oc=%d", s->group, s->oc);
+    if (s->act < ACL_ACT_NONE || s->act > ACL_ACT_CLIP)
+        return acl_fail("act must be 0 (none), 1 (relu) or 2 (clip), got %d", s->act);
+    if (s->act == ACL_ACT_CLIP && !(s->act_min <= s->act_max))
+        return acl_fail("clip needs act_min <= act_max, got act_min=%g act_max=%g",
+                        (double)s->act_min, (double)s->act_max);
+    /* Row and pixel indices are ints (indirection entries are int32). */
+    int64_t in_pixels = (int64_t)s->n * s->h * s->w, out_pixels = (int64_t)s->n * d->oh * d->ow;
+    if (in_pixels * s->c > INT32_MAX || out_pixels * s->oc > INT32_MAX)
+        return acl_fail("tensors over %d elements are not supported "
+                        "(n*h*w*c=%lld, n*oh*ow*oc=%lld)",
+                        INT32_MAX, (long long)(in_pixels * s->c), (long long)(out_pixels * s->oc));
+    d->cg = s->c / s->group;
+    d->ocg = s->oc / s->group;
+    d->taps = s->kh * s->kw;
+    d->m = (int)out_pixels;
+    return 0;
+}
+
+static int resolve(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                   conv_dims *d, const conv_algo **algo, const acl_ukernel **uk)
+{
+    if (!s) return acl_fail("no shape given");
+    if (validate_shape(s, d) != 0) return -1;
+    if (!(*algo = find_algorithm(algorithm))) return -1;
+    int named = ukernel && ukernel[0];
+    *uk = NULL;
+    if (!(*algo)->uses_ukernel) {
+        if (named)
+            return acl_fail("%s is a direct algorithm and takes no micro-kernel, got '%s'",
+                            algorithm, ukernel);
+    } else {
+        if (!named)
+            return acl_fail("%s runs on a GEMM micro-kernel; name one (see acl_ukernel_get)",
+                            algorithm);
+        if (!(*uk = acl_ukernel_find(ukernel)))
+            return acl_fail("unknown micro-kernel '%s' on this machine", ukernel);
+    }
+    return (*algo)->check(*algo, s, d, *uk);
+}
+
+int acl_conv_check(const acl_conv_shape *s, const char *algorithm, const char *ukernel)
+{
+    conv_dims d;
+    const conv_algo *algo;
+    const acl_ukernel *uk;
+    return resolve(s, algorithm, ukernel, &d, &algo, &uk);
+}
+
+int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                    const float *weight, const float *bias, acl_conv **out)
+{
+    if (!out) return acl_fail("acl_conv_create needs somewhere to store the result");
+    *out = NULL;
+    conv_dims d;
+    const conv_algo *algo;
+    const acl_ukernel *uk;
+    if (resolve(s, algorithm, ukernel, &d, &algo, &uk) != 0) return -1;
+    if (!weight) return acl_fail("no weights given");
+    acl_conv *conv = calloc(1, sizeof *conv);
+    if (!conv) return acl_fail("out of memory creating a convolution");
+    conv->s = *s;
+    conv->d = d;
+    conv->algo = algo;
+    conv->uk = uk;
+    conv->bias = acl_alloc((size_t)s->oc * sizeof(float));
+    if (!conv->bias) {
+        acl_conv_destroy(conv);
+        return -1;
+    }
+    if (bias)
+        memcpy(conv->bias, bias, (size_t)s->oc * sizeof(float));
+    else
+        memset(conv->bias, 0, (size_t)s->oc * sizeof(float));
+    if (algo->create(conv, weight) != 0) {
+        acl_conv_destroy(conv);
+        return -1;
+    }
+    *out = conv;
+    return 0;
+}
+
+int acl_conv_run(acl_conv *conv, const acl_exec *ex, const float *input, const float *residual,
+                 float *output, acl_stage_times *times)
+{
+    double start = acl_now_ms();
+    if (!conv) return acl_fail("no convolution given");
+    if (acl_exec_check(ex) != 0) return -1;
+    if (!input || !output) return acl_fail("acl_conv_run needs an input and an output");
+    if (conv->s.has_residual && !residual)
+        return acl_fail("the shape has has_residual=1 but no residual was given");
+    if (!conv->s.has_residual && residual)
+        return acl_fail("a residual was given but the shape has has_residual=0");
+    conv_io io = {input, residual, output};
+    acl_stage_times t = {0};
+    if (conv->algo->run(conv, ex, &io, &t) != 0) return -1;
+    t.total_ms = acl_now_ms() - start;
+    if (times) *times = t;
+    return 0;
+}
+
+void acl_conv_destroy(acl_conv *conv)
+{
+    if (!conv) return;
+    if (conv->impl) conv->algo->destroy(conv);
+    acl_free(conv->bias);
+    free(conv);
+}

@@ -1,0 +1,139 @@
+/* What the convolution algorithms share: the convolution object, the
+ * per-algorithm vtable and the helpers every algorithm builds on.
+ *
+ * conv.c owns the public API: it validates the shape, resolves the algorithm
+ * and micro-kernel, copies the bias and times the whole run; an algorithm only
+ * checks its own support rules and does its stages.
+ */
+#ifndef ACL_CONV_IMPL_H
+#define ACL_CONV_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aclengine.h"
+#include "gemm.h"
+#include "internal.h"
+#include "pool.h"
+
+/* Sizes derived once from the shape. */
+typedef struct {
+    int oh, ow;
+    int cg, ocg;  /* input / output channels per group */
+    int taps;     /* kh * kw */
+    int m;        /* output pixels over the batch: n * oh * ow */
+} conv_dims;
+
+/* The tensors of one run. */
+typedef struct {
+    const float *x;
+    const float *residual;  /* NULL without a residual */
+    float *y;
+} conv_io;
+
+struct acl_conv;
+
+typedef struct conv_algo conv_algo;
+struct conv_algo {
+    const char *name;
+    int uses_ukernel;
+    const void *variant;  /* parameters shared implementations read (Winograd's F(m, r)) */
+    /* 0 if the algorithm supports the (already valid) shape with uk (NULL for
+     * direct algorithms); otherwise acl_fail with the reason. */
+    int (*check)(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
+                 const acl_ukernel *uk);
+    /* Packs the weights and allocates all workspace into conv->impl. */
+    int (*create)(struct acl_conv *conv, const float *weight);
+    /* Runs the stages, adding each stage's wall time to t. */
+    int (*run)(struct acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t);
+    void (*destroy)(struct acl_conv *conv);
+};
+
+struct acl_conv {
+    acl_conv_shape s;
+    conv_dims d;
+    const conv_algo *algo;
+    const acl_ukernel *uk;  /* NULL for direct algorithms */
+    float *bias;            /* oc floats, zeros when the model has none */
+    void *impl;             /* the algorithm's own state */
+};
+
+extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
+    conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
+    conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
+    conv_winograd_4x1_3x1;
+
+/* ---- epilogue -------------------------------------------------------------
+ * y[i] = act(acc[i] + bias[i] + residual[i]) in the same order of operations
+ * as the GEMM's fused epilogue.  residual may be NULL; y may be acc (direct
+ * algorithms accumulate in the output row). */
+static inline float conv_activate(const acl_conv_shape *s, float v)
+{
+    if (s->act == ACL_ACT_RELU) return v > 0.0f ? v : 0.0f;
+    if (s->act == ACL_ACT_CLIP)
+        return v < s->act_min ? s->act_min : v > s->act_max ? s->act_max : v;
+    return v;
+}
+
+static inline void conv_finish(const acl_conv_shape *s, float *y, const float *acc,
+                               const float *restrict bias, const float *restrict residual, int len)
+{
+    if (residual)
+        for (int i = 0; i < len; i++) y[i] = conv_activate(s, acc[i] + bias[i] + residual[i]);
+    else
+        for (int i = 0; i < len; i++) y[i] = conv_activate(s, acc[i] + bias[i]);
+}
+
+/* ---- stages ---------------------------------------------------------------- */
+
+/* Runs fn over rows [0, rows) on the pool, cut like the GEMM's tiles into
+ * min(workloads, rows) contiguous units that acl_parallel hands out by core
+ * weight; the stage's wall time is added to *ms. */
+int conv_stage(const acl_exec *ex, int rows, acl_task_fn fn, void *ctx, double *ms);
+
+/* ---- GEMM batches (conv_gemm.c) ---------------------------------------------
+ * One batch of equally shaped GEMMs (one per group, or per group and Winograd
+ * point): B packed once per job at create, A panels for interleaved
+ * micro-kernels allocated at create, A/C pointers filled per run. */
+typedef struct {
+    const acl_ukernel *uk;
+    int njobs, ks, kc, n;
+    acl_packed_b *b;
+    acl_gemm_job *jobs;
+    float *a_packed;
+} conv_gemm;
+
+int conv_gemm_create(conv_gemm *g, const acl_ukernel *uk, int njobs, int m, int ks, int kc, int n);
+/* Packs job j's B from OIHW-like strides (see acl_pack_b). */
+int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, ptrdiff_t stride_c,
+                   ptrdiff_t stride_t);
+/* Points job g (one per group) at group g's columns of the run's output, with
+ * the fused epilogue. */
+void conv_gemm_group_outputs(conv_gemm *g, const struct acl_conv *conv, const conv_io *io);
+/* pack_a counts as pre, compute as gemm. */
+int conv_gemm_run(conv_gemm *g, const acl_exec *ex, acl_stage_times *t);
+void conv_gemm_destroy(conv_gemm *g);
+
+/* Fails with "<algorithm> with <ukernel>: <reason>" unless uk runs per-call K x N. */
+int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int n);
+
+/* ---- indirection (indirection.c) --------------------------------------------
+ * For each output pixel, kh*kw pointers to the input pixels its taps read (a
+ * zero row for padding).  Pixel indices are computed at create; the pointers
+ * are rebased on each run's input in a parallel pre stage: one store per
+ * pointer, 18 us for a 56x56 3x3 layer against 1.7 ms of GEMM, so there is
+ * no point caching them across runs. */
+typedef struct {
+    int ptrs_per_row;   /* per output row: ow * taps */
+    int rows;           /* output rows: n * oh */
+    int c;              /* floats per input pixel */
+    int32_t *pixel;     /* input pixel index, -1 for padding */
+    const float **ptr;
+    float *zero;        /* c zeros */
+} conv_indirection;
+
+int conv_indirection_create(conv_indirection *ind, const acl_conv_shape *s, const conv_dims *d);
+int conv_indirection_rebase(conv_indirection *ind, const acl_exec *ex, const float *x, double *ms);
+void conv_indirection_destroy(conv_indirection *ind);
+
+#endif

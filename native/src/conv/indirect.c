@@ -1,0 +1,67 @@
+/* Indirect convolution (Dukhan; ACL's hybrid indirect GEMM): no im2col copy.
+ * Each output pixel has kh*kw pointers to the input pixels its taps read (a
+ * zero row for padding); the hybrid micro-kernel reads its MR rows through
+ * them tap by tap, so the per-call K is Cg and the weights are packed straight
+ * from OIHW. */
+#include <stdlib.h>
+
+#include "conv_impl.h"
+
+typedef struct {
+    conv_indirection ind;
+    conv_gemm gemm;
+} indirect_state;
+
+static int indirect_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
+                          const acl_ukernel *uk)
+{
+    if (uk->style == ACL_STYLE_INTERLEAVED)
+        return acl_fail("%s reads A through row pointers and needs a hybrid or smallk "
+                        "micro-kernel, got the interleaved %s",
+                        self->name, uk->name);
+    return conv_check_ukernel(self->name, uk, d->cg, d->ocg);
+}
+
+static int indirect_create(acl_conv *conv, const float *weight)
+{
+    const acl_conv_shape *s = &conv->s;
+    const conv_dims *d = &conv->d;
+    indirect_state *st = calloc(1, sizeof *st);
+    if (!(conv->impl = st)) return acl_fail("out of memory creating indirect");
+    if (conv_indirection_create(&st->ind, s, d) != 0) return -1;
+    if (conv_gemm_create(&st->gemm, conv->uk, s->group, d->m, d->taps, d->cg, d->ocg) != 0)
+        return -1;
+    size_t group_floats = (size_t)d->ocg * d->cg * d->taps;
+    for (int g = 0; g < s->group; g++) {
+        if (conv_gemm_pack(&st->gemm, g, weight + g * group_floats, (ptrdiff_t)d->cg * d->taps,
+                           d->taps, 1) != 0)
+            return -1;
+        st->gemm.jobs[g].a = (acl_a_source){.rows = st->ind.ptr, .offset = (ptrdiff_t)g * d->cg};
+    }
+    return 0;
+}
+
+static int indirect_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
+{
+    indirect_state *st = conv->impl;
+    if (conv_indirection_rebase(&st->ind, ex, io->x, &t->pre_ms) != 0) return -1;
+    conv_gemm_group_outputs(&st->gemm, conv, io);
+    return conv_gemm_run(&st->gemm, ex, t);
+}
+
+static void indirect_destroy(acl_conv *conv)
+{
+    indirect_state *st = conv->impl;
+    conv_gemm_destroy(&st->gemm);
+    conv_indirection_destroy(&st->ind);
+    free(st);
+}
+
+const conv_algo conv_indirect = {
+    .name = "indirect",
+    .uses_ukernel = 1,
+    .check = indirect_check,
+    .create = indirect_create,
+    .run = indirect_run,
+    .destroy = indirect_destroy,
+};

@@ -1,0 +1,78 @@
+/* The oracle: a plain loop nest on the calling thread, accumulating in double
+ * so that it is more accurate than anything it checks. */
+#include <string.h>
+
+#include "conv_impl.h"
+
+static int reference_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
+                           const acl_ukernel *uk)
+{
+    return 0;
+}
+
+/* impl: the OIHW weights followed by one pixel's accumulators (oc floats). */
+static size_t weight_floats(const acl_conv *conv)
+{
+    return (size_t)conv->s.oc * conv->d.cg * conv->d.taps;
+}
+
+static int reference_create(acl_conv *conv, const float *weight)
+{
+    if (!(conv->impl = acl_alloc((weight_floats(conv) + conv->s.oc) * sizeof(float)))) return -1;
+    memcpy(conv->impl, weight, weight_floats(conv) * sizeof(float));
+    return 0;
+}
+
+/* One output pixel, all channels, before the epilogue. */
+static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy, int ox,
+                            float *acc)
+{
+    const acl_conv_shape *s = &conv->s;
+    const float *w = conv->impl;
+    for (int o = 0; o < s->oc; o++) {
+        int g = o / conv->d.ocg;
+        double sum = 0.0;
+        for (int ci = 0; ci < conv->d.cg; ci++)
+            for (int ky = 0; ky < s->kh; ky++) {
+                int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+                if (iy < 0 || iy >= s->h) continue;
+                for (int kx = 0; kx < s->kw; kx++) {
+                    int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
+                    if (ix < 0 || ix >= s->w) continue;
+                    size_t pixel = (size_t)(b * s->h + iy) * s->w + ix;
+                    float xv = x[pixel * s->c + g * conv->d.cg + ci];
+                    float wv = w[((size_t)o * conv->d.cg + ci) * conv->d.taps + ky * s->kw + kx];
+                    sum += (double)xv * wv;
+                }
+            }
+        acc[o] = (float)sum;
+    }
+}
+
+static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
+{
+    const acl_conv_shape *s = &conv->s;
+    float *acc = (float *)conv->impl + weight_floats(conv);
+    double start = acl_now_ms();
+    for (int b = 0; b < s->n; b++)
+        for (int oy = 0; oy < conv->d.oh; oy++)
+            for (int ox = 0; ox < conv->d.ow; ox++) {
+                size_t at = ((size_t)(b * conv->d.oh + oy) * conv->d.ow + ox) * s->oc;
+                reference_pixel(conv, io->x, b, oy, ox, acc);
+                conv_finish(s, io->y + at, acc, conv->bias, io->residual ? io->residual + at : NULL,
+                            s->oc);
+            }
+    t->gemm_ms += acl_now_ms() - start;
+    return 0;
+}
+
+static void reference_destroy(acl_conv *conv) { acl_free(conv->impl); }
+
+const conv_algo conv_reference = {
+    .name = "reference",
+    .uses_ukernel = 0,
+    .check = reference_check,
+    .create = reference_create,
+    .run = reference_run,
+    .destroy = reference_destroy,
+};

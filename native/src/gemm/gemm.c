@@ -1,0 +1,333 @@
+/* The macro-kernel (see gemm.h): B packing, A interleaving, blocking, edge
+ * tiles, the fused epilogue and the split of a batch into units.
+ *
+ * A unit is a range of MR-row tiles and a tile's K loop never leaves the
+ * thread that owns it, so every output element sees the same sequence of
+ * micro-kernel calls whatever the core weights and workloads are.
+ */
+#include "gemm.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* K block of one micro-kernel call: a KC x NR slice of a B panel (32 KB for
+ * NR = 32) stays in L1 while a row block of A streams past it. */
+#define KC_TARGET 256
+/* Rows of A per row block, reused from L2 across all N panels
+ * (MC_ROWS x KC_TARGET floats = 128 KB). */
+#define MC_ROWS 128
+/* K blocks are rounded to this so NEON kernels load A four floats at a time. */
+#define K_GRAIN 4
+
+static int job_k(const acl_gemm_job *job) { return job->b->ks * job->b->kc; }
+
+static int job_tiles(const acl_gemm_job *job) { return acl_div_up(job->m, job->b->uk->mr); }
+
+/* A row is read as `count` segments of `len` contiguous floats: the taps of an
+ * indirect A, or the whole row of a dense one. */
+typedef struct {
+    int count, len;
+} k_segments;
+
+static k_segments a_segments(const acl_gemm_job *job)
+{
+    if (job->a.rows) return (k_segments){job->b->ks, job->b->kc};
+    return (k_segments){1, job_k(job)};
+}
+
+/* The K runs one micro-kernel call walks: packed A is one contiguous run
+ * whatever the source was.  Their length is the K a kernel's bounds apply to. */
+static k_segments call_segments(const acl_gemm_job *job)
+{
+    if (job->b->uk->style == ACL_STYLE_INTERLEAVED) return (k_segments){1, job_k(job)};
+    return a_segments(job);
+}
+
+/* Start of segment seg of A row `row` (a dense row has only segment 0). */
+static const float *a_segment(const acl_gemm_job *job, int row, int seg)
+{
+    const acl_a_source *a = &job->a;
+    if (a->rows) return a->rows[(size_t)row * job->b->ks + seg] + a->offset;
+    return a->base + row * a->lda;
+}
+
+size_t acl_gemm_packed_a_floats(const acl_ukernel *uk, int m, int k)
+{
+    if (uk->style != ACL_STYLE_INTERLEAVED || m <= 0 || k <= 0) return 0;
+    return (size_t)acl_div_up(m, uk->mr) * uk->mr * k;
+}
+
+int acl_ukernel_check(const acl_ukernel *uk, int k, int n)
+{
+    if (!uk) return acl_fail("no micro-kernel given");
+    if (k < 1 || n < 1) return acl_fail("GEMM needs K >= 1 and N >= 1, got K = %d, N = %d", k, n);
+    if (k <= uk->kmin || (uk->kmax && k > uk->kmax))
+        return acl_fail("micro-kernel %s needs %d < K <= %d, got K = %d", uk->name, uk->kmin,
+                        uk->kmax, k);
+    if (n % uk->n_multiple)
+        return acl_fail("micro-kernel %s needs N to be a multiple of %d, got N = %d", uk->name,
+                        uk->n_multiple, n);
+    return 0;
+}
+
+int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
+               ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out)
+{
+    if (!uk || !src || !out) return acl_fail("acl_pack_b: missing micro-kernel, source or output");
+    if (ks < 1 || kc < 1 || n < 1 || (long long)ks * kc > INT_MAX)
+        return acl_fail("acl_pack_b: bad B shape ks = %d, kc = %d, n = %d", ks, kc, n);
+    const int k = ks * kc, nr = uk->nr, panels = acl_div_up(n, nr);
+    float *data = acl_alloc((size_t)panels * k * nr * sizeof(float));
+    if (!data) return -1;
+    for (int p = 0; p < panels; p++) {
+        const int cols = acl_min(nr, n - p * nr);
+        for (int t = 0; t < ks; t++)
+            for (int c = 0; c < kc; c++) {
+                float *dst = data + ((size_t)p * k + (size_t)t * kc + c) * nr;
+                const float *s = src + c * stride_c + t * stride_t + p * nr * stride_n;
+                for (int j = 0; j < cols; j++) dst[j] = s[j * stride_n];
+                for (int j = cols; j < nr; j++) dst[j] = 0.0f;
+            }
+    }
+    *out = (acl_packed_b){.uk = uk, .ks = ks, .kc = kc, .n = n, .data = data};
+    return 0;
+}
+
+void acl_packed_b_free(acl_packed_b *b)
+{
+    if (!b) return;
+    acl_free(b->data);
+    b->data = NULL;
+}
+
+int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njobs, int workloads)
+{
+    if (workloads < 1) return acl_fail("workloads must be >= 1, got %d", workloads);
+    if (njobs < 0 || (njobs > 0 && !jobs)) return acl_fail("GEMM batch has no jobs");
+    const acl_ukernel *uk = NULL;
+    long long tiles = 0;
+    for (int j = 0; j < njobs; j++) {
+        const acl_gemm_job *job = &jobs[j];
+        if (!job->b || !job->b->uk || !job->b->data)
+            return acl_fail("GEMM job %d has no packed B", j);
+        if (uk && job->b->uk != uk)
+            return acl_fail("GEMM job %d uses %s, job 0 uses %s: a batch shares one micro-kernel",
+                            j, job->b->uk->name, uk->name);
+        uk = job->b->uk;
+        if (acl_ukernel_check(uk, call_segments(job).len, job->b->n) != 0) return -1;
+        if (job->m < 0) return acl_fail("GEMM job %d has M = %d", j, job->m);
+        if (job->m == 0) continue;
+        if (!job->c || job->ldc < job->b->n)
+            return acl_fail("GEMM job %d: no C or ldc %td < N %d", j, job->ldc, job->b->n);
+        if (!job->a.rows && !job->a.base) return acl_fail("GEMM job %d has no A", j);
+        if (uk->style == ACL_STYLE_INTERLEAVED && !job->a_packed)
+            return acl_fail("GEMM job %d: %s needs an A packing buffer", j, uk->name);
+        tiles += job_tiles(job);
+    }
+    if (tiles > INT_MAX) return acl_fail("GEMM batch too large: %lld tiles", tiles);
+    *batch = (acl_gemm_batch){
+        .jobs = jobs,
+        .njobs = njobs,
+        .units = (int)acl_min(workloads, (int)tiles),
+        .tiles_total = (int)tiles,
+    };
+    return 0;
+}
+
+/* ---- A interleaving ---------------------------------------------------- */
+
+/* Packs tiles [t0, t1) of a job into [K][MR] panels, rows past M zeroed. */
+static void pack_job_tiles(const acl_gemm_job *job, int t0, int t1)
+{
+    const int k = job_k(job), mr = job->b->uk->mr;
+    const k_segments seg = a_segments(job);
+    for (int t = t0; t < t1; t++) {
+        const int row0 = t * mr, rows = acl_min(mr, job->m - row0);
+        float *panel = job->a_packed + (size_t)t * mr * k;
+        for (int s = 0; s < seg.count; s++) {
+            const float *src[ACL_UKR_MAX_MR];
+            for (int r = 0; r < rows; r++) src[r] = a_segment(job, row0 + r, s);
+            float *dst = panel + (size_t)s * seg.len * mr;
+            /* Column by column: contiguous writes, one read stream per row. */
+            for (int c = 0; c < seg.len; c++, dst += mr) {
+                for (int r = 0; r < rows; r++) dst[r] = src[r][c];
+                for (int r = rows; r < mr; r++) dst[r] = 0.0f;
+            }
+        }
+    }
+}
+
+/* ---- compute ----------------------------------------------------------- */
+
+static void apply_epilogue(const acl_epilogue *ep, float *c, ptrdiff_t ldc, int row0, int col0,
+                           int rows, int cols)
+{
+    if (ep->bias)
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++) c[r * ldc + j] += ep->bias[col0 + j];
+    if (ep->residual) {
+        const float *res = ep->residual + row0 * ldc + col0;
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++) c[r * ldc + j] += res[r * ldc + j];
+    }
+    if (ep->act == ACL_ACT_RELU) {
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++) {
+                const float v = c[r * ldc + j];
+                c[r * ldc + j] = v < 0.0f ? 0.0f : v;
+            }
+    } else if (ep->act == ACL_ACT_CLIP) {
+        const float lo = ep->act_min, hi = ep->act_max;
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++) {
+                const float v = c[r * ldc + j];
+                c[r * ldc + j] = v < lo ? lo : v > hi ? hi : v;
+            }
+    }
+}
+
+static int epilogue_is_identity(const acl_epilogue *ep)
+{
+    return !ep->bias && !ep->residual && ep->act != ACL_ACT_RELU && ep->act != ACL_ACT_CLIP;
+}
+
+static void copy_block(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int rows,
+                       int cols)
+{
+    for (int r = 0; r < rows; r++) memcpy(dst + r * ldd, src + r * lds, cols * sizeof(float));
+}
+
+/* Where one micro-kernel call reads A. */
+typedef struct {
+    const float *packed;                   /* interleaved */
+    const float *rows[ACL_UKR_MAX_MR];     /* hybrid, smallk */
+} a_operand;
+
+static void call_ukernel(const acl_ukernel *uk, size_t kc, const a_operand *a, const float *b,
+                         float *c, size_t ldc, int accumulate)
+{
+    if (uk->style == ACL_STYLE_INTERLEAVED)
+        uk->interleaved(kc, a->packed, b, c, ldc, accumulate);
+    else
+        uk->hybrid(kc, a->rows, b, c, ldc, accumulate);
+}
+
+/* One K step of one tile; an edge tile goes through an aligned MR x NR stack
+ * tile so the kernel never writes outside C. */
+static void tile_step(const acl_ukernel *uk, size_t kc, const a_operand *a, const float *b,
+                      float *c, ptrdiff_t ldc, int rows, int cols, int accumulate)
+{
+    const int mr = uk->mr, nr = uk->nr;
+    if (rows == mr && cols == nr) {
+        call_ukernel(uk, kc, a, b, c, (size_t)ldc, accumulate);
+        return;
+    }
+    float tile[ACL_UKR_MAX_TILE_FLOATS] __attribute__((aligned(ACL_ALIGN)));
+    if (accumulate) {
+        memset(tile, 0, (size_t)mr * nr * sizeof(float));
+        copy_block(tile, nr, c, ldc, rows, cols);
+    }
+    call_ukernel(uk, kc, a, b, tile, (size_t)nr, accumulate);
+    copy_block(c, ldc, tile, nr, rows, cols);
+}
+
+/* Computes tiles [t0, t1) of a job: row blocks of MC_ROWS, then K blocks
+ * (within each A segment), then N panels, then the tiles of the row block. */
+static void compute_job_tiles(const acl_gemm_job *job, int t0, int t1)
+{
+    const acl_packed_b *b = job->b;
+    const acl_ukernel *uk = b->uk;
+    const int k = job_k(job), mr = uk->mr, nr = uk->nr, n = b->n;
+    const int panels = acl_div_up(n, nr);
+    const int interleaved = uk->style == ACL_STYLE_INTERLEAVED;
+    const k_segments seg = call_segments(job);
+    const int kc_cap = uk->style == ACL_STYLE_SMALLK ? seg.len : KC_TARGET;
+    const int kblock = acl_div_up(acl_div_up(seg.len, acl_div_up(seg.len, kc_cap)), K_GRAIN) * K_GRAIN;
+    const int mc_tiles = acl_max(1, MC_ROWS / mr);
+    const int identity_epilogue = epilogue_is_identity(&job->ep);
+
+    for (int blk0 = t0; blk0 < t1; blk0 += mc_tiles) {
+        const int blk1 = acl_min(blk0 + mc_tiles, t1);
+        for (int s = 0; s < seg.count; s++)
+            for (int c0 = 0; c0 < seg.len; c0 += kblock) {
+                const int kc = acl_min(kblock, seg.len - c0);
+                const int k0 = s * seg.len + c0;
+                const int first = k0 == 0, last = k0 + kc == k;
+                for (int p = 0; p < panels; p++) {
+                    const float *bp = b->data + ((size_t)p * k + k0) * nr;
+                    const int col0 = p * nr, cols = acl_min(nr, n - col0);
+                    for (int t = blk0; t < blk1; t++) {
+                        const int row0 = t * mr, rows = acl_min(mr, job->m - row0);
+                        a_operand a;
+                        if (interleaved) {
+                            a.packed = job->a_packed + ((size_t)t * k + k0) * mr;
+                        } else {
+                            /* Rows past M repeat the last valid row; their
+                             * results are never stored. */
+                            for (int r = 0; r < mr; r++)
+                                a.rows[r] = a_segment(job, row0 + acl_min(r, rows - 1), s) + c0;
+                        }
+                        float *c = job->c + row0 * job->ldc + col0;
+                        tile_step(uk, (size_t)kc, &a, bp, c, job->ldc, rows, cols, !first);
+                        if (last && !identity_epilogue)
+                            apply_epilogue(&job->ep, c, job->ldc, row0, col0, rows, cols);
+                    }
+                }
+            }
+    }
+}
+
+/* ---- units and stages -------------------------------------------------- */
+
+typedef void (*job_tiles_fn)(const acl_gemm_job *job, int t0, int t1);
+
+/* Runs fn over the tiles of units [unit_begin, unit_end), job by job. */
+static void for_unit_tiles(const acl_gemm_batch *batch, int unit_begin, int unit_end,
+                           job_tiles_fn fn)
+{
+    const long long total = batch->tiles_total, units = batch->units;
+    const int g0 = (int)(unit_begin * total / units), g1 = (int)(unit_end * total / units);
+    int base = 0;
+    for (int j = 0; j < batch->njobs && base < g1; j++) {
+        const acl_gemm_job *job = &batch->jobs[j];
+        const int n = job->m > 0 ? job_tiles(job) : 0;
+        const int t0 = acl_max(g0, base) - base, t1 = acl_min(g1, base + n) - base;
+        if (t0 < t1) fn(job, t0, t1);
+        base += n;
+    }
+}
+
+static void pack_task(void *ctx, int unit_begin, int unit_end, int worker)
+{
+    for_unit_tiles(ctx, unit_begin, unit_end, pack_job_tiles);
+}
+
+static void compute_task(void *ctx, int unit_begin, int unit_end, int worker)
+{
+    for_unit_tiles(ctx, unit_begin, unit_end, compute_job_tiles);
+}
+
+static int run_stage(const acl_gemm_batch *batch, const acl_exec *ex, acl_task_fn fn,
+                     double *stage_ms)
+{
+    const double start = acl_now_ms();
+    const int rc = acl_parallel(ex, batch->units, fn, (void *)batch);
+    if (stage_ms) *stage_ms = acl_now_ms() - start;
+    return rc;
+}
+
+int acl_gemm_batch_pack_a(const acl_gemm_batch *batch, const acl_exec *ex, double *stage_ms)
+{
+    if (batch->njobs == 0 || batch->jobs[0].b->uk->style != ACL_STYLE_INTERLEAVED) {
+        if (stage_ms) *stage_ms = 0.0;
+        return 0;
+    }
+    return run_stage(batch, ex, pack_task, stage_ms);
+}
+
+int acl_gemm_batch_compute(const acl_gemm_batch *batch, const acl_exec *ex, double *stage_ms)
+{
+    return run_stage(batch, ex, compute_task, stage_ms);
+}

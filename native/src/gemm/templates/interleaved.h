@@ -1,0 +1,23 @@
+/* Interleaved micro-kernel template: A comes packed as kc columns of MR
+ * floats, B as kc rows of NR floats (see ukernel.h). */
+
+/* A column is MR / 4 lane vectors; a ragged one cannot be loaded by lanes. */
+#define A_LANE_VECTORS (MR % 4 ? 99 : MR / 4)
+#include "tile.h"
+
+/* Row i's value in the current A column, held in av. */
+#define A_PACKED(i) A_LANE(av[(i) / A_LANES], (i) % A_LANES)
+
+void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, float *restrict c,
+                  size_t ldc, int accumulate)
+{
+    TILE_DECLARE();
+    for (size_t k = 0; k < kc; k++) {
+        va av[MR / A_LANES];
+        UNROLL for (int q = 0; q < MR / A_LANES; q++) av[q] = A_LOAD(a + q * A_LANES);
+        TILE_STEP(b, A_PACKED);
+        a += MR;
+        b += NR;
+    }
+    TILE_STORE(c, ldc, accumulate);
+}

@@ -1,0 +1,45 @@
+/* GEMM micro-kernels: the only ISA-specific code of the GEMM.
+ *
+ * Every micro-kernel computes one full MR x NR tile of C = A B over kc steps;
+ * the macro-kernel (gemm.c) handles blocking, packing, partial edge tiles and
+ * threads.  B is always packed: kc rows of NR floats, zero-padded.  How A is
+ * read depends on the packing style:
+ *   interleaved  A packed too: kc columns of MR floats (ACL's interleave);
+ *   hybrid       A read in place through MR row pointers, each row kc
+ *                contiguous floats (ACL's hybrid / indirect arrangement);
+ *   smallk       hybrid, specialised for a small whole K (kmin < K <= kmax).
+ * accumulate == 0 overwrites the tile, 1 adds to what C holds.
+ */
+#ifndef ACL_UKERNEL_H
+#define ACL_UKERNEL_H
+
+#include <stddef.h>
+
+typedef enum { ACL_STYLE_INTERLEAVED, ACL_STYLE_HYBRID, ACL_STYLE_SMALLK } acl_style;
+
+typedef void (*acl_ukr_interleaved_fn)(size_t kc, const float *a_packed, const float *b_packed,
+                                       float *c, size_t ldc, int accumulate);
+typedef void (*acl_ukr_hybrid_fn)(size_t kc, const float *const *a_rows, const float *b_packed,
+                                  float *c, size_t ldc, int accumulate);
+
+typedef struct {
+    const char *name;  /* "MRxNR-style-isa", e.g. "6x16-hybrid-avx512" */
+    const char *isa;   /* "avx512", "avx2", "neon" */
+    acl_style style;
+    int mr, nr;
+    int kmin, kmax;    /* valid for kmin < K <= kmax; kmax == 0: unbounded */
+    int n_multiple;    /* N must be a multiple of this (1: any N) */
+    acl_ukr_interleaved_fn interleaved;  /* set for ACL_STYLE_INTERLEAVED */
+    acl_ukr_hybrid_fn hybrid;            /* set for the other styles */
+} acl_ukernel;
+
+/* Bounds on every kernel's tile: the macro-kernel keeps MR row pointers and
+ * computes partial edge tiles in an MR x NR stack tile. */
+#define ACL_UKR_MAX_MR 16
+#define ACL_UKR_MAX_TILE_FLOATS (16 * 64)
+
+/* The micro-kernels this machine can run, fastest family first. */
+int acl_ukernels_available(const acl_ukernel *const **list);
+const acl_ukernel *acl_ukernel_find(const char *name);
+
+#endif

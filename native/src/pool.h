@@ -1,0 +1,29 @@
+/* The persistent pool of pinned worker threads.
+ *
+ * One worker per CPU, created the first time a configuration gives that CPU a
+ * non-zero weight and kept for the life of the process.  acl_parallel() cuts
+ * `units` of work into contiguous ranges in proportion to the weights of the
+ * active CPUs (in CPU-id order) and runs them, one range per worker.  Because
+ * a unit's result never depends on which worker computes it, every weight
+ * vector gives bit-identical output.
+ */
+#ifndef ACL_POOL_H
+#define ACL_POOL_H
+
+#include "aclengine.h"
+
+/* worker: the rank of the worker among the active CPUs, 0..active-1, for
+ * indexing per-worker scratch. */
+typedef void (*acl_task_fn)(void *ctx, int unit_begin, int unit_end, int worker);
+
+/* Checks an execution configuration: a CPU with a weight must exist, weights
+ * are >= 0 with at least one positive, workloads >= 1. */
+int acl_exec_check(const acl_exec *ex);
+
+/* The number of CPUs with a non-zero weight. */
+int acl_exec_active(const acl_exec *ex);
+
+/* Runs fn over [0, units) split by ex; returns when every range is done. */
+int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,462 @@
+/* Convolution tests: every algorithm x every micro-kernel over random shapes
+ * against `reference`, bit-identical results across core weights and
+ * workloads, and the reasons given for unsupported combinations.
+ *
+ *   test_conv [--cases N] [--seed S]   the tests; closes with "N passed, N failed"
+ *   test_conv --bench                  single-core timings of a ResNet-18 layer
+ */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aclengine.h"
+
+#define TOLERANCE 1e-4
+
+static int passed, failed;
+
+/* ---- random numbers (splitmix64: reproducible from --seed) ---------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi]. */
+static int rnd(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
+
+static float rnd_float(void) { return (float)((rng_next() >> 40) * (2.0 / (1ull << 24)) - 1.0); }
+
+static float *random_floats(size_t count)
+{
+    float *p = malloc((count ? count : 1) * sizeof *p);
+    for (size_t i = 0; i < count; i++) p[i] = rnd_float();
+    return p;
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+static void describe(const acl_conv_shape *s, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g]%s",
+             s->n, s->h, s->w, s->c, s->oc, s->kh, s->kw, s->stride_h, s->stride_w, s->dil_h,
+             s->dil_w, s->pad_top, s->pad_left, s->pad_bottom, s->pad_right, s->group, s->act,
+             (double)s->act_min, (double)s->act_max, s->has_residual ? " +res" : "");
+}
+
+enum {
+    FAMILY_GENERAL,
+    FAMILY_3X3,
+    FAMILY_1D,
+    FAMILY_1X1,
+    FAMILY_DEPTHWISE,
+    FAMILY_GROUPED,
+    FAMILIES
+};
+
+/* A random shape of one family, each family aimed at some algorithms. */
+static acl_conv_shape random_shape(int family)
+{
+    acl_conv_shape s = {0};
+    int wide = rnd(0, 9) == 0;  /* enough channels for several K blocks / channel blocks */
+    s.n = rnd(1, 2);
+    s.h = rnd(1, 13);
+    s.w = rnd(1, 13);
+    s.c = wide ? rnd(33, 80) : rnd(1, 20);
+    s.oc = wide ? rnd(33, 80) : rnd(1, 20);
+    s.kh = rnd(1, 5);
+    s.kw = rnd(1, 5);
+    s.stride_h = rnd(1, 3);
+    s.stride_w = rnd(1, 3);
+    s.dil_h = rnd(1, 2);
+    s.dil_w = rnd(1, 2);
+    s.group = 1;
+    int max_pad = 2;
+    switch (family) {
+    case FAMILY_3X3:
+    case FAMILY_1D:
+        s.kh = family == FAMILY_1D && rnd(0, 1) ? 1 : 3;
+        s.kw = s.kh == 1 ? 3 : family == FAMILY_1D ? 1 : 3;
+        s.stride_h = s.stride_w = s.dil_h = s.dil_w = 1;
+        break;
+    case FAMILY_1X1:
+        s.kh = s.kw = 1;
+        s.stride_h = s.stride_w = rnd(1, 2);
+        max_pad = rnd(0, 1);
+        break;
+    case FAMILY_DEPTHWISE:
+        s.group = s.c;
+        s.oc = s.c * rnd(1, 3);
+        break;
+    case FAMILY_GROUPED:
+        s.group = rnd(2, 4);
+        s.c = s.group * rnd(1, wide ? 20 : 6);
+        s.oc = s.group * rnd(1, wide ? 20 : 6);
+        if (rnd(0, 1)) s.kh = s.kw = 1;
+        break;
+    }
+    s.pad_top = rnd(0, max_pad);
+    s.pad_left = rnd(0, max_pad);
+    s.pad_bottom = rnd(0, max_pad);
+    s.pad_right = rnd(0, max_pad);
+    /* Clip bounds at 1 to 2 times the output's spread (the std of a sum of
+     * K products of U(-1, 1) values is sqrt(K)/3): the tails are clipped at
+     * every size while max|ref|, the error's yardstick, stays comparable to
+     * the convolution's magnitude. */
+    float spread = sqrtf((float)(s.c / s.group * s.kh * s.kw)) / 3.0f;
+    s.act = rnd(0, 2);
+    s.act_min = -0.5f * spread * (float)rnd(2, 4);
+    s.act_max = 0.5f * spread * (float)rnd(2, 4);
+    s.has_residual = rnd(0, 1);
+    return s;
+}
+
+/* ---- one convolution problem ---------------------------------------------- */
+
+typedef struct {
+    acl_conv_shape s;
+    int oh, ow;
+    size_t in_count, out_count, weight_count;
+    float *x, *w, *bias, *residual, *expected;
+    double expected_max;
+} problem;
+
+static const int one_core[] = {1};
+static const acl_exec single = {1, one_core, 1};
+
+static int problem_init(problem *p, const acl_conv_shape *s, int with_bias)
+{
+    memset(p, 0, sizeof *p);
+    p->s = *s;
+    if (acl_conv_out_size(s, &p->oh, &p->ow) != 0) return -1;
+    p->in_count = (size_t)s->n * s->h * s->w * s->c;
+    p->out_count = (size_t)s->n * p->oh * p->ow * s->oc;
+    p->weight_count = (size_t)s->oc * (s->c / s->group) * s->kh * s->kw;
+    p->x = random_floats(p->in_count);
+    p->w = random_floats(p->weight_count);
+    p->bias = with_bias ? random_floats((size_t)s->oc) : NULL;
+    p->residual = s->has_residual ? random_floats(p->out_count) : NULL;
+    p->expected = malloc(p->out_count * sizeof(float));
+    acl_conv *ref;
+    if (acl_conv_create(s, "reference", NULL, p->w, p->bias, &ref) != 0 ||
+        acl_conv_run(ref, &single, p->x, p->residual, p->expected, NULL) != 0) {
+        printf("FAIL reference: %s\n", acl_last_error());
+        return -1;
+    }
+    acl_conv_destroy(ref);
+    /* A float running max: aarch64 gcc 12's vectorizer crashes on fmax of doubles here. */
+    float max = 0.0f;
+    for (size_t i = 0; i < p->out_count; i++)
+        if (fabsf(p->expected[i]) > max) max = fabsf(p->expected[i]);
+    p->expected_max = max;
+    return 0;
+}
+
+static void problem_free(problem *p)
+{
+    free(p->x);
+    free(p->w);
+    free(p->bias);
+    free(p->residual);
+    free(p->expected);
+}
+
+/* ---- checking one algorithm + micro-kernel ---------------------------------- */
+
+/* Core-weight vectors and workloads every case runs under; the first is
+ * compared with the reference, the others must match it bit for bit. */
+static const int w_1[] = {1}, w_11[] = {1, 1}, w_01[] = {0, 1}, w_21[] = {2, 1};
+static const acl_exec configs[] = {
+    {1, w_1, 1},
+    {2, w_11, 3},
+    {2, w_01, 16},
+    {2, w_21, 16},
+};
+#define NCONFIGS (int)(sizeof configs / sizeof configs[0])
+
+/* Worst relative error seen per algorithm, for the summary. */
+#define MAX_ALGORITHMS 32
+static double worst_error[MAX_ALGORITHMS];
+
+static void fail(const problem *p, const char *algorithm, const char *ukernel, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void fail(const problem *p, const char *algorithm, const char *ukernel, const char *fmt, ...)
+{
+    char shape[256];
+    va_list ap;
+    describe(&p->s, shape, sizeof shape);
+    printf("FAIL %s %s [%s]: ", algorithm, ukernel ? ukernel : "", shape);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    failed++;
+}
+
+static void check_one(const problem *p, int algorithm_index, const char *ukernel)
+{
+    const char *algorithm = acl_algorithm_name(algorithm_index);
+    if (acl_conv_check(&p->s, algorithm, ukernel) != 0) return;  /* unsupported: not a case */
+    acl_conv *conv;
+    if (acl_conv_create(&p->s, algorithm, ukernel, p->w, p->bias, &conv) != 0) {
+        fail(p, algorithm, ukernel, "create: %s", acl_last_error());
+        return;
+    }
+    float *first = malloc(p->out_count * sizeof(float));
+    float *again = malloc(p->out_count * sizeof(float));
+    int ncpu = acl_cpu_count(), ok = 1;
+    for (int i = 0; ok && i < NCONFIGS; i++) {
+        if (configs[i].ncores > ncpu) continue;
+        float *out = i == 0 ? first : again;
+        memset(out, 0xff, p->out_count * sizeof(float));  /* NaN: unwritten outputs show */
+        if (acl_conv_run(conv, &configs[i], p->x, p->residual, out, NULL) != 0) {
+            fail(p, algorithm, ukernel, "run: %s", acl_last_error());
+            ok = 0;
+        } else if (i == 0) {
+            double diff = 0.0;
+            for (size_t e = 0; e < p->out_count; e++) {
+                double d = fabs((double)out[e] - p->expected[e]);
+                diff = d > diff || d != d ? d : diff;  /* a NaN sticks */
+            }
+            double scale = fmax(p->expected_max, 1e-6), rel = diff / scale;
+            if (!(rel <= TOLERANCE)) {
+                fail(p, algorithm, ukernel, "max|diff| / max|ref| = %.3g", rel);
+                ok = 0;
+            }
+            if (algorithm_index < MAX_ALGORITHMS && rel > worst_error[algorithm_index])
+                worst_error[algorithm_index] = rel;
+        } else if (memcmp(first, again, p->out_count * sizeof(float)) != 0) {
+            fail(p, algorithm, ukernel, "output of exec config %d differs from config 0", i);
+            ok = 0;
+        }
+    }
+    passed += ok;
+    free(first);
+    free(again);
+    acl_conv_destroy(conv);
+}
+
+static void check_all_algorithms(const problem *p)
+{
+    for (int a = 0; a < acl_algorithm_count(); a++) {
+        if (!acl_algorithm_uses_ukernel(acl_algorithm_name(a))) {
+            check_one(p, a, NULL);
+            continue;
+        }
+        for (int k = 0; k < acl_ukernel_count(); k++) {
+            acl_ukernel_info info;
+            acl_ukernel_get(k, &info);
+            check_one(p, a, info.name);
+        }
+    }
+}
+
+static void run_case(const acl_conv_shape *s)
+{
+    problem p;
+    if (problem_init(&p, s, rnd(0, 3) != 0) == 0) check_all_algorithms(&p);
+    else failed++;
+    problem_free(&p);
+}
+
+/* Winograd's error grows with the channel count: check it at C = 512, and
+ * channel counts that end in a partial transform block (C = 300, OC = 140). */
+static void run_wide_winograd_cases(void)
+{
+    static const int kernels[][2] = {{3, 3}, {1, 3}, {3, 1}};
+    static const int channels[][2] = {{512, 16}, {300, 140}};
+    for (int i = 0; i < 6; i++) {
+        acl_conv_shape s = {.n = 1, .h = 9, .w = 9,
+                            .c = channels[i / 3][0], .oc = channels[i / 3][1],
+                            .kh = kernels[i % 3][0], .kw = kernels[i % 3][1],
+                            .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
+                            .pad_top = kernels[i % 3][0] / 2, .pad_bottom = kernels[i % 3][0] / 2,
+                            .pad_left = kernels[i % 3][1] / 2, .pad_right = kernels[i % 3][1] / 2,
+                            .group = 1};
+        run_case(&s);
+    }
+}
+
+/* ---- unsupported combinations name their reason ----------------------------- */
+
+static const char *first_ukernel(const char *style)
+{
+    static acl_ukernel_info info;
+    for (int k = 0; k < acl_ukernel_count(); k++)
+        if (acl_ukernel_get(k, &info) == 0 && strcmp(info.style, style) == 0) return info.name;
+    return NULL;
+}
+
+static void expect_rejected(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                            const char *reason_part)
+{
+    if (acl_conv_check(s, algorithm, ukernel) == 0) {
+        printf("FAIL %s %s accepted a shape it should reject (%s)\n", algorithm,
+               ukernel ? ukernel : "", reason_part);
+        failed++;
+    } else if (!strstr(acl_last_error(), reason_part)) {
+        printf("FAIL %s %s: reason '%s' does not mention '%s'\n", algorithm, ukernel ? ukernel : "",
+               acl_last_error(), reason_part);
+        failed++;
+    } else {
+        passed++;
+    }
+}
+
+static void expect_run_rejected(acl_conv *conv, const acl_exec *ex, const float *x,
+                                const float *residual, float *y, const char *reason_part)
+{
+    if (acl_conv_run(conv, ex, x, residual, y, NULL) == 0 ||
+        !strstr(acl_last_error(), reason_part)) {
+        printf("FAIL acl_conv_run should fail mentioning '%s', got '%s'\n", reason_part,
+               acl_last_error());
+        failed++;
+    } else {
+        passed++;
+    }
+}
+
+/* acl_conv_run refuses a bad execution config or a missing residual. */
+static void check_run_rejections(const acl_conv_shape *shape)
+{
+    acl_conv_shape s = *shape;
+    s.has_residual = 1;
+    problem p;
+    acl_conv *conv;
+    static const int idle[] = {0, 0};
+    const acl_exec no_core = {2, idle, 1}, no_workload = {1, one_core, 0};
+    if (problem_init(&p, &s, 1) != 0 || acl_conv_create(&s, "im2col", first_ukernel("hybrid"),
+                                                        p.w, p.bias, &conv) != 0) {
+        printf("FAIL creating the run-rejection case: %s\n", acl_last_error());
+        failed++;
+        return;
+    }
+    float *y = malloc(p.out_count * sizeof(float));
+    expect_run_rejected(conv, &no_core, p.x, p.residual, y, "every core weight is 0");
+    expect_run_rejected(conv, &no_workload, p.x, p.residual, y, "workloads");
+    expect_run_rejected(conv, &single, p.x, NULL, y, "residual");
+    free(y);
+    acl_conv_destroy(conv);
+    problem_free(&p);
+}
+
+static void check_rejections(void)
+{
+    const char *hybrid = first_ukernel("hybrid"), *interleaved = first_ukernel("interleaved");
+    acl_conv_shape s = {.n = 1, .h = 8, .w = 8, .c = 8, .oc = 8, .kh = 3, .kw = 3,
+                        .stride_h = 2, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
+    expect_rejected(&s, "winograd_4x4_3x3", hybrid, "stride_h=2");
+    s.stride_h = 1;
+    s.dil_w = 2;
+    expect_rejected(&s, "winograd_2x2_3x3", hybrid, "dil_w=2");
+    s.dil_w = 1;
+    expect_rejected(&s, "winograd_1x4_1x3", hybrid, "1x3 kernel");
+    expect_rejected(&s, "gemm1x1", hybrid, "1x1 kernel");
+    expect_rejected(&s, "indirect", interleaved, "hybrid or smallk");
+    expect_rejected(&s, "depthwise_pixel", NULL, "group == c");
+    expect_rejected(&s, "depthwise_channel_block", hybrid, "takes no micro-kernel");
+    expect_rejected(&s, "im2col", NULL, "micro-kernel");
+    expect_rejected(&s, "no_such_algorithm", NULL, "unknown algorithm");
+    s.group = 3;
+    expect_rejected(&s, "reference", NULL, "group=3");
+    s.group = 1;
+    s.pad_left = -1;
+    expect_rejected(&s, "reference", NULL, "pad_left");
+    s.pad_left = 0;
+    s.kw = 12;
+    expect_rejected(&s, "reference", NULL, "width");
+    s.kw = 3;
+    check_run_rejections(&s);
+}
+
+/* ---- bench --------------------------------------------------------------- */
+
+static double best_run_ms(acl_conv *conv, const problem *p, float *out, acl_stage_times *best)
+{
+    acl_stage_times t;
+    best->total_ms = INFINITY;
+    acl_conv_run(conv, &single, p->x, p->residual, out, &t);  /* warm-up */
+    for (int r = 0; r < 20; r++) {
+        acl_conv_run(conv, &single, p->x, p->residual, out, &t);
+        if (t.total_ms < best->total_ms) *best = t;
+    }
+    return best->total_ms;
+}
+
+static int bench(void)
+{
+    acl_conv_shape s = {.n = 1, .h = 56, .w = 56, .c = 64, .oc = 64, .kh = 3, .kw = 3,
+                        .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .pad_top = 1,
+                        .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .group = 1,
+                        .act = ACL_ACT_RELU};
+    static const char *algorithms[] = {"im2col", "indirect", "winograd_2x2_3x3",
+                                       "winograd_4x4_3x3"};
+    problem p;
+    if (problem_init(&p, &s, 1) != 0) return 1;
+    double gflop = 2.0 * p.out_count * (s.c / s.group) * s.kh * s.kw * 1e-9;
+    float *out = malloc(p.out_count * sizeof(float));
+    printf("ResNet-18 conv 1x56x56x64 -> 64, 3x3 pad 1, relu; one core, one workload (%s);\n"
+           "GFLOP/s counts the direct convolution's 2*M*N*K flops\n",
+           acl_isa());
+    for (size_t a = 0; a < sizeof algorithms / sizeof algorithms[0]; a++) {
+        acl_stage_times best = {.total_ms = INFINITY}, t;
+        const char *best_kernel = "(none)";
+        for (int k = 0; k < acl_ukernel_count(); k++) {
+            acl_ukernel_info info;
+            acl_conv *conv;
+            acl_ukernel_get(k, &info);
+            if (acl_conv_create(&s, algorithms[a], info.name, p.w, p.bias, &conv) != 0) continue;
+            if (best_run_ms(conv, &p, out, &t) < best.total_ms) {
+                best = t;
+                best_kernel = info.name;
+            }
+            acl_conv_destroy(conv);
+        }
+        printf("  %-17s %-22s %7.3f ms (pre %.3f gemm %.3f post %.3f)  %6.1f GFLOP/s\n",
+               algorithms[a], best_kernel, best.total_ms, best.pre_ms, best.gemm_ms, best.post_ms,
+               gflop / (best.total_ms * 1e-3));
+    }
+    free(out);
+    problem_free(&p);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int cases = 300;
+    rng_state = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--bench") == 0) return bench();
+        if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            rng_state = strtoull(argv[++i], NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--cases N] [--seed S] | --bench\n", argv[0]);
+            return 2;
+        }
+    }
+    check_rejections();
+    run_wide_winograd_cases();
+    for (int i = 0; i < cases; i++) {
+        acl_conv_shape s;
+        int oh, ow;
+        do s = random_shape(i % FAMILIES);
+        while (acl_conv_out_size(&s, &oh, &ow) != 0);
+        run_case(&s);
+    }
+    for (int a = 0; a < acl_algorithm_count() && a < MAX_ALGORITHMS; a++)
+        printf("  %-24s worst max|diff|/max|ref| %.2e\n", acl_algorithm_name(a), worst_error[a]);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}

@@ -1,0 +1,419 @@
+/* GEMM layer tests: every available micro-kernel through the macro-kernel,
+ * against a double-precision triple loop, and bit-identical across thread
+ * splits.  `test_gemm --bench` prints single-core GFLOP/s per kernel instead.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aclengine.h"
+#include "gemm.h"
+#include "internal.h"
+
+#define TOLERANCE 1e-5
+
+static int passed, failed;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static int rng_int(int lo, int hi) { return lo + (int)(rng_next() % (uint32_t)(hi - lo + 1)); }
+
+/* Uniform in [-0.5, 1]: the positive mean makes |C| grow like K instead of
+ * sqrt(K), so float rounding stays well inside TOLERANCE at K = 1000, while
+ * the negative values still exercise relu and clip. */
+static float rng_float(void) { return (float)(rng_next() % 1501) / 1000.0f - 0.5f; }
+
+static float *random_floats(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = rng_float();
+    return p;
+}
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void check(int ok, const char *fmt, ...)
+{
+    if (ok) {
+        passed++;
+        return;
+    }
+    failed++;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+/* The thread splits every result must be identical under; CPUs this
+ * machine lacks are skipped. */
+typedef struct {
+    int ncores;
+    int weights[2];
+    int workloads;
+} split;
+
+static const split splits[] = {
+    {1, {1}, 1}, {2, {1, 1}, 2}, {2, {0, 1}, 7}, {2, {3, 1}, 7}, {2, {1, 1}, 1}, {1, {1}, 7},
+};
+#define NSPLITS ((int)(sizeof splits / sizeof splits[0]))
+
+static int split_runs_here(const split *s) { return s->ncores <= acl_cpu_count(); }
+
+static acl_exec exec_of(const split *s)
+{
+    return (acl_exec){.ncores = s->ncores, .weights = s->weights, .workloads = s->workloads};
+}
+
+/* ---- one GEMM problem ----------------------------------------------------- */
+
+/* A GEMM job with everything it points to and its double-precision result. */
+typedef struct {
+    int m, n, ks, kc, ldc;
+    int indirect;
+    float *b_src;
+    ptrdiff_t sn, sc, st;
+    acl_packed_b b;
+    float *a_dense;  /* dense A, or the input the indirect rows point into */
+    const float **rows;
+    ptrdiff_t offset;
+    float *bias, *residual;
+    int act;
+    float act_min, act_max;
+    float *c;
+    float *a_packed;
+    double *ref;
+} problem;
+
+static float b_at(const problem *p, int k, int n)
+{
+    const int t = k / p->kc, c = k % p->kc;
+    return p->b_src[n * p->sn + c * p->sc + t * p->st];
+}
+
+static float a_at(const problem *p, int m, int k)
+{
+    const int t = k / p->kc, c = k % p->kc;
+    if (p->indirect) return p->rows[m * p->ks + t][p->offset + c];
+    return p->a_dense[(size_t)m * (p->ks * p->kc + 3) + k];
+}
+
+static int problem_init(problem *p, const acl_ukernel *uk, int m, int n, int ks, int kc,
+                        int indirect, int epilogue)
+{
+    const int k = ks * kc;
+    *p = (problem){.m = m, .n = n, .ks = ks, .kc = kc, .ldc = n + rng_int(0, 5),
+                   .indirect = indirect};
+    p->b_src = random_floats((size_t)k * n);
+    if (rng_next() & 1) {  /* OIHW weights */
+        p->sn = k, p->sc = ks, p->st = 1;
+    } else {  /* row-major K x N, tap-major */
+        p->sn = 1, p->sc = n, p->st = (ptrdiff_t)kc * n;
+    }
+    if (acl_pack_b(uk, ks, kc, n, p->b_src, p->sn, p->sc, p->st, &p->b) != 0) return -1;
+
+    if (indirect) {
+        /* Rows point at random spots of an input, some shared like a conv's
+         * overlapping windows. */
+        const int input_floats = 4 * kc + 64;
+        p->a_dense = random_floats(input_floats);
+        p->offset = rng_int(0, 7);
+        p->rows = malloc((size_t)(m ? m : 1) * ks * sizeof *p->rows);
+        for (int i = 0; i < m * ks; i++)
+            p->rows[i] = p->a_dense + rng_int(0, input_floats - kc - (int)p->offset);
+    } else {
+        p->a_dense = random_floats((size_t)m * (k + 3));
+    }
+    if (epilogue & 1) p->bias = random_floats(n);
+    if (epilogue & 2) p->residual = random_floats((size_t)m * p->ldc);
+    p->act = (epilogue >> 2) % 3;
+    p->act_min = -0.5f;
+    p->act_max = 0.75f;
+    p->c = malloc((size_t)(m ? m : 1) * p->ldc * sizeof *p->c);
+    const size_t packed = acl_gemm_packed_a_floats(uk, m, k);
+    p->a_packed = packed ? acl_alloc(packed * sizeof(float)) : NULL;
+
+    p->ref = malloc((size_t)(m ? m : 1) * n * sizeof *p->ref);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int q = 0; q < k; q++) s += (double)a_at(p, i, q) * b_at(p, q, j);
+            if (p->bias) s += p->bias[j];
+            if (p->residual) s += p->residual[(size_t)i * p->ldc + j];
+            if (p->act == ACL_ACT_RELU) s = s < 0 ? 0 : s;
+            if (p->act == ACL_ACT_CLIP) s = s < p->act_min ? p->act_min : s > p->act_max ? p->act_max : s;
+            p->ref[(size_t)i * n + j] = s;
+        }
+    return 0;
+}
+
+static acl_gemm_job problem_job(const problem *p)
+{
+    return (acl_gemm_job){
+        .b = &p->b,
+        .a = p->indirect ? (acl_a_source){.rows = p->rows, .offset = p->offset}
+                         : (acl_a_source){.base = p->a_dense, .lda = p->ks * p->kc + 3},
+        .m = p->m,
+        .c = p->c,
+        .ldc = p->ldc,
+        .ep = {.bias = p->bias, .residual = p->residual, .act = p->act,
+               .act_min = p->act_min, .act_max = p->act_max},
+        .a_packed = p->a_packed,
+    };
+}
+
+static void problem_free(problem *p)
+{
+    acl_packed_b_free(&p->b);
+    free(p->b_src);
+    free(p->a_dense);
+    free(p->rows);
+    free(p->bias);
+    free(p->residual);
+    free(p->c);
+    acl_free(p->a_packed);
+    free(p->ref);
+}
+
+/* max|C - ref| / max|ref| over the valid part; -1 when the padding past N
+ * (poisoned with a sentinel) was written. */
+static double problem_error(const problem *p)
+{
+    double max_diff = 0, max_ref = 0;
+    for (int i = 0; i < p->m; i++) {
+        for (int j = 0; j < p->n; j++) {
+            const double r = p->ref[(size_t)i * p->n + j];
+            const double d = fabs(p->c[(size_t)i * p->ldc + j] - r);
+            if (!(d <= max_diff)) max_diff = d;  /* NaN sticks */
+            if (fabs(r) > max_ref) max_ref = fabs(r);
+        }
+        for (int j = p->n; j < p->ldc; j++)
+            if (p->c[(size_t)i * p->ldc + j] != 1234.5f) return -1;
+    }
+    return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+/* ---- the batch test -------------------------------------------------------- */
+
+/* Runs a batch of problems under every split: the first split is checked
+ * against the reference, every other must reproduce it bit for bit. */
+static void test_batch(const acl_ukernel *uk, problem *probs, int nprobs, const char *what)
+{
+    acl_gemm_job jobs[4];
+    float *first[4] = {0};
+    for (int i = 0; i < nprobs; i++) jobs[i] = problem_job(&probs[i]);
+    for (int s = 0; s < NSPLITS; s++) {
+        if (!split_runs_here(&splits[s])) continue;
+        const acl_exec ex = exec_of(&splits[s]);
+        for (int i = 0; i < nprobs; i++)
+            for (size_t q = 0; q < (size_t)probs[i].m * probs[i].ldc; q++)
+                probs[i].c[q] = (q % probs[i].ldc) < (size_t)probs[i].n ? NAN : 1234.5f;
+        acl_gemm_batch batch;
+        double t_pack = -1, t_gemm = -1;
+        const int rc = acl_gemm_batch_init(&batch, jobs, nprobs, ex.workloads) ||
+                       acl_gemm_batch_pack_a(&batch, &ex, &t_pack) ||
+                       acl_gemm_batch_compute(&batch, &ex, &t_gemm);
+        if (rc) {
+            check(0, "%s %s split %d: %s", uk->name, what, s, acl_last_error());
+            continue;
+        }
+        check(t_pack >= 0 && t_gemm >= 0, "%s %s: stage times not set", uk->name, what);
+        for (int i = 0; i < nprobs; i++) {
+            const size_t bytes = (size_t)probs[i].m * probs[i].ldc * sizeof(float);
+            if (!first[i]) {
+                const double err = problem_error(&probs[i]);
+                check(err >= 0 && err <= TOLERANCE, "%s %s job %d: relative error %g", uk->name,
+                      what, i, err);
+                first[i] = malloc(bytes ? bytes : 1);
+                memcpy(first[i], probs[i].c, bytes);
+            } else {
+                check(memcmp(first[i], probs[i].c, bytes) == 0,
+                      "%s %s job %d: split %d differs from split 0", uk->name, what, i, s);
+            }
+        }
+    }
+    for (int i = 0; i < nprobs; i++) free(first[i]);
+}
+
+/* K values worth testing for a kernel: 1, odd ones, around KC and the
+ * kernel's own bounds. */
+static int pick_k(const acl_ukernel *uk, int idx)
+{
+    if (uk->kmax) {
+        const int lo = uk->kmin + 1, hi = uk->kmax;
+        const int ks[] = {lo, hi, rng_int(lo, hi)};
+        return ks[idx % 3];
+    }
+    const int ks[] = {1, 2, 3, 7, 17, 64, 255, 256, 257, 300, 531, 1000};
+    return ks[idx % 12];
+}
+
+static void test_kernel(const acl_ukernel *uk)
+{
+    const int cases = 14;
+    for (int idx = 0; idx < cases; idx++) {
+        const int k = pick_k(uk, idx);
+        const int m = idx == 0 ? 1 : rng_int(1, 3 * uk->mr + 5);
+        int n = idx == 1 ? 1 : rng_int(1, 3 * uk->nr + 3);
+        n = acl_div_up(n, uk->n_multiple) * uk->n_multiple;
+        for (int indirect = 0; indirect < 2; indirect++) {
+            /* Indirect A splits K into taps; dense A sometimes too (a 1xk
+             * conv's im2col rows are dense). */
+            int ks = 1, kc = k;
+            if (indirect && uk->kmax) {
+                /* A small-K kernel's bounds apply per call, i.e. per tap. */
+                const int taps[] = {1, 2, 3, 9};
+                ks = taps[rng_int(0, 3)];
+            } else if (indirect || (rng_next() & 1)) {
+                const int divisors[] = {9, 4, 3, 2, 1};
+                for (int d = 0; d < 5; d++)
+                    if (k % divisors[d] == 0 && (rng_next() & 1)) { ks = divisors[d]; break; }
+                kc = k / ks;
+            }
+            const int njobs = (idx % 3 == 2) ? 2 : 1;
+            problem probs[2];
+            int ok = 1;
+            for (int j = 0; j < njobs; j++)
+                ok &= problem_init(&probs[j], uk, j ? rng_int(0, 2 * uk->mr) : m, n, ks, kc,
+                                   indirect, rng_int(0, 11)) == 0;
+            char what[128];
+            snprintf(what, sizeof what, "M=%d N=%d K=%d (ks=%d) %s x%d", m, n, ks * kc, ks,
+                     indirect ? "indirect" : "dense", njobs);
+            if (ok) test_batch(uk, probs, njobs, what);
+            else check(0, "%s %s: setup failed: %s", uk->name, what, acl_last_error());
+            for (int j = 0; j < njobs; j++) problem_free(&probs[j]);
+        }
+    }
+}
+
+/* ---- the public API ----------------------------------------------------- */
+
+static void test_public_gemm(const acl_ukernel *uk)
+{
+    const int k = uk->kmax ? uk->kmax : 77, n = uk->nr * 2 + uk->n_multiple * 1;
+    const int m = uk->mr * 3 + 1, lda = k + 1, ldb = n + 2, ldc = n + 3;
+    float *a = random_floats((size_t)m * lda), *b = random_floats((size_t)k * ldb);
+    float *c = calloc((size_t)m * ldc, sizeof *c);
+    acl_gemm *g = NULL;
+    const int weights[] = {1};
+    const acl_exec ex = {.ncores = 1, .weights = weights, .workloads = 3};
+    acl_stage_times t;
+    if (acl_gemm_create(uk->name, k, n, b, ldb, &g) != 0 ||
+        acl_gemm_run(g, &ex, m, a, lda, c, ldc, &t) != 0) {
+        check(0, "%s public GEMM: %s", uk->name, acl_last_error());
+    } else {
+        double max_diff = 0, max_ref = 0;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double s = 0;
+                for (int q = 0; q < k; q++) s += (double)a[i * lda + q] * b[q * ldb + j];
+                max_diff = fmax(max_diff, fabs(c[i * ldc + j] - s));
+                max_ref = fmax(max_ref, fabs(s));
+            }
+        check(max_diff <= TOLERANCE * max_ref, "%s public GEMM: error %g", uk->name,
+              max_diff / max_ref);
+        check(t.total_ms >= t.gemm_ms && t.gemm_ms > 0 && t.post_ms == 0,
+              "%s public GEMM: stage times %g %g %g", uk->name, t.pre_ms, t.gemm_ms, t.total_ms);
+    }
+    acl_gemm_destroy(g);
+    if (uk->kmax) {
+        check(acl_gemm_create(uk->name, uk->kmax + 1, n, b, ldb, &g) != 0 && !g,
+              "%s accepted K = %d", uk->name, uk->kmax + 1);
+        check(acl_ukernel_check(uk, uk->kmax, uk->n_multiple + 1) != 0 || uk->n_multiple == 1,
+              "%s accepted N = %d", uk->name, uk->n_multiple + 1);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_registry(void)
+{
+    const acl_ukernel *const *list;
+    const int n = acl_ukernels_available(&list);
+    check(n == acl_ukernel_count() && n > 0, "%d micro-kernels available, count says %d", n,
+          acl_ukernel_count());
+    for (int i = 0; i < n; i++) {
+        acl_ukernel_info info;
+        char name[64];
+        check(acl_ukernel_get(i, &info) == 0 && strcmp(info.name, list[i]->name) == 0 &&
+                  acl_ukernel_find(info.name) == list[i],
+              "micro-kernel %d does not round-trip", i);
+        snprintf(name, sizeof name, "%dx%d-%s-%s", info.mr, info.nr, info.style, info.isa);
+        check(strcmp(name, info.name) == 0, "micro-kernel name %s does not match %s", info.name,
+              name);
+    }
+    check(n == 0 || strcmp(acl_isa(), list[0]->isa) == 0, "acl_isa() %s is not the first family",
+          acl_isa());
+    check(acl_ukernel_find("no-such-kernel") == NULL, "found a kernel that does not exist");
+}
+
+/* ---- bench -------------------------------------------------------------- */
+
+static void bench(void)
+{
+    const acl_ukernel *const *list;
+    const int count = acl_ukernels_available(&list), size = 1024;
+    const int weights[] = {1};
+    const acl_exec ex = {.ncores = 1, .weights = weights, .workloads = 1};
+    float *a = random_floats((size_t)size * size), *b = random_floats((size_t)size * size);
+    float *c = malloc((size_t)size * size * sizeof *c);
+    printf("single core, M = N = %d (K = 1024, or the kernel's largest small K)\n", size);
+    printf("%-24s %6s %10s %10s\n", "kernel", "K", "GFLOP/s", "pack A %");
+    for (int i = 0; i < count; i++) {
+        const acl_ukernel *uk = list[i];
+        const int k = uk->kmax ? uk->kmax : size;
+        acl_gemm *g;
+        if (acl_gemm_create(uk->name, k, size, b, size, &g) != 0) {
+            printf("%-24s %s\n", uk->name, acl_last_error());
+            continue;
+        }
+        double best = 1e30, pre = 0;
+        acl_stage_times t;
+        acl_gemm_run(g, &ex, size, a, size, c, size, &t);  /* warm-up */
+        for (double spent = 0; spent < 1500; spent += t.total_ms) {
+            acl_gemm_run(g, &ex, size, a, size, c, size, &t);
+            if (t.total_ms < best) best = t.total_ms, pre = t.pre_ms;
+        }
+        printf("%-24s %6d %10.1f %10.1f\n", uk->name, k, 2.0 * size * size * k / best / 1e6,
+               100 * pre / best);
+        acl_gemm_destroy(g);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+        bench();
+        return 0;
+    }
+    test_registry();
+    const acl_ukernel *const *list;
+    const int n = acl_ukernels_available(&list);
+    for (int i = 0; i < n; i++) {
+        const int before = failed;
+        test_kernel(list[i]);
+        test_public_gemm(list[i]);
+        printf("%-24s %s\n", list[i]->name, failed == before ? "ok" : "FAILED");
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,82 @@
+"""Reference convolutions for the tests: onnxruntime or onnx.reference on a
+one-node ONNX model, with the engine's epilogue applied in numpy."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from acltuner.engine.config import ConvShape
+
+
+def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) -> onnx.ModelProto:
+    inits = [onnx.numpy_helper.from_array(weight, "W")]
+    inputs = ["X", "W"]
+    if bias is not None:
+        inits.append(onnx.numpy_helper.from_array(bias, "B"))
+        inputs.append("B")
+    node = helper.make_node(
+        "Conv", inputs, ["Y"], kernel_shape=[shape.kh, shape.kw],
+        strides=[shape.stride_h, shape.stride_w], dilations=[shape.dil_h, shape.dil_w],
+        pads=[shape.pad_top, shape.pad_left, shape.pad_bottom, shape.pad_right],
+        group=shape.group)
+    n, h, w, c = shape.input_shape
+    graph = helper.make_graph(
+        [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, c, h, w])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    # An IR version onnxruntime accepts: onnx may default to a newer one.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def _epilogue(shape: ConvShape, y: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
+    if residual is not None:
+        y = y + residual
+    if shape.act == "relu":
+        y = np.maximum(y, 0)
+    elif shape.act == "clip":
+        y = np.clip(y, shape.act_min, shape.act_max)
+    return y.astype(np.float32)
+
+
+def _run(shape, x_nhwc, weight, bias, residual, evaluate) -> np.ndarray:
+    model = conv_model(shape, weight, bias)
+    y = evaluate(model, np.ascontiguousarray(x_nhwc.transpose(0, 3, 1, 2)))
+    return _epilogue(shape, y.transpose(0, 2, 3, 1), residual)
+
+
+def _ort(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, {"X": x})[0]
+
+
+def _onnx_reference(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    return ReferenceEvaluator(model).run(None, {"X": x})[0]
+
+
+def ort_conv(shape, x_nhwc, weight, bias=None, residual=None) -> np.ndarray:
+    """NHWC output of the convolution plus epilogue, computed by onnxruntime."""
+    return _run(shape, x_nhwc, weight, bias, residual, _ort)
+
+
+def reference_conv(shape, x_nhwc, weight, bias=None, residual=None) -> np.ndarray:
+    """The same through onnx.reference (slow, pure numpy)."""
+    return _run(shape, x_nhwc, weight, bias, residual, _onnx_reference)
+
+
+def rel_err(y: np.ndarray, ref: np.ndarray) -> float:
+    """max |y - ref| relative to the output's scale."""
+    scale = max(float(np.max(np.abs(ref))), 1e-6)
+    return float(np.max(np.abs(y - ref))) / scale
+
+
+def random_tensors(shape: ConvShape, rng: np.random.Generator, with_bias: bool = True):
+    x = rng.uniform(-1, 1, shape.input_shape).astype(np.float32)
+    w = rng.uniform(-1, 1, shape.weight_shape).astype(np.float32)
+    b = rng.uniform(-1, 1, (shape.oc,)).astype(np.float32) if with_bias else None
+    r = rng.uniform(-1, 1, shape.output_shape).astype(np.float32) if shape.has_residual else None
+    return x, w, b, r

@@ -1,0 +1,60 @@
+"""The command line: help, version, engine list, and the benchmarks' last lines."""
+from __future__ import annotations
+
+import json
+import re
+
+from click.testing import CliRunner
+
+from acltuner import __version__
+from acltuner.cli import main
+from acltuner.engine import native
+
+
+def _invoke(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_help_and_version():
+    result = _invoke("--help")
+    assert result.exit_code == 0 and "engine" in result.output and "bench" in result.output
+    assert _invoke("--version").output.strip().endswith(__version__)
+
+
+def test_engine_list_names_every_algorithm_and_kernel():
+    lines = _invoke("engine", "list").output.splitlines()
+    algos = [ln.split()[1] for ln in lines if ln.startswith("algorithm")]
+    kernels = [ln.split()[1] for ln in lines if ln.startswith("ukernel")]
+    assert algos == native.algorithms()
+    assert {"reference", "im2col", "gemm1x1", "indirect", "winograd_2x2_3x3", "winograd_4x4_3x3",
+            "depthwise_pixel", "depthwise_channel_block"} <= set(algos)
+    assert kernels == [uk.name for uk in native.ukernels()]
+    isa = native.isa()
+    assert all(k.endswith(isa) or k.endswith("avx2") for k in kernels)
+    for style in ("interleaved", "hybrid", "smallk"):
+        assert any(f"-{style}-" in k for k in kernels), style
+
+
+def test_engine_list_json():
+    data = json.loads(_invoke("engine", "list", "--json").output)
+    assert data["isa"] == native.isa() and data["cpus"] == native.cpu_count()
+    assert all(re.fullmatch(r"\d+x\d+-(interleaved|hybrid|smallk)-\w+", uk["name"])
+               for uk in data["ukernels"])
+
+
+def test_bench_gemm_prints_ratio_line():
+    kernel = native.ukernels()[0].name
+    out = _invoke("bench", "gemm", "--size", "128", "--kernels", kernel).output
+    assert re.fullmatch(r"gemm_vs_blas: \d+\.\d+", out.strip().splitlines()[-1])
+
+
+def test_bench_conv_prints_ratio_line():
+    out = _invoke("bench", "conv", "--quick", "--layers", "resnet18.layer4").output
+    assert re.fullmatch(r"winograd4x4_vs_im2col: \d+\.\d+", out.strip().splitlines()[-1])
+
+
+def test_bad_input_is_one_line():
+    result = CliRunner().invoke(main, ["bench", "conv", "--layers", "nope"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        result.output.strip().splitlines()[0]] and "unknown layer(s) nope" in result.output

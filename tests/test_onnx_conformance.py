@@ -1,0 +1,78 @@
+"""The Conv conformance cases that ship with onnx, through every algorithm x
+micro-kernel that supports them: the pytorch-converted test_Conv2d* models and
+the node cases onnx generates (onnx.backend.test.case.node)."""
+from __future__ import annotations
+
+import glob
+import os
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from acltuner.taskgen.conv_attrs import conv_shape
+from conftest import engine_names, get_engine
+from conv_oracle import rel_err
+from engine_backends import splits_for
+
+DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+
+
+def _pytorch_cases():
+    for d in sorted(glob.glob(os.path.join(DATA, "pytorch-converted", "test_Conv2d*"))):
+        model = onnx.load(os.path.join(d, "model.onnx"))
+        inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+        data = os.path.join(d, "test_data_set_0")
+        x = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "input_0.pb")))
+        y = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "output_0.pb")))
+        node = model.graph.node[0]
+        bias = inits[node.input[2]] if len(node.input) > 2 else None
+        yield os.path.basename(d), node, x, inits[node.input[1]], bias, y
+
+
+def _node_cases():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnx.backend.test.case.node import collect_testcases
+        cases = collect_testcases("Conv")
+    for case in cases:
+        node = case.model.graph.node[0]
+        if node.op_type != "Conv":
+            continue
+        for inputs, outputs in case.data_sets:
+            bias = inputs[2] if len(inputs) > 2 else None
+            yield case.name, node, inputs[0], inputs[1], bias, outputs[0]
+
+
+CASES = list(_pytorch_cases()) + list(_node_cases())
+
+
+def test_cases_found():
+    names = {c[0] for c in CASES}
+    assert len([n for n in names if n.startswith("test_Conv2d")]) >= 11
+    assert {"test_conv_with_autopad_same", "test_conv_with_strides_and_asymmetric_padding"} <= names
+
+
+@pytest.mark.parametrize("engine_name", engine_names())
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_conformance(engine_name, case):
+    name, node, x, w, b, expected = case
+    engine = get_engine(engine_name)
+    shape = conv_shape(node, x.shape, w.shape)
+    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1), dtype=np.float32)
+    ref = expected.transpose(0, 2, 3, 1)
+    kernels = engine.ukernels()
+    ran = []
+    for algorithm, uses in engine.algorithms():
+        for uk in kernels if uses else [None]:
+            if engine.check(shape, algorithm, uk) is not None:
+                continue
+            outs = engine.run(shape, algorithm, uk, x_nhwc, w.astype(np.float32),
+                              None if b is None else b.astype(np.float32), None, splits_for(2))
+            err = rel_err(outs[0], ref)
+            assert err <= 1e-4, f"{name}: {algorithm}/{uk} relative error {err:.2e}"
+            assert all(np.array_equal(o, outs[0]) for o in outs[1:]), f"{algorithm}/{uk} split"
+            ran.append(algorithm)
+    assert "reference" in ran and len(set(ran)) >= 2, f"{name}: only {sorted(set(ran))} ran"

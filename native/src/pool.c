@@ -198,16 +198,11 @@ int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
 
-    int polls = 0;
-    while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0) {
-        if (++polls < SPIN_POLLS) {
-            cpu_relax();
-            continue;
-        }
-        pthread_mutex_lock(&pool.lock);
-        while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.lock);
-        pthread_mutex_unlock(&pool.lock);
-    }
+    /* The caller blocks rather than spins: it is not pinned, and spinning would
+     * take a CPU from the worker pinned there until the scheduler preempts it. */
+    pthread_mutex_lock(&pool.lock);
+    while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.submit);
     return 0;
 }

@@ -55,22 +55,21 @@ def run(quick: bool = False, names: list[str] | None = None) -> float:
     weights = (1,) * ncpu
     workloads = 4 * ncpu
     algos = [a for a in native.algorithms() if a != "reference"]
-    results: dict[str, dict[str, float]] = {}
-    for name, shape in layers:
-        row = {}
-        for algo in algos:
-            best = best_time_ms(shape, algo, _candidate_ukernels(algo, quick), weights,
-                                workloads, rng)
-            if best is not None:
-                row[algo] = best[0]
-        results[name] = row
-    shown = [a for a in algos if any(a in row for row in results.values())]
+    applies = {name: [a for a in algos if any(native.check(shape, a, uk) is None
+                                              for uk in _candidate_ukernels(a, quick))]
+               for name, shape in layers}
+    shown = [a for a in algos if any(a in row for row in applies.values())]
     click.echo(f"Convolution layers, ms (median; best micro-kernel per algorithm), isa "
                f"{native.isa()}, core weights {':'.join(map(str, weights))}, "
                f"{workloads} workloads")
     click.echo(f"{'layer':26s}{'GFLOP':>7s}" + "".join(f"{a:>18s}" for a in shown))
-    for name, shape in layers:
-        row = results[name]
+    results: dict[str, dict[str, float]] = {}
+    for name, shape in layers:  # each row is printed as soon as it is measured
+        row = {}
+        for algo in applies[name]:
+            row[algo] = best_time_ms(shape, algo, _candidate_ukernels(algo, quick), weights,
+                                     workloads, rng)[0]
+        results[name] = row
         cells = "".join(f"{row[a]:18.2f}" if a in row else f"{'-':>18s}" for a in shown)
         click.echo(f"{name:26s}{shape.flops / 1e9:7.2f}{cells}")
     ratios = [row["im2col"] / row["winograd_4x4_3x3"] for row in results.values()

@@ -1,0 +1,92 @@
+"""The search space of one task: algorithm x micro-kernel x core placement x workloads.
+
+A placement gives each core a weight.  Cores of one cluster are identical, so a
+placement is chosen per cluster: how many of its cores run (always the first
+ones) and at which weight; placements that are the same up to a common factor
+(2:2 and 1:1) split the work identically and are kept once.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from acltuner.engine.config import ConvShape, ExecConfig
+
+WEIGHT_LEVELS = (1, 2, 3, 4)
+WORKLOADS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)
+
+CheckFn = Callable[[ConvShape, str, "str | None"], "str | None"]
+
+
+def placements(clusters: Sequence[Sequence[int]], ncores: int,
+               levels: Sequence[int] = WEIGHT_LEVELS) -> list[tuple[int, ...]]:
+    """Every distinct core-weight vector: per cluster, its first k cores at one weight."""
+    per_cluster = [[(0, 0)] + [(k, w) for k in range(1, len(cpus) + 1) for w in levels]
+                   for cpus in clusters]
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for choice in itertools.product(*per_cluster):
+        weights = [0] * ncores
+        for cpus, (k, w) in zip(clusters, choice):
+            for cpu in sorted(cpus)[:k]:
+                weights[cpu] = w
+        g = math.gcd(*weights)
+        if g == 0:
+            continue
+        vec = tuple(x // g for x in weights)
+        if vec not in seen:
+            seen.add(vec)
+            out.append(vec)
+    return out
+
+
+class SearchSpace:
+    """The valid ExecConfigs of one convolution on one board, indexable as a product."""
+
+    def __init__(self, shape: ConvShape, clusters: Sequence[Sequence[int]], ncores: int,
+                 algorithms: Sequence[tuple[str, bool]], ukernels: Sequence[str],
+                 check: CheckFn, workloads: Sequence[int] = WORKLOADS,
+                 levels: Sequence[int] = WEIGHT_LEVELS):
+        self.shape = shape
+        self.cluster_of = tuple(next((i for i, cpus in enumerate(clusters) if c in cpus), -1)
+                                for c in range(ncores))
+        self.nclusters = len(clusters)
+        self.pairs = [(a, uk) for a, uses in algorithms if a != "reference"
+                      for uk in (ukernels if uses else [None])
+                      if check(shape, a, uk) is None]
+        if not self.pairs:
+            raise ValueError(f"no algorithm of this engine can run {shape}")
+        self.placements = placements(clusters, ncores, levels)
+        self.workloads = tuple(workloads)
+        self.size = len(self.pairs) * len(self.placements) * len(self.workloads)
+
+    def config(self, index: int) -> ExecConfig:
+        rest, w = divmod(index, len(self.workloads))
+        pair, p = divmod(rest, len(self.placements))
+        algorithm, ukernel = self.pairs[pair]
+        return ExecConfig(algorithm, ukernel, self.placements[p], self.workloads[w])
+
+    def all(self) -> list[ExecConfig]:
+        return [self.config(i) for i in range(self.size)]
+
+    def sample(self, rng: np.random.Generator, k: int,
+               exclude: set[ExecConfig] = frozenset()) -> list[ExecConfig]:
+        """Up to k distinct configs drawn uniformly from those not in `exclude`."""
+        if k <= 0:
+            return []
+        if self.size <= 4 * (k + len(exclude)):  # dense: draw from what is left
+            left = [c for c in self.all() if c not in exclude]
+            picks = rng.permutation(len(left))[:k]
+            return [left[i] for i in picks]
+        out: dict[ExecConfig, None] = {}
+        while len(out) < k:
+            for i in rng.integers(0, self.size, size=2 * (k - len(out))):
+                c = self.config(int(i))
+                if c not in exclude and c not in out:
+                    out[c] = None
+                    if len(out) == k:
+                        break
+        return list(out)

@@ -1,0 +1,103 @@
+"""The search space and the ArmNN-rule baseline."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acltuner.bench.layers import LAYERS
+from acltuner.engine import native
+from acltuner.engine.config import ConvShape
+from acltuner.tuner.defaults import armnn_default, armnn_method, armnn_placement, armnn_ukernel
+from acltuner.tuner.space import SearchSpace, placements
+
+ODROID = [[0, 1], [2, 3, 4, 5]]       # 2x A53 + 4x A73
+EDGE_R = [[0, 1, 2, 3], [4, 5]]       # 4x A53 + 2x A72
+LAYER = dict(LAYERS)
+UKERNELS = [uk.__dict__ for uk in native.ukernels()]
+ALGOS = [(a, native.uses_ukernel(a)) for a in native.algorithms()]
+
+
+def test_placements_are_distinct_normalised_and_cover_table1():
+    edge = placements(EDGE_R, 6)
+    assert len(edge) == len(set(edge))
+    assert (1, 1, 1, 1, 3, 3) in edge and (0, 0, 0, 0, 1, 1) in edge
+    assert (2, 2, 2, 2, 2, 2) not in edge and (0,) * 6 not in edge
+    odroid = placements(ODROID, 6)
+    assert (1, 1, 2, 2, 2, 2) in odroid  # Table 1's direct-convolution split on the N2+
+    # Within a cluster only the first k cores are used: cores of a cluster are alike.
+    assert (0, 0, 0, 1, 0, 0) not in odroid
+
+
+def _space(shape, clusters=((0,), (1,))):
+    return SearchSpace(shape, clusters, 2, ALGOS, [u["name"] for u in UKERNELS], native.check)
+
+
+def test_space_holds_only_runnable_configs():
+    space = _space(LAYER["resnet18.layer4"])
+    configs = space.all()
+    assert len(configs) == space.size == len(set(configs))
+    assert {c.algorithm for c in configs} >= {"im2col", "indirect", "winograd_4x4_3x3"}
+    assert "reference" not in {c.algorithm for c in configs}
+    for c in configs[:: max(1, space.size // 50)]:
+        assert native.check(space.shape, c.algorithm, c.ukernel) is None
+
+
+def test_sampling_is_distinct_and_respects_exclusions():
+    space = _space(LAYER["resnet18.layer2.down1x1"])
+    rng = np.random.default_rng(0)
+    first = space.sample(rng, 50)
+    assert len(set(first)) == 50
+    second = space.sample(rng, 50, exclude=set(first))
+    assert not set(first) & set(second)
+    everything = space.sample(rng, space.size + 10)
+    assert len(everything) == space.size and set(everything) == set(space.all())
+
+
+@pytest.mark.parametrize("layer,method", [
+    ("resnet18.conv1", "im2col"),            # 7x7 stride 2: General
+    ("resnet18.layer1", "winograd_4x4_3x3"),
+    ("resnet18.layer4", "winograd_4x4_3x3"),  # Table 1: ArmNN picks Winograd for conv5
+    ("resnet18.layer2.down1x1", "im2col"),    # strided 1x1 needs im2col in ACL
+    ("vgg16.conv1_1", "im2col"),              # C_in = 3 < 16
+])
+def test_armnn_method_on_real_layers(layer, method):
+    assert armnn_method(LAYER[layer]) == method
+
+
+@pytest.mark.parametrize("kw,method", [
+    (dict(kh=1, kw=1), "gemm1x1"),
+    (dict(kh=3, kw=1), "winograd_4x1_3x1"),
+    (dict(kh=2, kw=2), "indirect"),
+    (dict(kh=5, kw=5), "im2col"),
+    (dict(kh=3, kw=3, dil_h=2, dil_w=2), "im2col"),
+    (dict(kh=3, kw=3, group=32, oc=32), "depthwise_pixel"),
+    (dict(kh=9, kw=9, oc=16), "im2col"),
+])
+def test_armnn_method_rules(kw, method):
+    shape = ConvShape(**{**dict(n=1, h=20, w=20, c=32, oc=64, kh=3, kw=3), **kw})
+    assert armnn_method(shape) == method
+
+
+def test_armnn_threads_follow_appendix_b():
+    # Both boards: min cluster size = 2 threads, on the big cluster.
+    assert armnn_placement(ODROID, [2016, 2400], 6) == (0, 0, 1, 1, 0, 0)
+    assert armnn_placement(EDGE_R, [1400, 1800], 6) == (0, 0, 0, 0, 1, 1)
+
+
+def test_armnn_ukernel_prefers_smallk_and_is_valid():
+    isa = native.isa()
+    small = ConvShape(n=1, h=32, w=32, c=8, oc=16, kh=1, kw=1)
+    uk = armnn_ukernel(small, "gemm1x1", UKERNELS, isa, native.check)
+    assert "-smallk-" in uk and uk.endswith(isa)
+    big = LAYER["resnet18.layer3"]
+    uk = armnn_ukernel(big, "winograd_4x4_3x3", UKERNELS, isa, native.check)
+    assert native.check(big, "winograd_4x4_3x3", uk) is None and uk.endswith(isa)
+
+
+@pytest.mark.parametrize("name", [n for n, _ in LAYERS])
+def test_armnn_default_runs_every_layer(name):
+    shape = LAYER[name]
+    cfg = armnn_default(shape, [[0], [1]], [1, 1], 2, UKERNELS, native.isa(),
+                        native.uses_ukernel, native.check)
+    assert native.check(shape, cfg.algorithm, cfg.ukernel) is None
+    assert cfg.threads == 1 and cfg.workloads == 1

@@ -106,5 +106,268 @@ def bench_conv(quick: bool, layers: str) -> None:
     conv.run(quick, [n for n in layers.split(",") if n])
 
 
+@bench.command("search")
+@click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
+              help="Searches per strategy and task.")
+def bench_search(seeds: int) -> None:
+    """How close the cost-model search gets to the exhaustive best.
+
+    Three ResNet-18 tasks on a reduced space (this machine's CPUs as two
+    clusters) are measured exhaustively; the xgb and random searches, each
+    with the tuner config's budget (100 measurements), then run on those
+    measurements for several seeds.  The last line, `search_gap_pct: X`, is
+    the worst task's median gap (xgb best / exhaustive best - 1) x 100.
+    """
+    from acltuner.bench import search
+    search.run(seeds)
+
+
+@main.group(cls=_Group)
+def records() -> None:
+    """Inspect records files: the tuning logs, one JSON line per measurement."""
+
+
+@records.command("stats")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def records_stats(file: str, as_json: bool) -> None:
+    """Per board, engine version and task: measurements, failed ones, the best
+    config and its median time, the default config's time and the speedup.
+
+    failed: the config could not run; incorrect: it ran with a wrong output.
+    The total row adds the best and default times of the tasks that have both
+    (each task once, however many nodes share it) and divides them.
+
+    \b
+    Example:
+      acltuner records stats records.jsonl
+      acltuner records stats records.jsonl --json | jq '.totals'
+    """
+    from pathlib import Path
+
+    from acltuner.tuner import record_stats
+    from acltuner.tuner.records import RecordStore
+    if not Path(file).is_file():
+        # RecordStore starts an empty log where there is none; here that is a typo.
+        raise click.ClickException(f"{file}: no such records file")
+    tables = record_stats.summarize(RecordStore(file).records)
+    click.echo(record_stats.render_json(*tables) if as_json else record_stats.render_text(*tables))
+
+
+@main.group(cls=_Group)
+def board() -> None:
+    """Target boards: CPU clusters, core types, clocks, ISA and compiler flags.
+
+    A board is a YAML file (configs/boards/NAME.yaml) or `host`, this machine
+    as its kernel describes it.  Wherever a board is asked for, give a shipped
+    board's NAME, `host`, or the path of a board file.
+
+    \b
+    Examples:
+      acltuner board list
+      acltuner board show odroid-n2plus
+      acltuner board detect -o configs/boards/myboard.yaml    (run on the board)
+    """
+
+
+def _board_summary(b) -> str:
+    return " + ".join(f"{len(c.cpus)}x {c.core_type} {c.max_freq_mhz or '?'} MHz"
+                      for c in b.clusters)
+
+
+def _board_json(b) -> str:
+    return json.dumps({**b.to_dict(), "ncores": b.ncores, "armnn_threads": b.armnn_threads,
+                       "fingerprint": b.fingerprint}, indent=2)
+
+
+@board.command("list")
+def board_list() -> None:
+    """One line per known board: name, ISA and clusters (LITTLE to big).
+
+    `host` is detected from this machine each time; the others are the files
+    in configs/boards/ (ACLTUNER_CONFIGS=DIR reads DIR/boards/ instead).
+    """
+    from acltuner.board import list_boards, load_board
+    for name in list_boards():
+        b = load_board(name)
+        click.echo(f"{name:16s} {b.isa:8s} {_board_summary(b)}")
+
+
+@board.command("show")
+@click.argument("board_name", metavar="NAME|FILE")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the board file's fields plus ncores, armnn_threads and fingerprint "
+                   "as one JSON object.")
+def board_show(board_name: str, as_json: bool) -> None:
+    """A board's clusters, ISA, flags, fingerprint and ArmNN threads.
+
+    The fingerprint hashes what measurements depend on (ISA, and each
+    cluster's core type, cpus and clock), not names: tuning records are kept
+    per fingerprint.  ArmNN's default thread count is the smallest cluster's
+    core count (ACLTuner paper, Appendix B.1): 2 on both the Odroid N2+ (2+4)
+    and the Tinker Edge R (4+2).
+
+    \b
+    Examples:
+      acltuner board show tinker-edge-r
+      acltuner board show host --json
+      acltuner board show ./myboard.yaml
+    """
+    from acltuner.board import load_board
+    from acltuner.board.cpulist import format_cpulist
+    b = load_board(board_name)
+    if as_json:
+        click.echo(_board_json(b))
+        return
+    click.echo(f"board        {b.name}")
+    if b.description:
+        click.echo(f"description  {b.description}")
+    click.echo(f"isa          {b.isa}")
+    for c in b.clusters:
+        capacity = "" if c.capacity is None else f"  capacity {c.capacity}"
+        click.echo(f"cluster      {c.name:8s} {c.core_type:12s} cpus {format_cpulist(c.cpus):6s}"
+                   f" {c.max_freq_mhz or '?'} MHz{capacity}")
+    click.echo(f"compiler     {' '.join(b.compiler_flags) or '(the build default)'}")
+    if b.launcher_wrapper:
+        click.echo(f"launcher     {' '.join(b.launcher_wrapper)} <launcher>")
+    click.echo(f"fingerprint  {b.fingerprint}")
+    click.echo(f"ArmNN default threads: {b.armnn_threads}")
+
+
+@board.command("detect")
+@click.option("--sysfs", "root", default="/", show_default=True, metavar="ROOT",
+              type=click.Path(exists=True, file_okay=False),
+              help="Read ROOT/proc/cpuinfo and ROOT/sys/devices/system/cpu: a copy "
+                   "recorded on a board, or / for this machine.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Also write the board file here; the board is named after the file.")
+def board_detect(root: str, as_json: bool, output: str | None) -> None:
+    """A board file from what a Linux kernel reports.
+
+    Cores of the same type and clock form a cluster, ordered LITTLE to big by
+    the kernel's cpu_capacity, then clock.  Check the result (a VM has no
+    clocks, for one) and edit the name and description as you like.
+
+    On a board without acltuner, record what detect reads, copy the folder
+    here and point --sysfs at it:
+
+    \b
+      for f in /proc/cpuinfo /sys/devices/system/cpu/online \\
+          /sys/devices/system/cpu/cpu[0-9]*/{cpu_capacity,cpufreq/cpuinfo_max_freq}; do
+        [ -r $f ] && mkdir -p rec${f%/*} && cat $f > rec$f
+      done
+
+    \b
+    Examples:
+      acltuner board detect                      this machine, as YAML
+      acltuner board detect --sysfs rec -o configs/boards/myboard.yaml
+    """
+    from dataclasses import replace
+    from pathlib import Path
+
+    from acltuner.board import detect, dump_yaml, save_file
+    b = detect(root)
+    if output:
+        b = replace(b, name=Path(output).stem)
+        save_file(b, output)
+        click.echo(f"wrote {output} (fingerprint {b.fingerprint})", err=True)
+    click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)
+
+
+@main.command("tasks")
+@click.argument("model", metavar="MODEL.onnx")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
+              help="Static shape of a model input with dynamic dims (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
+    """The tuning tasks of an ONNX model: its convolutions grouped by shape.
+
+    Convolutions with the same input, weight and output dimensions, strides,
+    pads, dilations and groups are one task, whatever BatchNormalization,
+    residual Add and Relu/Clip each absorbs.  One row per task, most FLOPs
+    first: the key, how many convolutions share it, GFLOPs of all of them, the
+    share (%) of the model's convolution FLOPs, and the engine's algorithms
+    that can run it.  Non-2-D convolutions are listed as skipped on stderr.
+
+    \b
+    Example:
+      acltuner tasks resnet101.onnx
+      acltuner tasks model.onnx --input-shape input=1,3,224,224 --json
+    """
+    from acltuner.taskgen.model import parse_input_shapes
+    from acltuner.taskgen.tasks import generate_tasks
+    ts = generate_tasks(model, parse_input_shapes(input_shapes))
+    rows = [(t, 100.0 * t.flops / ts.flops) for t in ts.tasks]
+    if as_json:
+        click.echo(json.dumps({
+            "model": model, "convolutions": ts.convolutions, "skipped": ts.skipped,
+            "tasks": [{"key": t.key, "nodes": len(t.nodes), "node_names": t.nodes,
+                       "flops": t.flops, "share": share, "algorithms": t.algorithms}
+                      for t, share in rows]}, indent=2))
+        return
+    for line in ts.skipped:
+        click.echo(f"skipped: {line}", err=True)
+    width = max(len(t.key) for t in ts.tasks)
+    click.echo(f"{'key':{width}s}  nodes  GFLOPs  share%  algorithms")
+    for t, share in rows:
+        click.echo(f"{t.key:{width}s}  {len(t.nodes):5d}  {t.flops / 1e9:6.3f}  {share:6.2f}  "
+                   f"{','.join(t.algorithms)}")
+    click.echo(f"{ts.convolutions} convolutions -> {len(ts.tasks)} tasks")
+
+@main.command("tune")
+@click.argument("model", metavar="MODEL.onnx")
+@click.option("-o", "--output", "plan_path", required=True, metavar="PLAN.json",
+              help="Where to write the plan (atomically).")
+@click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
+              help="Board to tune for: a name from 'acltuner board list', a board YAML file, "
+                   "or 'host' (detected).")
+@click.option("--trials", type=click.IntRange(1), default=None,
+              help="Measurements per task (default: configs/tuner.yaml, 100).")
+@click.option("--early-stopping", type=click.IntRange(1), default=None, metavar="N",
+              help="Stop a task after N rounds without a better time.")
+@click.option("--strategy", type=click.Choice(["xgb", "random", "default"]), default="xgb",
+              show_default=True, help="xgb: the paper's cost-model search; random: the same "
+                                      "budget at random; default: write ArmNN's rule-based "
+                                      "plan without measuring.")
+@click.option("--records", "records_path", default=None, metavar="FILE",
+              help="Tuning records (JSON lines), shared by every model tuned on this machine "
+                   "[default: $ACLTUNER_RECORDS or ~/.cache/acltuner/records.jsonl].")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
+              help="Static shape of a model input with dynamic dims (repeatable).")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="Tuner config YAML (default: configs/tuner.yaml).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
+def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
+         input_shapes, config_path, seed):
+    """Tune every convolution of MODEL.onnx on a board and write a plan.
+
+    Each task (convolutions of one shape) is searched over algorithm x GEMM
+    micro-kernel x per-core weights x workloads, measuring candidates on the
+    board, guided by an XGBoost cost model: 50 random configurations, then
+    rounds of the model's 3 best guesses plus 2 random ones.  The ArmNN-rule
+    default is always measured too, so every task reports default vs tuned.
+
+    Every measurement is saved to the records file as it is taken: after
+    Ctrl-C or a crash, run the same command again and it resumes without
+    measuring anything twice; tasks tuned before (by any model) are reused.
+
+    \b
+    Examples:
+      acltuner tune resnet18.onnx -o resnet18.plan.json
+      acltuner tune model.onnx -o plan.json --board split-host --trials 60
+      acltuner tune model.onnx -o default.plan.json --strategy default
+    """
+    from acltuner.tuner.session import run_tune
+    try:
+        run_tune(model, plan_path, board_name=board_name, trials=trials,
+                 early_stopping=early_stopping, strategy=strategy, records_path=records_path,
+                 input_shapes=input_shapes, config_path=config_path, seed=seed)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: every measurement so far is in the records file; run the "
+                   "same command again to resume", err=True)
+        raise SystemExit(130) from None
+
+
 if __name__ == "__main__":
     main()

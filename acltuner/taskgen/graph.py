@@ -1,0 +1,214 @@
+"""The convolutions of a shape-inferred ONNX model, each with what it absorbs.
+
+A Conv absorbs, in this order and only while the tensor between them has no
+other consumer and is not a graph output:
+  BatchNormalization (inference, per-channel constants) folded into weight and bias,
+  Add with a tensor of the same shape (the residual the engine adds),
+  Relu, or Clip with constant bounds.
+Non-2-D and non-float32 convolutions are not tunable: they are listed as
+skipped rather than refused, because whole-model runs delegate every node the
+engine does not run to onnxruntime.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from acltuner.engine.config import ConvShape
+from acltuner.taskgen.conv_attrs import conv_shape
+from acltuner.taskgen.model import ModelError
+
+# The engine's activation bounds are finite floats: a missing Clip bound is +-FLT_MAX.
+FLT_MAX = 3.4e38
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class ConvNode:
+    name: str
+    shape: ConvShape  # with the fused epilogue (act, bounds, has_residual)
+    weight: np.ndarray  # OIHW float32, BatchNormalization folded in
+    bias: np.ndarray | None  # float32, None when there is neither bias nor BN
+    input: str
+    output: str  # the last fused node's output
+    residual: str | None
+    fused: list[str] = field(default_factory=list)
+
+
+def _name(node: onnx.NodeProto) -> str:
+    return node.name or node.output[0]
+
+
+def _is(node: onnx.NodeProto | None, op: str) -> bool:
+    return node is not None and node.op_type == op and node.domain in _DEFAULT_DOMAINS
+
+
+class _Graph:
+    """Consumers, constants and inferred types of a model's main graph."""
+
+    def __init__(self, model: onnx.ModelProto):
+        graph = model.graph
+        self.opset = next((o.version for o in model.opset_import
+                           if o.domain in _DEFAULT_DOMAINS), 1)
+        self.outputs = {o.name for o in graph.output}
+        self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+        for node in graph.node:
+            for t in node.input:
+                if t:
+                    self.consumers[t].append(node)
+            # A subgraph (If, Loop) may read any outer tensor: count it as a consumer.
+            for t in _subgraph_names(node):
+                self.consumers[t].append(node)
+        self.constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        for node in graph.node:
+            if _is(node, "Constant") and node.attribute:
+                value = helper.get_attribute_value(node.attribute[0])
+                if isinstance(value, TensorProto):
+                    self.constants[node.output[0]] = numpy_helper.to_array(value)
+                elif isinstance(value, (int, float, list)):  # value_float(s) / value_int(s)
+                    self.constants[node.output[0]] = np.asarray(value)
+        self.types = {vi.name: vi.type.tensor_type
+                      for vi in [*graph.input, *graph.value_info, *graph.output]}
+
+    def rank(self, t: str) -> int | None:
+        tt = self.types.get(t)
+        return len(tt.shape.dim) if tt is not None and tt.HasField("shape") else None
+
+    def static_shape(self, t: str) -> tuple[int, ...] | None:
+        tt = self.types.get(t)
+        if tt is None or not tt.HasField("shape"):
+            return None
+        dims = tuple(d.dim_value for d in tt.shape.dim)
+        return dims if all(d > 0 for d in dims) else None
+
+    def sole_consumer(self, t: str) -> onnx.NodeProto | None:
+        users = self.consumers.get(t, [])
+        return users[0] if len(users) == 1 and t not in self.outputs else None
+
+
+def _subgraph_names(node: onnx.NodeProto) -> set[str]:
+    names: set[str] = set()
+    for attr in node.attribute:
+        for g in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            for n in g.node:
+                names.update(t for t in n.input if t)
+                names |= _subgraph_names(n)
+    return names
+
+
+def _bn_affine(g: _Graph, bn: onnx.NodeProto, oc: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scale, shift) of an inference BatchNormalization with per-channel constants, else None."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in bn.attribute}
+    # training_mode / is_test=0 (opset < 7) / extra outputs: statistics are computed, not constant;
+    # spatial=0 (opsets 7-8): per-pixel parameters.
+    if (attrs.get("training_mode", 0) or attrs.get("spatial", 1) == 0
+            or (g.opset < 7 and not attrs.get("is_test", 0)) or any(bn.output[1:])):
+        return None
+    params = [g.constants.get(t) for t in bn.input[1:5]]
+    if any(p is None or p.shape != (oc,) for p in params):
+        return None
+    gamma, beta, mean, var = (p.astype(np.float64) for p in params)
+    scale = gamma / np.sqrt(var + attrs.get("epsilon", 1e-5))
+    return scale, beta - mean * scale
+
+
+def _scalar(g: _Graph, t: str, default: float) -> float | None:
+    if not t:
+        return default
+    c = g.constants.get(t)
+    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 else None
+
+
+def _clip_bounds(g: _Graph, clip: onnx.NodeProto) -> tuple[float, float] | None:
+    """Clip's (min, max) clamped to +-FLT_MAX; None when a bound is not a constant."""
+    if g.opset < 11:
+        attrs = {a.name: helper.get_attribute_value(a) for a in clip.attribute}
+        lo, hi = attrs.get("min", -FLT_MAX), attrs.get("max", FLT_MAX)
+    else:
+        inputs = list(clip.input) + ["", ""]
+        lo, hi = _scalar(g, inputs[1], -FLT_MAX), _scalar(g, inputs[2], FLT_MAX)
+        if lo is None or hi is None:
+            return None
+    lo, hi = (float(np.clip(v, -FLT_MAX, FLT_MAX)) for v in (lo, hi))
+    return (lo, hi) if lo <= hi else None
+
+
+def _constant(g: _Graph, node: onnx.NodeProto, index: int, what: str) -> np.ndarray | None:
+    t = node.input[index] if len(node.input) > index else ""
+    if not t:
+        return None
+    if t not in g.constants:
+        raise ModelError(f"Conv node '{_name(node)}': {what} '{t}' is not a constant "
+                         f"(initializer or Constant node); only fixed weights can be tuned")
+    return g.constants[t].astype(np.float32)
+
+
+def _conv_node(g: _Graph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
+    """The node with its fused epilogue, or why it is not tunable."""
+    name, x = _name(node), node.input[0]
+    rank = g.rank(x)
+    if rank is not None and rank != 4:
+        return f"Conv node '{name}': {rank - 2}-D convolution, not tunable (left to onnxruntime)"
+    if g.types.get(x) is not None and g.types[x].elem_type != TensorProto.FLOAT:
+        dtype = TensorProto.DataType.Name(g.types[x].elem_type).lower()
+        return f"Conv node '{name}': {dtype} convolution, not tunable (the engine is float32)"
+    x_shape = g.static_shape(x)
+    if x_shape is None:
+        raise ModelError(f"Conv node '{name}': input '{x}' has no static shape after shape "
+                         f"inference")
+    weight, bias = _constant(g, node, 1, "weight"), _constant(g, node, 2, "bias")
+    fused: list[str] = []
+    out = node.output[0]
+
+    bn = g.sole_consumer(out)
+    affine = _bn_affine(g, bn, weight.shape[0]) if _is(bn, "BatchNormalization") else None
+    if affine is not None:
+        scale, shift = affine
+        weight = (weight * scale[:, None, None, None]).astype(np.float32)
+        bias = ((0.0 if bias is None else bias) * scale + shift).astype(np.float32)
+        fused.append(_name(bn))
+        out = bn.output[0]
+
+    residual = None
+    add = g.sole_consumer(out)
+    if _is(add, "Add") and add.output[0] not in claimed:
+        other = add.input[1] if add.input[0] == out else add.input[0]
+        if g.static_shape(other) == g.static_shape(out) and \
+                g.types[other].elem_type == TensorProto.FLOAT:
+            # Add(a, b) of two convolutions: only the first one claims it.
+            claimed.add(add.output[0])
+            residual = other
+            fused.append(_name(add))
+            out = add.output[0]
+
+    act, bounds = "none", (0.0, 0.0)
+    act_node = g.sole_consumer(out)
+    if _is(act_node, "Relu"):
+        act = "relu"
+    elif _is(act_node, "Clip") and (clip := _clip_bounds(g, act_node)) is not None:
+        act, bounds = "clip", clip
+    if act != "none":
+        fused.append(_name(act_node))
+        out = act_node.output[0]
+
+    shape = conv_shape(node, x_shape, weight.shape, act=act, act_min=bounds[0],
+                       act_max=bounds[1], has_residual=residual is not None)
+    return ConvNode(name, shape, weight, bias, x, out, residual, fused)
+
+
+def conv_nodes(model: onnx.ModelProto) -> tuple[list[ConvNode], list[str]]:
+    """Every tunable Conv of a shape-inferred model in graph order, and one line
+    for each Conv that is not tunable."""
+    g = _Graph(model)
+    nodes: list[ConvNode] = []
+    skipped: list[str] = []
+    claimed: set[str] = set()
+    for node in model.graph.node:
+        if _is(node, "Conv"):
+            conv = _conv_node(g, node, claimed)
+            (skipped if isinstance(conv, str) else nodes).append(conv)
+    return nodes, skipped

@@ -1,0 +1,137 @@
+"""Loading an ONNX model for the task generator: validation, static input
+shapes and shape inference, with one-line errors that name the file."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import shape_inference
+
+# Domains whose operators onnx can infer shapes for; others (e.g. com.microsoft)
+# make strict inference fail although onnxruntime runs them.
+_STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+
+
+class ModelError(ValueError):
+    """A model that acltuner cannot read or tune; the message is one line."""
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def parse_input_shapes(specs: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """NAME=D1,D2,... strings (the --input-shape option) -> {NAME: (D1, D2, ...)}."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, eq, dims = spec.partition("=")
+        name = name.strip()
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            shape = ()
+        if not eq or not name or not shape or min(shape) < 1:
+            raise ModelError(f"bad --input-shape {spec!r}: expected NAME=D1,D2,... with positive "
+                             f"integers, e.g. input=1,3,224,224")
+        if name in shapes:
+            raise ModelError(f"--input-shape gives input '{name}' twice")
+        shapes[name] = shape
+    return shapes
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> list[int | str] | None:
+    """The declared dims: an int if static, else its symbol or '?'; None if the rank is unknown."""
+    tensor = value_info.type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (d.dim_param or "?")
+            for d in tensor.shape.dim]
+
+
+def _show(dims: list[int | str]) -> str:
+    return f"[{', '.join(str(d) for d in dims)}]"
+
+
+def _model_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    # Models for IR < 4 list every initializer as an input too; those are weights.
+    weights = {t.name for t in graph.initializer}
+    return [i for i in graph.input if i.name not in weights and i.type.HasField("tensor_type")]
+
+
+def _fix_input_shapes(model: onnx.ModelProto, path: Path,
+                      input_shapes: Mapping[str, tuple[int, ...]]) -> None:
+    inputs = _model_inputs(model.graph)
+    names = [i.name for i in inputs]
+    unknown = sorted(set(input_shapes) - set(names))
+    if unknown:
+        raise ModelError(f"{path}: --input-shape names {', '.join(repr(n) for n in unknown)}, "
+                         f"not an input of the model (inputs: {', '.join(names) or 'none'})")
+    missing = []
+    for value_info in inputs:
+        dims = _dims(value_info)
+        given = input_shapes.get(value_info.name)
+        if given is None:
+            if dims is None or not all(isinstance(d, int) for d in dims):
+                shown = "unknown shape" if dims is None else f"dynamic dims {_show(dims)}"
+                missing.append((value_info.name, shown, dims))
+            continue
+        if dims is not None:
+            if len(dims) != len(given):
+                raise ModelError(f"{path}: input '{value_info.name}' has rank {len(dims)} "
+                                 f"{_show(dims)}, --input-shape gives {len(given)} dims")
+            for axis, (d, g) in enumerate(zip(dims, given)):
+                if isinstance(d, int) and d != g:
+                    raise ModelError(f"{path}: input '{value_info.name}' has {d} at dim {axis}, "
+                                     f"--input-shape gives {g}")
+        shape = value_info.type.tensor_type.shape
+        del shape.dim[:]
+        for g in given:
+            shape.dim.add().dim_value = g
+    if missing:
+        problems = "; ".join(f"input '{name}' has {shown}" for name, shown, _ in missing)
+        hints = " ".join(f"--input-shape {name}="
+                         f"{','.join(str(d) for d in dims) if dims else 'D1,D2,...'}"
+                         for name, _, dims in missing)
+        raise ModelError(f"{path}: {problems}: pass {hints} with numbers")
+
+
+def _infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+    # value_info holds hints from the exporter, possibly for other input sizes.
+    del model.graph.value_info[:]
+    strict = all(n.domain in _STANDARD_DOMAINS for n in model.graph.node)
+    try:
+        return shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict,
+                                            data_prop=True)
+    except shape_inference.InferenceError as e:
+        raise ModelError(f"{path}: shape inference failed: {_first_line(e)}") from None
+
+
+def load_model(path: str | Path,
+               input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> onnx.ModelProto:
+    """The model at `path` with static input shapes and every tensor's shape inferred.
+
+    input_shapes fixes dynamic input dims (and must agree with static ones);
+    every input must end up fully static."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    try:
+        model = onnx.load(str(path))
+    except DecodeError as e:
+        raise ModelError(f"{path}: not an ONNX model (cannot parse it: {_first_line(e)})") from None
+    except (OSError, ValueError) as e:  # e.g. missing external data files
+        raise ModelError(f"{path}: cannot load the model: {_first_line(e)}") from None
+    if not model.ir_version or not model.HasField("graph"):
+        raise ModelError(f"{path}: not an ONNX model (no IR version or graph)")
+    _fix_input_shapes(model, path, input_shapes or {})
+    model = _infer(model, path)
+    # Checked after inference, which fills in graph outputs declared without a
+    # shape: the checker requires one, onnxruntime does not.
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise ModelError(f"{path}: invalid ONNX model: {_first_line(e)}") from None
+    return model

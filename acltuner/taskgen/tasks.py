@@ -1,0 +1,74 @@
+"""Tuning tasks: the model's convolutions grouped by signature (paper section 2.2).
+
+Convolutions with the same input, weight and output dimensions and the same
+attributes are one task, whatever epilogue each fuses: the epilogue costs the
+same under every configuration, so the best configuration is shared.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from acltuner.engine import native
+from acltuner.engine.config import ConvShape
+from acltuner.taskgen.graph import ConvNode, conv_nodes
+from acltuner.taskgen.model import ModelError, load_model
+
+
+@dataclass
+class Task:
+    key: str
+    shape: ConvShape  # the signature: act "none", no residual
+    nodes: list[str]
+    flops: int  # all nodes together
+    algorithms: list[str]
+
+
+@dataclass
+class TaskSet:
+    model_path: str
+    convolutions: int
+    tasks: list[Task]  # most FLOPs first
+    conv_nodes: list[ConvNode]
+    skipped: list[str]  # one line per Conv that is not tunable
+
+    @property
+    def flops(self) -> int:
+        return sum(t.flops for t in self.tasks)
+
+
+def signature(shape: ConvShape) -> ConvShape:
+    return dataclasses.replace(shape, act="none", act_min=0.0, act_max=0.0, has_residual=False)
+
+
+def task_key(s: ConvShape) -> str:
+    """e.g. n1.c64.h56.w56-oc64-k3x3-s1x1-p1.1.1.1-d1x1-g1 (pads top.left.bottom.right)."""
+    return (f"n{s.n}.c{s.c}.h{s.h}.w{s.w}-oc{s.oc}-k{s.kh}x{s.kw}-s{s.stride_h}x{s.stride_w}"
+            f"-p{s.pad_top}.{s.pad_left}.{s.pad_bottom}.{s.pad_right}-d{s.dil_h}x{s.dil_w}"
+            f"-g{s.group}")
+
+
+def applicable_algorithms(shape: ConvShape) -> list[str]:
+    """The engine's algorithms that run `shape` directly or with at least one micro-kernel."""
+    kernels = [uk.name for uk in native.ukernels()]
+    return [a for a in native.algorithms()
+            if any(native.check(shape, a, uk) is None
+                   for uk in (kernels if native.uses_ukernel(a) else [None]))]
+
+
+def generate_tasks(model_path: str | Path,
+                   input_shapes: dict[str, tuple[int, ...]] | None = None) -> TaskSet:
+    model = load_model(model_path, input_shapes)
+    nodes, skipped = conv_nodes(model)
+    if not nodes:
+        why = f" ({'; '.join(skipped)})" if skipped else ""
+        raise ModelError(f"{model_path}: no 2-D Conv to tune{why}")
+    groups: dict[ConvShape, list[str]] = {}
+    for node in nodes:
+        groups.setdefault(signature(node.shape), []).append(node.name)
+    tasks = [Task(task_key(s), s, names, s.flops * len(names), applicable_algorithms(s))
+             for s, names in groups.items()]
+    # Stable: equal FLOPs keep the order of first appearance in the graph.
+    tasks.sort(key=lambda t: -t.flops)
+    return TaskSet(str(model_path), len(nodes), tasks, nodes, skipped)

@@ -1,0 +1,218 @@
+"""The plan: what tuning chose for every convolution node of one model.
+
+A plan is a versioned JSON file people may read and edit, so loading it checks
+every field and reports the first problem as one line naming the file and the
+field.  It records the model's sha256, the board's fingerprint and the engine
+version it was tuned for; check_plan() refuses to run it against anything else
+unless forced, since configs tuned for one of those are not the fastest, or
+may not even run, on another.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acltuner.engine.config import ExecConfig
+from acltuner.tuner import jsonfields as jf
+
+SCHEMA_VERSION = 1
+_TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
+               "strategy", "tuning", "nodes")
+_NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_HASH_CHUNK = 1 << 20
+
+
+class PlanError(ValueError):
+    """A plan file that cannot be used, or a plan made for another model, board
+    or engine version (one line)."""
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One Conv node: the config to run it with and the default it replaces."""
+    node: str
+    task: str
+    config: ExecConfig
+    default_config: ExecConfig
+    tuned_ms: float | None = None
+    default_ms: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"node": self.node, "task": self.task, "config": self.config.to_dict(),
+                "tuned_ms": self.tuned_ms, "default_ms": self.default_ms,
+                "default_config": self.default_config.to_dict()}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What tuning cost: wall time, the tuner's own share of it, measurements taken."""
+    wall_s: float
+    tuner_s: float
+    measurements: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A tuned model: its file and inputs, the board and engine it was tuned
+    on, how tuning went, and one PlanNode per Conv node."""
+    model_path: str
+    model_sha256: str
+    input_shapes: dict[str, tuple[int, ...]]
+    board_name: str
+    board_fingerprint: str
+    engine_version: str
+    strategy: str
+    tuning: Tuning
+    nodes: tuple[PlanNode, ...]
+    created: str = field(default_factory=jf.now)
+
+    def to_dict(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION,
+                "model": {"path": self.model_path, "sha256": self.model_sha256},
+                "input_shapes": {name: list(dims) for name, dims in self.input_shapes.items()},
+                "board": {"name": self.board_name, "fingerprint": self.board_fingerprint},
+                "engine_version": self.engine_version, "created": self.created,
+                "strategy": self.strategy,
+                "tuning": {"wall_s": self.tuning.wall_s, "tuner_s": self.tuning.tuner_s,
+                           "measurements": self.tuning.measurements},
+                "nodes": [node.to_dict() for node in self.nodes]}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "plan") -> "Plan":
+        """Checks d against the schema; `where` (the file) starts every error."""
+        try:
+            return _parse(d)
+        except jf.FieldError as e:
+            raise PlanError(f"{where}: {e}") from None
+
+
+def _member(d: dict, key: str, allowed: tuple[str, ...]) -> dict:
+    """The object d[key], holding no fields but `allowed`."""
+    member = jf.get(d, key, "", dict)
+    jf.known_keys(member, key, allowed)
+    return member
+
+
+def _parse_node(value: Any, path: str) -> PlanNode:
+    d = jf.check(value, path, dict)
+    jf.known_keys(d, path, _NODE_FIELDS)
+    return PlanNode(node=jf.get(d, "node", path, str), task=jf.get(d, "task", path, str),
+                    config=jf.exec_config(jf.get(d, "config", path, dict), jf.at(path, "config")),
+                    default_config=jf.exec_config(jf.get(d, "default_config", path, dict),
+                                                  jf.at(path, "default_config")),
+                    tuned_ms=jf.get(d, "tuned_ms", path, float, null=True, minimum=0),
+                    default_ms=jf.get(d, "default_ms", path, float, null=True, minimum=0))
+
+
+def _parse(d: Any) -> Plan:
+    jf.check(d, "", dict)
+    jf.known_keys(d, "", _TOP_FIELDS)
+    version = jf.get(d, "schema_version", "", int)
+    if version != SCHEMA_VERSION:
+        raise jf.FieldError(f"schema_version {version} is not supported (this acltuner reads "
+                            f"{SCHEMA_VERSION})")
+    model = _member(d, "model", ("path", "sha256"))
+    model_path = jf.get(model, "path", "model", str)
+    sha = jf.get(model, "sha256", "model", str)
+    if not _SHA256.fullmatch(sha):
+        raise jf.FieldError(f"model.sha256 must be 64 lowercase hex digits, got {sha!r}")
+    input_shapes = {}
+    for name, dims in jf.get(d, "input_shapes", "", dict).items():
+        path = jf.at("input_shapes", name)
+        input_shapes[name] = tuple(jf.check(x, jf.at(path, i), int, minimum=1)
+                                   for i, x in enumerate(jf.check(dims, path, list)))
+    board = _member(d, "board", ("name", "fingerprint"))
+    board_name = jf.get(board, "name", "board", str)
+    board_fingerprint = jf.get(board, "fingerprint", "board", str)
+    engine_version = jf.get(d, "engine_version", "", str)
+    created = jf.timestamp(d, "created", "")
+    strategy = jf.get(d, "strategy", "", str)
+    spent = _member(d, "tuning", ("wall_s", "tuner_s", "measurements"))
+    tuning = Tuning(wall_s=jf.get(spent, "wall_s", "tuning", float, minimum=0),
+                    tuner_s=jf.get(spent, "tuner_s", "tuning", float, minimum=0),
+                    measurements=jf.get(spent, "measurements", "tuning", int, minimum=0))
+    nodes = tuple(_parse_node(value, jf.at("nodes", i))
+                  for i, value in enumerate(jf.get(d, "nodes", "", list)))
+    seen: set[str] = set()
+    for i, node in enumerate(nodes):
+        if node.node in seen:  # the runtime looks configs up by node name
+            raise jf.FieldError(f"nodes[{i}].node {node.node!r} appears more than once")
+        seen.add(node.node)
+    return Plan(model_path=model_path, model_sha256=sha, input_shapes=input_shapes,
+                board_name=board_name, board_fingerprint=board_fingerprint,
+                engine_version=engine_version, strategy=strategy, tuning=tuning, nodes=nodes,
+                created=created)
+
+
+def save_plan(plan: Plan, path: str | os.PathLike) -> None:
+    """Writes the plan so that `path` holds either the old plan or the whole
+    new one, whenever the process or the machine stops."""
+    path = Path(path)
+    # A plan that would not load again is refused before anything is written.
+    data = plan.to_dict()
+    Plan.from_dict(data, f"plan to save as {path}")
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    # The temporary file lives next to the plan: os.replace is atomic only
+    # within one file system.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it private; a plan is not
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    # The rename is durable only once the directory entry is on disk too.
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def load_plan(path: str | os.PathLike) -> Plan:
+    raw = Path(path).read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise PlanError(f"{path}: not valid JSON: {e}") from None
+    return Plan.from_dict(data, str(path))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_plan(plan: Plan, model_path: str | os.PathLike, board_fingerprint: str,
+               engine_version: str, force: bool = False) -> list[str]:
+    """Refuses, with one PlanError line naming every difference, to run a plan
+    on a model changed since tuning, another board or another engine version.
+    With force it returns those differences as warnings instead ([] if none)."""
+    differences = []
+    sha = sha256_file(model_path)
+    if sha != plan.model_sha256:
+        differences.append(f"model {model_path} changed since tuning (sha256 {sha[:12]}..., "
+                           f"the plan's is {plan.model_sha256[:12]}...)")
+    if board_fingerprint != plan.board_fingerprint:
+        differences.append(f"plan for board {plan.board_name} ({plan.board_fingerprint}) but "
+                           f"running on {board_fingerprint}")
+    if engine_version != plan.engine_version:
+        differences.append(f"plan tuned with engine {plan.engine_version} but running engine "
+                           f"{engine_version}")
+    if differences and not force:
+        raise PlanError("; ".join(differences) + "; use --force to run it anyway")
+    return differences

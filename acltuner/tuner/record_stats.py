@@ -1,0 +1,103 @@
+"""What a records file says, per board, engine version and task (`acltuner
+records stats`): how much was measured, what failed, the best config found and
+how it compares with the default config.
+
+"best" follows RecordStore.best: the fastest median among records that ran with
+a correct output.  "default" is the latest successful record of strategy
+"default".  The totals' times add up, each task once however many nodes of a
+model share it, the tasks that have both a best and a default time; their
+speedup is the ratio of those sums.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from acltuner.tuner.records import Record
+
+GROUP = ["board", "engine"]
+KEYS = GROUP + ["task"]
+TASK_COLUMNS = ["measurements", "failed", "incorrect", "best_ms", "best_config", "default_ms",
+                "speedup"]
+TOTAL_COLUMNS = ["tasks", "tuned", "measurements", "failed", "incorrect", "best_ms",
+                 "default_ms", "speedup"]
+
+
+def _frame(records: list[Record]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [(r.board, r.engine, r.task, not r.ok, r.ok and r.correct is False, r.usable,
+          r.ok and r.strategy == "default", r.median_ms, str(r.config)) for r in records],
+        columns=KEYS + ["failed", "incorrect", "usable", "default", "ms", "config"])
+    # Typed even when empty, where a mask of unknown type would select columns.
+    return frame.astype({"failed": bool, "incorrect": bool, "usable": bool, "default": bool,
+                         "ms": "float64"})
+
+def summarize(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per task, per board and engine) tables, sorted by their keys."""
+    df = _frame(records)
+    tasks = df.groupby(KEYS).agg(measurements=("failed", "size"), failed=("failed", "sum"),
+                                 incorrect=("incorrect", "sum"))
+    usable = df[df["usable"]]
+    # idxmin keeps the first of equal times, as RecordStore.best does.
+    best = usable.loc[usable.groupby(KEYS)["ms"].idxmin()].set_index(KEYS)
+    tasks["best_ms"] = best["ms"]
+    tasks["best_config"] = best["config"]
+    tasks["default_ms"] = df[df["default"]].groupby(KEYS)["ms"].last()
+    tasks["speedup"] = tasks["default_ms"] / tasks["best_ms"]
+    tasks = tasks.reset_index()
+
+    # The total times and their ratio are over the tasks that have both times.
+    both = tasks[tasks["speedup"].notna()].groupby(GROUP)[["best_ms", "default_ms"]].sum()
+    totals = tasks.groupby(GROUP).agg(tasks=("task", "size"), tuned=("best_ms", "count"),
+                                      measurements=("measurements", "sum"),
+                                      failed=("failed", "sum"), incorrect=("incorrect", "sum"))
+    totals = totals.join(both)
+    totals["speedup"] = totals["default_ms"] / totals["best_ms"]
+    return tasks, totals.reset_index()
+
+
+def _cell(value: object, column: str) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "-"
+    if column == "speedup":
+        return f"{value:.2f}x"
+    if column.endswith("_ms"):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+    """Fixed-width columns: text left-aligned, numbers right-aligned."""
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    numeric = [all(cell in ("", "-") or cell[0].isdigit() for cell in (row[i] for row in rows))
+               for i in range(len(header))]
+    return ["  ".join(cell.rjust(w) if num else cell.ljust(w)
+                      for cell, w, num in zip(row, widths, numeric)).rstrip()
+            for row in [header] + rows]
+
+
+def render_text(tasks: pd.DataFrame, totals: pd.DataFrame) -> str:
+    if totals.empty:
+        return "no records"
+    header = ["task"] + TASK_COLUMNS
+    sections = []
+    for total in totals.itertuples(index=False):
+        mine = tasks[(tasks["board"] == total.board) & (tasks["engine"] == total.engine)]
+        rows = [[_cell(getattr(t, c), c) for c in header] for t in mine.itertuples(index=False)]
+        rows.append([f"total ({total.tasks} tasks, {total.tuned} tuned)"]
+                    + [_cell(getattr(total, c), c) if c in TOTAL_COLUMNS else ""
+                       for c in TASK_COLUMNS])
+        sections.append("\n".join([f"board {total.board}  engine {total.engine}"]
+                                  + _table(rows, header)))
+    return "\n\n".join(sections)
+
+
+def _json_rows(df: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            for row in df.to_dict("records")]
+
+
+def render_json(tasks: pd.DataFrame, totals: pd.DataFrame) -> str:
+    return json.dumps({"tasks": _json_rows(tasks), "totals": _json_rows(totals)}, indent=2)

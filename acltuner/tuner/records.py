@@ -1,0 +1,245 @@
+"""The tuning log: one JSON line per measurement, appended as tuning goes.
+
+The log is also the tuning cache.  Several models share one records file, and a
+task key already measured on a board with an engine version is not measured
+again there: its configs, failed ones included, are looked up instead.
+Records of other boards and engine versions stay in the file, ignored by the
+queries.
+
+The file is only ever appended to, batch by batch, each batch flushed and
+fsynced before append() returns, so a tuning run killed at any moment loses at
+most the batch it was writing.  What such a kill leaves, a cut-off last line,
+is skipped with a warning when the file is read and removed by the next append.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Iterable
+
+from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.tuner import jsonfields as jf
+
+if TYPE_CHECKING:
+    from acltuner.engine.launcher import Measurement
+
+SCHEMA_VERSION = 1
+STAGES = ("pre_ms", "gemm_ms", "post_ms")
+_FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "ok", "error",
+           "median_ms", "min_ms", "times_ms", "stages", "correct", "max_rel_err", "strategy",
+           "time")
+# The last line is searched for backwards from the end in blocks of this size.
+_TAIL_BLOCK = 4096
+
+log = logging.getLogger(__name__)
+
+
+class RecordsError(ValueError):
+    """A record or records file that does not follow the schema (one line)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measurement of one config of one task.  ok=False: the config could
+    not be run (error says why); correct=False: it ran with a wrong output."""
+    board: str
+    engine: str
+    task: str
+    shape: ConvShape
+    config: ExecConfig
+    ok: bool
+    error: str | None
+    median_ms: float | None
+    min_ms: float | None
+    times_ms: tuple[float, ...]
+    stages: dict[str, float]
+    correct: bool | None
+    max_rel_err: float | None
+    strategy: str
+    time: str
+
+    @property
+    def usable(self) -> bool:
+        """Ran and gave the right output: a candidate for the best config."""
+        return self.ok and self.correct is True
+
+    @classmethod
+    def from_measurement(cls, board: str, engine: str, task_key: str, shape: ConvShape,
+                         config: ExecConfig, measurement: Measurement,
+                         strategy: str) -> "Record":
+        rel = measurement.max_rel_err
+        return cls(board=board, engine=engine, task=task_key, shape=shape, config=config,
+                   ok=measurement.ok, error=measurement.error, median_ms=measurement.median_ms,
+                   min_ms=measurement.min_ms, times_ms=tuple(measurement.times_ms),
+                   stages=dict(measurement.stages), correct=measurement.correct,
+                   # An output holding NaN or inf has no finite error, JSON has no
+                   # number for it, and correct=False already says it is wrong.
+                   max_rel_err=rel if rel is not None and math.isfinite(rel) else None,
+                   strategy=strategy, time=jf.now())
+
+    def to_dict(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, "board": self.board, "engine": self.engine,
+                "task": self.task, "shape": self.shape.to_dict(),
+                "config": self.config.to_dict(), "ok": self.ok, "error": self.error,
+                "median_ms": self.median_ms, "min_ms": self.min_ms,
+                "times_ms": list(self.times_ms), "stages": dict(self.stages),
+                "correct": self.correct, "max_rel_err": self.max_rel_err,
+                "strategy": self.strategy, "time": self.time}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "record") -> "Record":
+        """Checks d against the schema; `where` (file:line) starts every error."""
+        try:
+            return cls._parse(d)
+        except jf.FieldError as e:
+            raise RecordsError(f"{where}: {e}") from None
+
+    @classmethod
+    def _parse(cls, d: Any) -> "Record":
+        jf.check(d, "", dict)
+        jf.known_keys(d, "", _FIELDS)
+        version = jf.get(d, "schema_version", "", int)
+        if version != SCHEMA_VERSION:
+            raise jf.FieldError(f"schema_version {version} is not supported (this acltuner "
+                                f"reads {SCHEMA_VERSION})")
+        ok = jf.get(d, "ok", "", bool)
+        error = jf.get(d, "error", "", str, null=True)
+        if ok == (error is not None):
+            raise jf.FieldError("error must be null when ok is true and a message when ok is "
+                                "false")
+        stages = jf.get(d, "stages", "", dict)
+        jf.known_keys(stages, "stages", STAGES)
+        # A failed measurement has no timings; a successful one has them all.
+        stage_names = STAGES if ok else tuple(stages)
+        return cls(board=jf.get(d, "board", "", str), engine=jf.get(d, "engine", "", str),
+                   task=jf.get(d, "task", "", str),
+                   shape=jf.conv_shape(jf.get(d, "shape", "", dict), "shape"),
+                   config=jf.exec_config(jf.get(d, "config", "", dict), "config"),
+                   ok=ok, error=error,
+                   median_ms=jf.get(d, "median_ms", "", float, null=not ok, minimum=0),
+                   min_ms=jf.get(d, "min_ms", "", float, null=not ok, minimum=0),
+                   times_ms=tuple(jf.check(t, jf.at("times_ms", i), float, minimum=0)
+                                  for i, t in enumerate(jf.get(d, "times_ms", "", list))),
+                   stages={s: jf.get(stages, s, "stages", float, minimum=0)
+                           for s in stage_names},
+                   correct=jf.get(d, "correct", "", bool, null=True),
+                   max_rel_err=jf.get(d, "max_rel_err", "", float, null=True, minimum=0),
+                   strategy=jf.get(d, "strategy", "", str), time=jf.timestamp(d, "time", ""))
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:  # UnicodeDecodeError included
+        return False
+    return True
+
+
+def _last_line(f: IO[bytes], size: int) -> tuple[int, bytes, bool]:
+    """The file's last line: where it starts, its text, and whether its newline
+    was written.  A file ending in a blank line has that blank line last."""
+    block = _TAIL_BLOCK
+    while True:
+        start = max(0, size - block)
+        f.seek(start)
+        tail = f.read(size - start)
+        terminated = tail.endswith(b"\n")
+        body = tail[:-1] if terminated else tail
+        cut = body.rfind(b"\n")
+        if cut >= 0 or start == 0:
+            return start + cut + 1, body[cut + 1:], terminated
+        block *= 2
+
+
+class RecordStore:
+    """A records file: loaded when opened, appended to batch by batch.
+
+    `records` holds every record of the file in file order, whatever its board
+    and engine; the queries see only the board and engine version they are
+    given.  Records appended by another process after this one opened the file
+    are not seen until the file is opened again.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.records: list[Record] = []
+        self._by_task: dict[tuple[str, str, str], list[Record]] = {}
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        with open(self.path, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_SH)  # not halfway through another process's append
+            lines = f.read().split(b"\n")
+        last = len(lines) if lines[-1] else len(lines) - 1
+        for number, raw in enumerate(lines[:last], 1):
+            where = f"{self.path}:{number}"
+            try:
+                d = json.loads(raw)
+            except ValueError as e:
+                if number == last:
+                    log.warning("%s: ignoring the cut-off last line (an interrupted write); "
+                                "the next append removes it", where)
+                    break
+                raise RecordsError(f"{where}: not valid JSON: {e}") from None
+            self._index(Record.from_dict(d, where))
+
+    def _index(self, record: Record) -> None:
+        self.records.append(record)
+        self._by_task.setdefault((record.board, record.engine, record.task), []).append(record)
+
+    def append(self, records: Iterable[Record]) -> None:
+        """Appends a batch and returns once it is on disk (flushed and fsynced)."""
+        records = list(records)
+        dicts = [r.to_dict() for r in records]
+        for d in dicts:  # a line that would stop the file from loading is never written
+            Record.from_dict(d, "record to append")
+        data = "".join(json.dumps(d, separators=(",", ":"), allow_nan=False) + "\n"
+                       for d in dicts).encode()
+        if not data:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a+b") as f:
+            # One writer at a time, so no one takes another's half-written
+            # batch for a cut-off line.
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.write(self._mend_tail(f) + data)
+            f.flush()
+            os.fsync(f.fileno())
+        for record in records:
+            self._index(record)
+
+    def _mend_tail(self, f: IO[bytes]) -> bytes:
+        """Removes a cut-off last line; returns what must precede new lines."""
+        size = f.seek(0, os.SEEK_END)
+        if not size:
+            return b""
+        start, line, terminated = _last_line(f, size)
+        if not _is_json(line):
+            log.warning("%s: removing the cut-off last line (an interrupted write)", self.path)
+            f.truncate(start)
+            return b""
+        # A whole record whose newline was not written: end it first.
+        return b"" if terminated else b"\n"
+
+    def measured(self, board: str, engine: str, task_key: str) -> dict[str, Record]:
+        """Every config measured for the task, failed ones included, keyed by
+        str(config); a config measured more than once maps to its latest record."""
+        return {str(r.config): r for r in self._by_task.get((board, engine, task_key), [])}
+
+    def best(self, board: str, engine: str, task_key: str) -> Record | None:
+        """The fastest (median) record that ran with a correct output."""
+        usable = [r for r in self._by_task.get((board, engine, task_key), []) if r.usable]
+        return min(usable, key=lambda r: r.median_ms, default=None)
+
+    def tasks_done(self, board: str, engine: str) -> set[str]:
+        """The task keys with a best record on this board and engine version: a
+        model holding one of them can take its config without measuring.
+        Whether a task's budget was spent is the search's call (measured())."""
+        return {task for (b, e, task) in self._by_task
+                if (b, e) == (board, engine) and self.best(b, e, task)}

@@ -1,0 +1,52 @@
+"""Measurement: runs the configurations of one task on the device through a
+launcher (local, under qemu, or over ssh) and returns what the search learns from."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.engine.launcher import LauncherClient, Measurement
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured configuration.  ok is False for a failed run and for a run whose
+    output did not match the reference: neither may ever be chosen."""
+    config: ExecConfig
+    ok: bool
+    median_ms: float | None
+    stages: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    warmup: int = 1
+    min_repeat_ms: float = 30.0
+    min_repeats: int = 3
+    max_repeats: int = 50
+
+
+def result_of(config: ExecConfig, m: Measurement) -> Result:
+    if m.ok and not m.correct:
+        return Result(config, False, m.median_ms, dict(m.stages or {}),
+                      f"wrong output (max relative error {m.max_rel_err})")
+    return Result(config, m.ok, m.median_ms if m.ok else None, dict(m.stages or {}), m.error)
+
+
+class Runner:
+    """Measures configurations of the task last loaded."""
+
+    def __init__(self, client: LauncherClient, options: MeasureOptions = MeasureOptions()):
+        self.client = client
+        self.options = options
+
+    def load(self, shape: ConvShape, seed: int = 0) -> None:
+        self.client.load(shape, seed=seed)
+
+    def measure(self, configs: list[ExecConfig]) -> list[tuple[Result, Measurement]]:
+        o = self.options
+        measurements = self.client.measure_batch(
+            configs, warmup=o.warmup, min_repeat_ms=o.min_repeat_ms, min_repeats=o.min_repeats,
+            max_repeats=o.max_repeats)
+        return [(result_of(c, m), m) for c, m in zip(configs, measurements)]

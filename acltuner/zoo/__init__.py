@@ -1,0 +1,20 @@
+"""Model zoo: CNNs built with onnx.helper and seeded random weights, for tuning
+and testing without downloading anything."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import onnx
+
+from acltuner.zoo import resnet
+
+MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
+    name: functools.partial(resnet.build_resnet, name) for name in resnet.SPECS}
+
+
+def build(name: str) -> onnx.ModelProto:
+    """The zoo model `name` (a fresh ModelProto; the same bytes every time)."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}: choose from {', '.join(MODELS)}")
+    return MODELS[name]()

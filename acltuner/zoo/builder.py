@@ -1,0 +1,128 @@
+"""A small ONNX graph builder shared by the zoo's models and the tests' graphs.
+
+Weights are seeded random numbers at He scale (std sqrt(2 / fan_in)) and the
+BatchNormalization statistics are random but valid (positive variance, mean
+near 0), so activations stay O(1) through a deep network and the same seed
+always gives the same model.  Every node's output tensor is named after the
+node, so names are unique as long as node names are.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+# onnxruntime here rejects IR versions newer than 8.
+IR_VERSION = 8
+
+Pads = int | tuple[int, int, int, int] | str
+
+
+class GraphBuilder:
+    """Appends nodes to one graph with a single NCHW float input."""
+
+    def __init__(self, seed: int = 0, input_shape: Sequence[int | str] = (1, 3, 224, 224),
+                 input_name: str = "input", opset: int = 13, ir_version: int = IR_VERSION):
+        self.rng = np.random.default_rng(seed)
+        self.opset = opset
+        self.ir_version = ir_version
+        self.input = input_name
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[TensorProto] = []
+        self._input_shape = list(input_shape)
+        # Channels of every tensor, so that a conv's weight shape needs no argument.
+        self.channels: dict[str, int | None] = {input_name: int(input_shape[1])}
+
+    def constant(self, name: str, value: np.ndarray) -> str:
+        """An initializer; float64 (numpy's default) is stored as float32."""
+        value = np.asarray(value)
+        if value.dtype == np.float64:
+            value = value.astype(np.float32)
+        self.initializers.append(numpy_helper.from_array(value, name))
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], name: str, channels: int | None = None,
+             **attrs) -> str:
+        """One node whose single output is named `name`; it keeps its first input's
+        channel count (if known: not for constants) unless `channels` says otherwise."""
+        self.nodes.append(helper.make_node(op, list(inputs), [name], name=name, **attrs))
+        self.channels[name] = channels if channels is not None else self.channels.get(inputs[0])
+        return name
+
+    def conv(self, x: str, name: str, out_channels: int, kernel: int | tuple[int, int],
+             stride: int = 1, pads: Pads = 0, group: int = 1, bias: bool = False,
+             bn: str | None = None, relu: str | None = None,
+             bn_gamma: tuple[float, float] = (0.5, 1.5)) -> str:
+        """Conv, then BatchNormalization named `bn` and Relu named `relu` if given.
+
+        pads: one number for all sides, (top, left, bottom, right), or an
+        ONNX auto_pad value such as "SAME_UPPER"."""
+        kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+        cg = self.channels[x] // group
+        weight = self.rng.normal(0.0, np.sqrt(2.0 / (cg * kh * kw)), (out_channels, cg, kh, kw))
+        inputs = [x, self.constant(f"{name}.weight", weight)]
+        if bias:
+            inputs.append(self.constant(f"{name}.bias", self.rng.uniform(-0.1, 0.1, out_channels)))
+        attrs = {"kernel_shape": [kh, kw], "strides": [stride, stride], "group": group}
+        if isinstance(pads, str):
+            attrs["auto_pad"] = pads
+        else:
+            attrs["pads"] = [pads] * 4 if isinstance(pads, int) else list(pads)
+        y = self.node("Conv", inputs, name, channels=out_channels, **attrs)
+        if bn:
+            y = self.batchnorm(y, bn, bn_gamma)
+        return self.node("Relu", [y], relu) if relu else y
+
+    def batchnorm(self, x: str, name: str, gamma: tuple[float, float] = (0.5, 1.5)) -> str:
+        """Inference BatchNormalization with gamma drawn from the range `gamma`."""
+        c = self.channels[x]
+        params = [("weight", self.rng.uniform(*gamma, c)), ("bias", self.rng.uniform(-0.1, 0.1, c)),
+                  ("running_mean", self.rng.uniform(-0.1, 0.1, c)),
+                  ("running_var", self.rng.uniform(0.5, 1.5, c))]
+        inputs = [x] + [self.constant(f"{name}.{p}", v) for p, v in params]
+        return self.node("BatchNormalization", inputs, name, epsilon=1e-5)
+
+    def add(self, a: str, b: str, name: str, relu: str | None = None) -> str:
+        y = self.node("Add", [a, b], name)
+        return self.node("Relu", [y], relu) if relu else y
+
+    def maxpool(self, x: str, name: str, kernel: int, stride: int, pad: int) -> str:
+        return self.node("MaxPool", [x], name, kernel_shape=[kernel, kernel],
+                         strides=[stride, stride], pads=[pad] * 4)
+
+    def global_avg_pool(self, x: str, name: str) -> str:
+        return self.node("GlobalAveragePool", [x], name)
+
+    def flatten(self, x: str, name: str) -> str:
+        return self.node("Flatten", [x], name, axis=1)
+
+    def gemm(self, x: str, name: str, out_features: int) -> str:
+        """A fully connected layer with torch's [out, in] weight (transB=1)."""
+        fan_in = self.channels[x]
+        w = self.constant(f"{name}.weight",
+                          self.rng.normal(0.0, np.sqrt(1.0 / fan_in), (out_features, fan_in)))
+        b = self.constant(f"{name}.bias", self.rng.uniform(-0.1, 0.1, out_features))
+        return self.node("Gemm", [x, w, b], name, channels=out_features, transB=1)
+
+    def model(self, output: str, graph_name: str, output_name: str = "output") -> onnx.ModelProto:
+        """The model whose output is tensor `output`, renamed `output_name`."""
+        for node in self.nodes:
+            node.output[:] = [output_name if t == output else t for t in node.output]
+        inputs = [helper.make_tensor_value_info(self.input, TensorProto.FLOAT, self._input_shape)]
+        if self.ir_version < 4:
+            # IR < 4 requires every initializer to be listed as a graph input too.
+            inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                       for t in self.initializers]
+        graph = helper.make_graph(
+            self.nodes, graph_name, inputs,
+            [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, None)],
+            self.initializers)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
+                                  ir_version=self.ir_version, producer_name="acltuner.zoo")
+        # The checker wants the output's shape: take it from shape inference, but
+        # keep the intermediate shapes out of the model, as exporters usually do.
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        model.graph.output[0].CopyFrom(inferred.graph.output[0])
+        return model

@@ -1,0 +1,426 @@
+"""The records file: schema round trips and checks, surviving kill -9, the
+tuning-cache queries, and `acltuner records stats`."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acltuner.cli import main
+from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.engine.launcher import Measurement
+from acltuner.tuner.records import Record, RecordsError, RecordStore
+
+SHAPE = ConvShape(n=1, h=14, w=14, c=16, oc=24, kh=3, kw=3, pad_top=1, pad_left=1,
+                  pad_bottom=1, pad_right=1, act="relu")
+TIME = "2026-11-20T12:00:00.000+00:00"
+BOARD, ENGINE = "odroid-n2p-3f9a", "0.1.0"
+
+
+def config(workloads: int = 1, algorithm: str = "im2col") -> ExecConfig:
+    return ExecConfig(algorithm, "8x12-interleaved-neon", (1, 1, 0, 0, 3, 3), workloads)
+
+
+def measured_ok(ms: float, correct: bool = True) -> Measurement:
+    return Measurement(ok=True, median_ms=ms, min_ms=ms * 0.9, times_ms=[ms * 0.9, ms, ms * 1.1],
+                       stages={"pre_ms": ms * 0.2, "gemm_ms": ms * 0.7, "post_ms": ms * 0.1},
+                       correct=correct, max_abs_err=1e-6, max_rel_err=1e-7 if correct else 0.5)
+
+
+def record(task: str = "t0", workloads: int = 1, ms: float | None = 1.0, *, correct: bool = True,
+           board: str = BOARD, engine: str = ENGINE, strategy: str = "xgb") -> Record:
+    """ms=None: a config that failed to run."""
+    m = Measurement.failed("im2col needs K <= 4096") if ms is None else measured_ok(ms, correct)
+    r = Record.from_measurement(board, engine, task, SHAPE, config(workloads), m, strategy)
+    return replace(r, time=TIME)
+
+
+def numbered_record(i: int) -> Record:
+    """The i-th record the kill -9 writer appends: its number is in task and time."""
+    return record(task=f"t{i % 7}", workloads=i + 1, ms=0.5 + i * 1e-3)
+
+
+# -- schema ---------------------------------------------------------------------------
+
+
+def test_record_round_trips_through_json():
+    for r in (record(), record(ms=None), record(correct=False)):
+        line = json.dumps(r.to_dict(), allow_nan=False)
+        assert Record.from_dict(json.loads(line)) == r
+
+
+@given(ms=st.floats(0, 1e4), workloads=st.integers(1, 512),
+       weights=st.lists(st.integers(0, 8), min_size=1, max_size=8).filter(any),
+       ukernel=st.none() | st.text(min_size=1, max_size=30), task=st.text(max_size=40))
+def test_any_record_round_trips(ms, workloads, weights, ukernel, task):
+    r = Record(board=BOARD, engine=ENGINE, task=task, shape=SHAPE,
+               config=ExecConfig("indirect", ukernel, tuple(weights), workloads), ok=True,
+               error=None, median_ms=ms, min_ms=ms, times_ms=(ms,),
+               stages={"pre_ms": 0.0, "gemm_ms": ms, "post_ms": 0.0}, correct=True,
+               max_rel_err=0.0, strategy="random", time=TIME)
+    assert Record.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_a_nonfinite_error_is_stored_as_null():
+    m = Measurement(ok=True, median_ms=1.0, min_ms=1.0, times_ms=[1.0],
+                    stages={"pre_ms": 0, "gemm_ms": 1, "post_ms": 0}, correct=False,
+                    max_abs_err=float("inf"), max_rel_err=float("inf"))
+    r = Record.from_measurement(BOARD, ENGINE, "t0", SHAPE, config(), m, "xgb")
+    assert r.max_rel_err is None and not r.usable
+    json.dumps(r.to_dict(), allow_nan=False)
+
+
+def _set(path: str, value):
+    """A change to one field of a record dict, at a dotted path."""
+    def change(d: dict) -> None:
+        *parents, leaf = path.split(".")
+        for key in parents:
+            d = d[key]
+        if value is KeyError:
+            del d[leaf]
+        else:
+            d[leaf] = value
+    return change
+
+
+@pytest.mark.parametrize("change, message", [
+    (_set("config.workloads", 0), "config.workloads must be >= 1, got 0"),
+    (_set("config.core_weights", [0, 0]), "config: core weights need at least one positive"),
+    (_set("board", KeyError), "board is missing"),
+    (_set("ok", "yes"), "ok must be true or false, got 'yes'"),
+    (_set("schema_version", 2), "schema_version 2 is not supported (this acltuner reads 1)"),
+    (_set("median_ms", float("nan")), "median_ms must be a finite number, got nan"),
+    (_set("median_ms", None), "median_ms must be a number, got null"),
+    (_set("times_ms", [1.0, -2.0]), "times_ms[1] must be >= 0, got -2"),
+    (_set("stages.gemm_ms", KeyError), "stages.gemm_ms is missing"),
+    (_set("shape.c", 3), "shape: group"),
+    (_set("shape.h", 1.5), "shape.h must be an integer, got 1.5"),
+    (_set("error", "boom"), "error must be null when ok is true"),
+    (_set("time", "yesterday"), "time must be an ISO 8601 time, got 'yesterday'"),
+    (_set("speed", 3), "the top level has unknown field(s) speed"),
+])
+def test_a_bad_line_is_one_error_naming_file_line_and_field(tmp_path, change, message):
+    lines = [record(workloads=i + 1).to_dict() for i in range(3)]
+    lines[1]["shape"]["group"] = 2
+    change(lines[1])
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    with pytest.raises(RecordsError) as e:
+        RecordStore(path)
+    assert str(e.value).startswith(f"{path}:2: ") and message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_invalid_json_before_the_last_line_is_an_error(tmp_path):
+    path = tmp_path / "records.jsonl"
+    good = json.dumps(record().to_dict())
+    path.write_text(f"{good}\n{good[:40]}\n{good}\n")
+    with pytest.raises(RecordsError, match=rf"^{path}:2: not valid JSON"):
+        RecordStore(path)
+
+
+def test_a_record_that_would_not_load_is_not_appended(tmp_path):
+    path = tmp_path / "records.jsonl"
+    store = RecordStore(path)
+    store.append([record()])
+    bad = replace(record(), ok=False)  # failed but gives no error
+    with pytest.raises(RecordsError, match="record to append: error must be"):
+        store.append([record(workloads=2), bad])
+    assert len(RecordStore(path).records) == 1 and len(store.records) == 1
+
+
+# -- surviving kill -9 ----------------------------------------------------------------
+
+
+def _lines_all_json(path: Path) -> int:
+    """Checks the file is valid JSON lines and returns how many."""
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    lines = data.split(b"\n")[:-1]
+    for line in lines:
+        json.loads(line)
+    return len(lines)
+
+
+def _cut_last_line(path: Path, keep: int) -> None:
+    data = path.read_bytes()
+    last_start = data.rstrip(b"\n").rfind(b"\n") + 1
+    path.write_bytes(data[:last_start + keep])
+
+
+def test_a_cut_off_last_line_is_skipped_then_removed(tmp_path, caplog):
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append([numbered_record(i) for i in range(5)])
+    _cut_last_line(path, keep=57)
+    with caplog.at_level(logging.WARNING):
+        store = RecordStore(path)
+    assert store.records == [numbered_record(i) for i in range(4)]
+    assert f"{path}:5: ignoring the cut-off last line" in caplog.text
+
+    store.append([numbered_record(4)])
+    assert _lines_all_json(path) == 5
+    assert RecordStore(path).records == [numbered_record(i) for i in range(5)]
+
+
+def test_a_whole_last_record_without_its_newline_is_kept(tmp_path, caplog):
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append([numbered_record(i) for i in range(3)])
+    path.write_bytes(path.read_bytes()[:-1])
+    with caplog.at_level(logging.WARNING):
+        store = RecordStore(path)
+    assert len(store.records) == 3 and not caplog.text
+    store.append([numbered_record(3)])
+    assert _lines_all_json(path) == 4
+    assert RecordStore(path).records == [numbered_record(i) for i in range(4)]
+
+
+def test_a_file_of_only_a_cut_off_line_starts_over(tmp_path):
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append([numbered_record(0)])
+    _cut_last_line(path, keep=10)
+    store = RecordStore(path)
+    assert store.records == []
+    store.append([numbered_record(0)])
+    assert RecordStore(path).records == [numbered_record(0)]
+
+
+BATCH = 300
+_WRITER = """
+import resource, sys, time
+from acltuner.tuner.records import RecordStore
+from test_records import BATCH, numbered_record
+store = RecordStore(sys.argv[1])
+if len(sys.argv) > 2:  # the kernel stops the write that would make the file larger
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+batch = 0
+while True:
+    try:
+        store.append(numbered_record(batch * BATCH + i) for i in range(BATCH))
+    except OSError:  # EFBIG: this batch was cut mid-write; wait to be killed
+        print("cut", flush=True)
+        time.sleep(60)
+    batch += 1
+    print(batch, flush=True)
+"""
+
+
+def _write_until_killed(path: Path, delay_s: float = 0.0, size_limit: int | None = None) -> int:
+    """Runs the writer until it has appended 3 batches (or, with size_limit,
+    until a batch is cut), waits delay_s and kill -9s it.  Returns the number
+    of batches append() returned from."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    args = [str(path)] + ([str(size_limit)] if size_limit else [])
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, *args], stdout=subprocess.PIPE,
+                              env=env, text=True)
+    committed = 0
+    try:
+        while (line := writer.stdout.readline().strip()) != "cut":
+            committed = int(line)
+            if committed >= 3 and not size_limit:
+                break
+        time.sleep(delay_s)  # into a later batch: encoding it, writing it or syncing it
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+    return committed
+
+
+def _recovers(path: Path, committed: int) -> None:
+    """Every batch append() returned from is read back, in order and intact,
+    and the next append leaves valid JSON lines."""
+    store = RecordStore(path)
+    n = len(store.records)
+    assert n >= committed * BATCH
+    assert store.records == [numbered_record(i) for i in range(n)]
+    complete = path.read_bytes().count(b"\n")
+    assert n in (complete, complete + 1)  # + 1: a whole last record whose newline was cut
+
+    store.append([numbered_record(n)])
+    assert _lines_all_json(path) == n + 1
+    assert RecordStore(path).records == [numbered_record(i) for i in range(n + 1)]
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.002, 0.007, 0.02])
+def test_kill_9_loses_nothing_complete(tmp_path, delay_s):
+    path = tmp_path / "records.jsonl"
+    _recovers(path, _write_until_killed(path, delay_s=delay_s))
+
+
+@pytest.mark.parametrize("size_limit", [400_009, 1_000_003])
+def test_kill_9_after_a_batch_cut_mid_write(tmp_path, size_limit):
+    # A kill rarely lands inside the write itself, so here the kernel cuts one
+    # (at the file size limit) before the writer is killed.
+    path = tmp_path / "records.jsonl"
+    committed = _write_until_killed(path, size_limit=size_limit)
+    assert path.stat().st_size == size_limit and not path.read_bytes().endswith(b"\n")
+    _recovers(path, committed)
+
+
+# -- the tuning cache -----------------------------------------------------------------
+
+
+def test_two_models_share_the_tasks_they_have_in_common(tmp_path):
+    path = tmp_path / "records.jsonl"
+    # Model A has tasks k1 and k2; someone also tuned k3 on another board and
+    # k1 with another engine version.
+    RecordStore(path).append([record("k1", 1, 2.0), record("k1", 2, 1.5), record("k2", 1, 3.0),
+                              record("k3", 1, 0.1, board="rk3588-77aa"),
+                              record("k1", 3, 0.1, engine="0.0.9")])
+
+    store = RecordStore(path)  # model B, with tasks k2 and k3, starts
+    assert store.tasks_done(BOARD, ENGINE) == {"k1", "k2"}
+    assert {"k2", "k3"} - store.tasks_done(BOARD, ENGINE) == {"k3"}
+    assert store.best(BOARD, ENGINE, "k2").median_ms == 3.0
+    assert store.measured(BOARD, ENGINE, "k3") == {}
+    assert list(store.measured(BOARD, ENGINE, "k1")) == [str(config(1)), str(config(2))]
+    assert store.best(BOARD, ENGINE, "k1").config == config(2)  # not the 0.0.9 record
+    assert len(store.records) == 5  # other boards and versions are kept
+
+    store.append([record("k3", 1, 0.7)])
+    assert RecordStore(path).tasks_done(BOARD, ENGINE) == {"k1", "k2", "k3"}
+    assert RecordStore(path).tasks_done("rk3588-77aa", ENGINE) == {"k3"}
+
+
+def test_failures_are_recorded_and_never_best(tmp_path):
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append([record("k", 1, None), record("k", 2, 0.5, correct=False),
+                              record("k", 3, 2.0), record("k", 4, 1.0), record("f", 1, None)])
+    store = RecordStore(path)
+    measured = store.measured(BOARD, ENGINE, "k")
+    failed = measured[str(config(1))]
+    assert not failed.ok and failed.error == "im2col needs K <= 4096" and failed.median_ms is None
+    assert measured[str(config(2))].correct is False
+    assert store.best(BOARD, ENGINE, "k").config == config(4)  # not the faster wrong one
+    assert store.best(BOARD, ENGINE, "f") is None and store.best(BOARD, ENGINE, "nope") is None
+    assert store.tasks_done(BOARD, ENGINE) == {"k"}
+
+
+def test_a_config_measured_again_maps_to_its_latest_record(tmp_path):
+    store = RecordStore(tmp_path / "records.jsonl")
+    store.append([record("k", 1, 2.0, strategy="default")])
+    store.append([record("k", 1, None)])
+    assert not store.measured(BOARD, ENGINE, "k")[str(config(1))].ok
+    assert store.best(BOARD, ENGINE, "k").median_ms == 2.0  # the fastest ok record ever
+
+
+# -- acltuner records stats -----------------------------------------------------------
+
+
+def _generated_records(seed: int = 7) -> list[Record]:
+    rng = random.Random(seed)
+    records = []
+    for board in (BOARD, "rk3588-77aa"):
+        for task in ("conv_a", "conv_b", "conv_c"):
+            records.append(record(task, 1, rng.uniform(1, 5), board=board, strategy="default"))
+            for w in range(2, rng.randint(3, 12)):
+                ms = rng.choice([None, rng.uniform(0.5, 6)])
+                records.append(record(task, w, ms, correct=rng.random() > 0.2, board=board))
+    records.append(record("conv_only_failed", 1, None))
+    return records
+
+
+def _expected(records: list[Record]) -> dict[tuple, dict]:
+    """The stats, counted the plain way."""
+    out = {}
+    for key in sorted({(r.board, r.engine, r.task) for r in records}):
+        mine = [r for r in records if (r.board, r.engine, r.task) == key]
+        usable = [r for r in mine if r.usable]
+        best = min(usable, key=lambda r: r.median_ms) if usable else None
+        defaults = [r for r in mine if r.ok and r.strategy == "default"]
+        out[key] = {"measurements": len(mine), "failed": sum(not r.ok for r in mine),
+                    "incorrect": sum(r.ok and r.correct is False for r in mine),
+                    "best_ms": best and best.median_ms, "best_config": best and str(best.config),
+                    "default_ms": defaults[-1].median_ms if defaults else None}
+    return out
+
+
+def _stats(*args: str):
+    return CliRunner().invoke(main, ["records", "stats", *args])
+
+
+def test_records_stats_json_matches_the_records(tmp_path):
+    records = _generated_records()
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append(records)
+    result = _stats(str(path), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+
+    expected = _expected(records)
+    assert [(t["board"], t["engine"], t["task"]) for t in data["tasks"]] == list(expected)
+    for row in data["tasks"]:
+        want = expected[(row["board"], row["engine"], row["task"])]
+        assert {k: row[k] for k in want} == pytest.approx(want)
+        if want["best_ms"] and want["default_ms"]:
+            assert row["speedup"] == pytest.approx(want["default_ms"] / want["best_ms"])
+        else:
+            assert row["speedup"] is None
+    for total in data["totals"]:
+        rows = [v for k, v in expected.items() if k[:2] == (total["board"], total["engine"])]
+        both = [v for v in rows if v["best_ms"] and v["default_ms"]]
+        assert total["tasks"] == len(rows)
+        assert total["tuned"] == sum(v["best_ms"] is not None for v in rows)
+        for k in ("measurements", "failed", "incorrect"):
+            assert total[k] == sum(v[k] for v in rows)
+        assert total["speedup"] == pytest.approx(sum(v["default_ms"] for v in both)
+                                                 / sum(v["best_ms"] for v in both))
+    assert sum(t["measurements"] for t in data["totals"]) == len(records)
+
+
+def test_records_stats_table(tmp_path):
+    records = _generated_records()
+    path = tmp_path / "records.jsonl"
+    RecordStore(path).append(records)
+    result = _stats(str(path))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert f"board {BOARD}  engine {ENGINE}" in lines
+    header = next(ln for ln in lines if ln.startswith("task"))
+    assert header.split() == ["task", "measurements", "failed", "incorrect", "best_ms",
+                              "best_config", "default_ms", "speedup"]
+    for (board, _, task), want in _expected(records).items():
+        if board != BOARD:
+            continue
+        row = next(ln for ln in lines if ln.split()[0] == task).split()
+        assert row[1:4] == [str(want["measurements"]), str(want["failed"]),
+                            str(want["incorrect"])]
+        assert row[4] == (f"{want['best_ms']:.3f}" if want["best_ms"] else "-")
+    only_failed = next(ln for ln in lines if ln.startswith("conv_only_failed")).split()
+    assert only_failed[1:] == ["1", "1", "0", "-", "-", "-", "-"]
+    assert sum(ln.startswith("total (") for ln in lines) == 2
+
+
+def test_records_stats_help_has_an_example():
+    result = _stats("--help")
+    assert result.exit_code == 0 and "acltuner records stats records.jsonl" in result.output
+
+
+def test_records_stats_errors_are_one_line(tmp_path):
+    missing = _stats(str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 1
+    assert missing.output.splitlines() == [
+        f"Error: {tmp_path / 'nope.jsonl'}: no such records file"]
+
+    path = tmp_path / "records.jsonl"
+    good = json.dumps(record().to_dict())
+    path.write_text(f"{good}\n{{\"schema_version\": 1\n{good}\n")
+    corrupt = _stats(str(path))
+    assert corrupt.exit_code == 1
+    assert len(corrupt.output.splitlines()) == 1
+    assert corrupt.output.startswith(f"Error: {path}:2: not valid JSON")
+
+    path.write_text("")
+    assert _stats(str(path)).output == "no records\n"

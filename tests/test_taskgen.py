@@ -1,0 +1,300 @@
+"""Task generator: model loading, BN folding and epilogue fusion (checked
+numerically against onnxruntime), task grouping, and the `acltuner tasks` command."""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper
+
+from acltuner import zoo
+from acltuner.cli import main
+from acltuner.engine import native
+from acltuner.taskgen.graph import FLT_MAX, conv_nodes
+from acltuner.taskgen.model import ModelError, load_model
+from acltuner.taskgen.tasks import generate_tasks
+from acltuner.zoo.builder import GraphBuilder
+from conv_oracle import rel_err
+
+TOL = 1e-4
+PYTORCH_CONVERTED = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
+                                 "pytorch-converted")
+
+
+@pytest.fixture(scope="module")
+def zoo_path(tmp_path_factory):
+    """name -> path of the zoo model saved once for the module."""
+    root, paths = tmp_path_factory.mktemp("zoo"), {}
+
+    def get(name: str) -> str:
+        if name not in paths:
+            paths[name] = str(root / f"{name}.onnx")
+            onnx.save(zoo.build(name), paths[name])
+        return paths[name]
+    return get
+
+
+def _tasks_cli(*args):
+    return CliRunner().invoke(main, ["tasks", *args], catch_exceptions=False)
+
+
+def _save(model: onnx.ModelProto, tmp_path, name: str = "m.onnx") -> str:
+    path = str(tmp_path / name)
+    onnx.save(model, path)
+    return path
+
+
+# Expected counts, by hand.  BasicBlock nets: stem + 2 convs per block + one
+# downsample in each of stages 2-4; tasks: stem, stage 1's 3x3, and per later
+# stage the strided 3x3, the plain 3x3 and the downsample.  Bottleneck nets:
+# stem + 3 convs per block + 4 downsamples; tasks: stem, stage 1's four
+# (1x1 64->64, 3x3, 1x1 64->256 = its downsample, 1x1 256->64) and six per
+# later stage (first 1x1, strided 3x3, last 1x1, downsample, the other blocks'
+# first 1x1 and 3x3).  ResNetXY: stage 1's downsample (51->154) differs from
+# its last conv (77->154), so one task more than ResNet-50.
+@pytest.mark.parametrize("name, convs, tasks", [
+    ("resnet18", 1 + 8 * 2 + 3, 1 + 1 + 3 * 3),
+    ("resnet50", 1 + 16 * 3 + 4, 1 + 4 + 3 * 6),
+    ("resnet101", 1 + 33 * 3 + 4, 1 + 4 + 3 * 6),
+    ("resnetxy", 1 + 16 * 3 + 4, 1 + 5 + 3 * 6),
+])
+def test_zoo_task_counts(zoo_path, name, convs, tasks):
+    result = _tasks_cli(zoo_path(name), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["convolutions"], len(data["tasks"])) == (convs, tasks)
+    assert data["model"] == zoo_path(name) and data["skipped"] == []
+    rows = data["tasks"]
+    assert sum(t["nodes"] for t in rows) == convs
+    assert all(t["nodes"] == len(t["node_names"]) for t in rows)
+    assert len({t["key"] for t in rows}) == tasks
+    assert [t["flops"] for t in rows] == sorted((t["flops"] for t in rows), reverse=True)
+    assert sum(t["share"] for t in rows) == pytest.approx(100.0)
+    assert all("reference" in t["algorithms"] and "im2col" in t["algorithms"] for t in rows)
+
+
+def test_resnet18_tasks_and_table(zoo_path):
+    ts = generate_tasks(zoo_path("resnet18"))
+    first = ts.tasks[0]
+    # Same shape, different epilogues (Relu; residual Add + Relu): one task.
+    assert first.key == "n1.c64.h56.w56-oc64-k3x3-s1x1-p1.1.1.1-d1x1-g1"
+    assert first.nodes == ["layer1.0.conv1", "layer1.0.conv2", "layer1.1.conv1",
+                           "layer1.1.conv2"]
+    assert first.flops == 4 * first.shape.flops == 4 * 2 * 56 * 56 * 64 * 64 * 9
+    assert "winograd_4x4_3x3" in first.algorithms and "gemm1x1" not in first.algorithms
+    for t in ts.tasks:
+        assert t.shape.act == "none" and not t.shape.has_residual
+        for a in t.algorithms:
+            uks = [uk.name for uk in native.ukernels()] if native.uses_ukernel(a) else [None]
+            assert any(native.check(t.shape, a, uk) is None for uk in uks)
+    out = _tasks_cli(zoo_path("resnet18")).stdout.splitlines()
+    assert out[0].split() == ["key", "nodes", "GFLOPs", "share%", "algorithms"]
+    assert out[1].split()[:3] == [first.key, "4", f"{first.flops / 1e9:.3f}"]
+    assert out[-1] == "20 convolutions -> 11 tasks"
+
+
+# --- numerics: each ConvNode through the engine's reference algorithm -----------
+
+def _intermediates(model: onnx.ModelProto, feeds: dict, names: set[str]) -> dict:
+    """Values of the named tensors, by running onnxruntime with them as graph outputs."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    have = {o.name for o in model.graph.output} | set(feeds)
+    model.graph.output.extend(helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                              for n in sorted(names - have))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    wanted = [o.name for o in model.graph.output]
+    return {**feeds, **dict(zip(wanted, sess.run(wanted, feeds)))}
+
+
+def _nhwc(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+def _check_numerics(model: onnx.ModelProto, nodes, input_shape) -> None:
+    feeds = {"input": np.random.default_rng(1).standard_normal(input_shape).astype(np.float32)}
+    names = {t for n in nodes for t in (n.input, n.output, n.residual) if t}
+    values = _intermediates(model, feeds, names)
+    for node in nodes:
+        residual = _nhwc(values[node.residual]) if node.residual else None
+        with native.Conv(node.shape, "reference", None, node.weight, node.bias) as conv:
+            y, _ = conv.run(_nhwc(values[node.input]), (1,), 1, residual)
+        err = rel_err(y, _nhwc(values[node.output]))
+        assert err <= TOL, f"{node.name} (fused {node.fused}): relative error {err:.2e}"
+
+
+def test_resnet18_fusion_is_numerically_right(zoo_path):
+    model = load_model(zoo_path("resnet18"))
+    nodes, skipped = conv_nodes(model)
+    assert len(nodes) == 20 and not skipped
+    by_name = {n.name: n for n in nodes}
+    assert by_name["conv1"].fused == ["bn1", "relu"] and by_name["conv1"].output == "relu"
+    block = by_name["layer1.0.conv2"]
+    assert block.fused == ["layer1.0.bn2", "layer1.0.add", "layer1.0.relu2"]
+    assert block.residual == "maxpool" and block.shape.has_residual and block.shape.act == "relu"
+    # The downsample's BN output feeds the Add, which layer2.0.conv2 has claimed.
+    down = by_name["layer2.0.downsample.0"]
+    assert down.fused == ["layer2.0.downsample.1"] and down.shape.act == "none"
+    assert by_name["layer2.0.conv2"].residual == "layer2.0.downsample.1"
+    assert all(n.bias is not None and n.weight.dtype == np.float32 for n in nodes)
+    _check_numerics(model, nodes, (1, 3, 224, 224))
+
+
+def _custom_graph() -> onnx.ModelProto:
+    b = GraphBuilder(seed=3, input_shape=(1, 8, 10, 10))
+    a = b.conv(b.input, "conv_bn_relu", 8, 3, pads=1, bias=True, bn="bn_a", relu="relu_a")
+    s = b.add(b.conv(a, "conv_add", 8, 3, pads=1), a, "add_b", relu="relu_b")
+    c = b.node("Clip", [b.conv(s, "conv_clip", 8, 1), b.constant("lo", np.float32(-0.5)),
+                        b.constant("hi", np.float32(0.7))], "clip_c")
+    half = b.node("Clip", [b.conv(c, "conv_clip_max", 8, 1), "", b.constant("six", 6.0)], "clip_m")
+    # The conv output also feeds a Sigmoid: BN and Relu must stay out.
+    d = b.conv(half, "conv_shared", 8, 3, pads=(0, 1, 2, 1))
+    e = b.node("Relu", [b.batchnorm(d, "bn_d")], "relu_d")
+    f = b.add(e, b.node("Sigmoid", [d], "sig_d"), "add_f")
+    # Add of two convolutions: only the first one absorbs it.
+    g = b.add(b.conv(f, "conv_left", 8, 3, stride=2, pads=1),
+              b.conv(f, "conv_right", 8, 1, stride=2), "add_g")
+    # A conv output that is also a graph output: its Relu must not be fused.
+    h = b.conv(g, "conv_out", 4, 3, pads="SAME_UPPER")
+    model = b.model(b.node("Relu", [h], "relu_out"), "custom")
+    model.graph.output.append(helper.make_tensor_value_info(h, TensorProto.FLOAT, None))
+    return model
+
+
+def test_custom_graph_fusion_is_numerically_right(tmp_path):
+    model = load_model(_save(_custom_graph(), tmp_path))
+    nodes, skipped = conv_nodes(model)
+    got = {n.name: (n.fused, n.shape.act, n.residual) for n in nodes}
+    assert got == {
+        "conv_bn_relu": (["bn_a", "relu_a"], "relu", None),
+        "conv_add": (["add_b", "relu_b"], "relu", "relu_a"),
+        "conv_clip": (["clip_c"], "clip", None),
+        "conv_clip_max": (["clip_m"], "clip", None),
+        "conv_shared": ([], "none", None),
+        "conv_left": (["add_g"], "none", "conv_right"),
+        "conv_right": ([], "none", None),
+        "conv_out": ([], "none", None),
+    }
+    by_name = {n.name: n for n in nodes}
+    assert (by_name["conv_clip"].shape.act_min, by_name["conv_clip"].shape.act_max) == \
+        pytest.approx((-0.5, 0.7))
+    assert (by_name["conv_clip_max"].shape.act_min, by_name["conv_clip_max"].shape.act_max) == \
+        (-FLT_MAX, 6.0)
+    shared = by_name["conv_shared"].shape
+    assert (shared.pad_top, shared.pad_left, shared.pad_bottom, shared.pad_right) == (0, 1, 2, 1)
+    assert by_name["conv_out"].shape.pad_bottom == 1 and not skipped
+    _check_numerics(model, nodes, (1, 8, 10, 10))
+
+
+def _opset7_graph() -> onnx.ModelProto:
+    """What an old exporter writes: opset 7 BatchNormalization, Clip bounds as
+    attributes, initializers listed as graph inputs (IR 3)."""
+    b = GraphBuilder(seed=5, input_shape=(1, 3, 16, 16), opset=7, ir_version=3)
+    a = b.node("Clip", [b.conv(b.input, "conv_a", 8, 3, stride=2, pads=1, bn="bn_a")], "clip_a",
+               min=0.0, max=6.0)
+    r = b.conv(a, "conv_b", 8, 3, pads=1, bias=True, bn="bn_b")
+    return b.model(b.add(r, a, "add_b", relu="relu_b"), "opset7")
+
+
+def test_opset7_model_loads_and_fuses(tmp_path):
+    model = load_model(_save(_opset7_graph(), tmp_path))
+    nodes, _ = conv_nodes(model)
+    assert [(n.name, n.fused, n.shape.act) for n in nodes] == [
+        ("conv_a", ["bn_a", "clip_a"], "clip"), ("conv_b", ["bn_b", "add_b", "relu_b"], "relu")]
+    assert (nodes[0].shape.act_min, nodes[0].shape.act_max) == (0.0, 6.0)
+    _check_numerics(model, nodes, (1, 3, 16, 16))
+
+
+def test_pytorch_converted_models(tmp_path):
+    """The onnx package's opset-6 PyTorch exports: 2-D convs load, 1-D is refused."""
+    ts = generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv2d_strided", "model.onnx"))
+    assert ts.convolutions == 1 and ts.tasks[0].shape.stride_h == 2
+    assert ts.conv_nodes[0].bias is not None
+    with pytest.raises(ModelError, match="no 2-D Conv to tune.*1-D convolution, not tunable"):
+        generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv1d", "model.onnx"))
+
+
+def test_non_2d_conv_is_skipped_with_a_warning(tmp_path):
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    x = b.node("Reshape", [b.conv(b.input, "conv2d", 8, 3, pads=1),
+                          b.constant("shape", np.array([1, 8, 64]))], "flat")
+    w = b.constant("w1d", np.ones((4, 8, 3), np.float32))
+    path = _save(b.model(b.node("Conv", [x, w], "conv1d", channels=4), "mixed"), tmp_path)
+    result = _tasks_cli(path)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "1 convolutions -> 1 tasks"
+    assert result.stderr.strip() == (
+        "skipped: Conv node 'conv1d': 1-D convolution, not tunable (left to onnxruntime)")
+    assert json.loads(_tasks_cli(path, "--json").stdout)["skipped"] == [
+        "Conv node 'conv1d': 1-D convolution, not tunable (left to onnxruntime)"]
+
+
+def test_constant_node_weights(tmp_path):
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    w_out = b.node("Constant", [], "w_const", channels=4, value=onnx.numpy_helper.from_array(w))
+    model = load_model(_save(b.model(b.node("Conv", [b.input, w_out], "conv_c", pads=[1] * 4),
+                                     "const"), tmp_path))
+    nodes, _ = conv_nodes(model)
+    assert np.array_equal(nodes[0].weight, w) and nodes[0].bias is None
+    _check_numerics(model, nodes, (1, 3, 8, 8))
+
+
+def test_non_constant_weight_is_refused(tmp_path):
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    w = b.node("Relu", [b.constant("w", np.ones((4, 3, 3, 3)))], "w_relu")
+    path = _save(b.model(b.node("Conv", [b.input, w], "conv_w"), "dynw"), tmp_path)
+    with pytest.raises(ModelError, match=r"^Conv node 'conv_w': weight 'w_relu' is not a const"):
+        generate_tasks(path)
+
+
+def test_input_shape_fixes_dynamic_dims(tmp_path):
+    b = GraphBuilder(input_shape=("N", 3, "H", "W"))
+    path = _save(b.model(b.conv(b.input, "c", 8, 3, pads=1), "dyn"), tmp_path)
+    ts = generate_tasks(path, {"input": (2, 3, 32, 24)})
+    assert ts.tasks[0].key == "n2.c3.h32.w24-oc8-k3x3-s1x1-p1.1.1.1-d1x1-g1"
+
+
+# --- bad input: one line, non-zero exit, no traceback ---------------------------
+
+def _dynamic_model(tmp_path) -> str:
+    b = GraphBuilder(input_shape=("N", 3, 32, 32))
+    return _save(b.model(b.conv(b.input, "c", 8, 3, pads=1), "dyn"), tmp_path, "dyn.onnx")
+
+
+def _no_conv_model(tmp_path) -> str:
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    return _save(b.model(b.node("Relu", [b.input], "r"), "noconv"), tmp_path, "noconv.onnx")
+
+
+def _text_file(tmp_path) -> str:
+    path = tmp_path / "model.onnx"
+    path.write_text("this is not a model\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("make, extra, expected", [
+    (lambda p: str(p / "missing.onnx"), [], r"missing\.onnx: no such file"),
+    (_text_file, [], r"model\.onnx: not an ONNX model"),
+    (_no_conv_model, [], r"noconv\.onnx: no 2-D Conv to tune"),
+    (_dynamic_model, [], r"dyn\.onnx: input 'input' has dynamic dims \[N, 3, 32, 32\]: "
+                         r"pass --input-shape input=N,3,32,32"),
+    (_dynamic_model, ["--input-shape", "input=1,3;32,32"], r"bad --input-shape 'input=1,3;32,32'"),
+    (_dynamic_model, ["--input-shape", "input"], r"bad --input-shape 'input'"),
+    (_dynamic_model, ["--input-shape", "x=1,3,32,32"], r"names 'x', not an input.*inputs: input"),
+    (_dynamic_model, ["--input-shape", "input=1,3,32"], r"rank 4 \[N, 3, 32, 32\], .* gives 3"),
+    (_dynamic_model, ["--input-shape", "input=1,4,32,32"], r"has 3 at dim 1, .* gives 4"),
+], ids=["missing", "text", "no-conv", "dynamic", "syntax", "no-dims", "unknown-name", "rank",
+        "static-dim"])
+def test_bad_input_is_one_line(tmp_path, make, extra, expected):
+    result = _tasks_cli(make(tmp_path), *extra)
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith("Error: ")
+    assert re.search(expected, lines[0]), lines[0]

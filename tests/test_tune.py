@@ -1,0 +1,175 @@
+"""`acltuner tune` end to end on this host (split-host: cpu0 and cpu1 as two
+clusters): the plan, resumption after kill -9, the cross-model cache, the
+rule-based plan and bad input.  No assertion here is on a measured time."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper
+
+from acltuner.cli import main
+from acltuner.tuner.plan import load_plan
+from acltuner.zoo.builder import GraphBuilder
+
+
+def _model_a(path):
+    b = GraphBuilder(seed=1, input_shape=(1, 3, 24, 24))
+    x = b.conv("input", "c1", 16, 3, pads=1, bn="c1.bn", relu="c1.relu")
+    y = b.conv(x, "c2", 16, 3, pads=1, bn="c2.bn", relu="c2.relu")
+    y = b.conv(y, "c3", 16, 3, pads=1, bn="c3.bn")
+    y = b.add(y, x, "add", relu="add.relu")
+    y = b.conv(y, "c4", 32, 1, stride=2)
+    onnx.save(b.model(y, "a"), path)
+    return path
+
+
+def _model_b(path):
+    """Shares c2's task (16 -> 16, 3x3 on 24x24) with model a."""
+    b = GraphBuilder(seed=2, input_shape=(1, 16, 24, 24))
+    y = b.conv("input", "d1", 16, 3, pads=1, relu="d1.relu")
+    y = b.conv(y, "d2", 8, 3, pads=1)
+    onnx.save(b.model(y, "b"), path)
+    return path
+
+
+def _tune(*args):
+    return CliRunner().invoke(main, ["tune", *map(str, args)])
+
+
+def _records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _one_line_error(result, *needles):
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.fixture
+def models(tmp_path):
+    return _model_a(tmp_path / "a.onnx"), _model_b(tmp_path / "b.onnx")
+
+
+def test_tune_writes_a_plan_for_every_conv(models, tmp_path):
+    a, _ = models
+    plan_path, records = tmp_path / "a.plan.json", tmp_path / "r.jsonl"
+    result = _tune(a, "-o", plan_path, "--board", "split-host", "--trials", "60",
+                   "--records", records)
+    assert result.exit_code == 0, result.output
+    assert "tuner's own time" in result.output and "speedup" in result.output
+    plan = load_plan(plan_path)
+    assert [n.node for n in plan.nodes] == ["c1", "c2", "c3", "c4"]
+    assert plan.nodes[1].task == plan.nodes[2].task  # same shape, different epilogue
+    recs = _records(records)
+    per_task = Counter(r["task"] for r in recs)
+    assert set(per_task.values()) == {60} and len(per_task) == 3
+    assert plan.tuning.measurements == 180
+    for node in plan.nodes:
+        task = [r for r in recs if r["task"] == node.task]
+        usable = [r for r in task if r["ok"] and r["correct"]]
+        best = min(usable, key=lambda r: r["median_ms"])
+        assert node.tuned_ms == best["median_ms"] and node.config.to_dict() == best["config"]
+        default = [r for r in task if r["config"] == node.default_config.to_dict()]
+        assert len(default) == 1 and node.default_ms == default[0]["median_ms"]
+        assert node.tuned_ms <= node.default_ms
+        assert sum(node.default_config.core_weights) == 1  # ArmNN: min cluster size = 1 here
+    assert {r["strategy"] for r in recs} == {"xgb"}
+
+
+def test_kill_9_then_resume_loses_and_repeats_nothing(models, tmp_path):
+    a, _ = models
+    plan_path, records = tmp_path / "a.plan.json", tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(a), "-o", str(plan_path),
+           "--board", "split-host", "--trials", "40", "--records", str(records)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if records.exists() and len(records.read_bytes().splitlines()) >= 50:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "tune finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = [line for line in records.read_text().splitlines() if line.endswith("}")]
+    assert not plan_path.exists()
+
+    result = _tune(a, "-o", plan_path, "--board", "split-host", "--trials", "40",
+                   "--records", records)
+    assert result.exit_code == 0, result.output
+    after = _records(records)
+    keys = Counter((r["task"], json.dumps(r["config"], sort_keys=True)) for r in after)
+    assert max(keys.values()) == 1, "a configuration was measured twice"
+    assert set(Counter(r["task"] for r in after).values()) == {40}
+    after_lines = records.read_text().splitlines()
+    assert all(line in after_lines for line in before if json.loads(line)), "records lost"
+    plan = load_plan(plan_path)
+    for node in plan.nodes:
+        usable = [r["median_ms"] for r in after
+                  if r["task"] == node.task and r["ok"] and r["correct"]]
+        assert node.tuned_ms == min(usable)
+
+
+def test_tasks_tuned_by_another_model_are_reused(models, tmp_path):
+    a, b = models
+    records = tmp_path / "r.jsonl"
+    assert _tune(a, "-o", tmp_path / "a.json", "--board", "split-host", "--trials", "12",
+                 "--records", records).exit_code == 0
+    first = _records(records)
+    result = _tune(b, "-o", tmp_path / "b.json", "--board", "split-host", "--trials", "12",
+                   "--records", records)
+    assert result.exit_code == 0, result.output
+    new = _records(records)[len(first):]
+    plan_b = load_plan(tmp_path / "b.json")
+    shared = plan_b.nodes[0].task
+    assert shared in {r["task"] for r in first}
+    assert shared not in {r["task"] for r in new}, "a cached task was measured again"
+    assert {r["task"] for r in new} == {plan_b.nodes[1].task}
+    assert plan_b.nodes[0].tuned_ms is not None
+
+
+def test_default_strategy_measures_nothing(models, tmp_path):
+    a, _ = models
+    records = tmp_path / "r.jsonl"
+    result = _tune(a, "-o", tmp_path / "d.json", "--board", "split-host", "--strategy",
+                   "default", "--records", records)
+    assert result.exit_code == 0, result.output
+    assert not records.exists() or records.read_text() == ""
+    plan = load_plan(tmp_path / "d.json")
+    assert all(n.config == n.default_config and n.tuned_ms is None for n in plan.nodes)
+    assert plan.nodes[0].config.algorithm == "im2col"  # C_in = 3 < 16: General
+
+
+def test_bad_input_is_one_line(tmp_path):
+    text = tmp_path / "notes.onnx"
+    text.write_text("not a model")
+    _one_line_error(_tune(text, "-o", tmp_path / "p.json"), "notes.onnx")
+
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    no_conv = tmp_path / "noconv.onnx"
+    onnx.save(b.model(b.node("Relu", ["input"], "r"), "g"), no_conv)
+    _one_line_error(_tune(no_conv, "-o", tmp_path / "p.json"), "no 2-D Conv")
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 6, 6])],
+        [onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")])
+    dynamic = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), dynamic)
+    _one_line_error(_tune(dynamic, "-o", tmp_path / "p.json"), "--input-shape", "x")
+
+    _one_line_error(_tune(text, "-o", tmp_path / "p.json", "--board", "odroid-n3"),
+                    "odroid-n3")

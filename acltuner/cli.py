@@ -28,10 +28,17 @@ def main() -> None:
     work split of a model's convolutions on the target and keeps the fastest.
 
     \b
-    Examples:
-      acltuner engine list        what this build of the engine can run
-      acltuner bench gemm         micro-kernels against numpy's BLAS
-      acltuner bench conv         algorithms on ResNet-18 / VGG-16 layers
+    A session:
+      acltuner zoo resnet18 -o resnet18.onnx          a model to try (or bring your own)
+      acltuner tasks resnet18.onnx                    its convolutions, merged into tasks
+      acltuner tune resnet18.onnx -o r18.plan.json    search every task on this board
+      acltuner records stats ~/.cache/acltuner/records.jsonl
+
+    \b
+    Also:
+      acltuner board list | show NAME | detect        the boards acltuner knows
+      acltuner engine list                            what this build of the engine can run
+      acltuner bench gemm | conv | search             benchmarks (ratios, side by side)
     """
 
 
@@ -314,6 +321,30 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
         click.echo(f"{t.key:{width}s}  {len(t.nodes):5d}  {t.flops / 1e9:6.3f}  {share:6.2f}  "
                    f"{','.join(t.algorithms)}")
     click.echo(f"{ts.convolutions} convolutions -> {len(ts.tasks)} tasks")
+
+@main.command("zoo")
+@click.argument("name", required=False)
+@click.option("-o", "--output", metavar="MODEL.onnx", help="Where to write the model.")
+@click.option("--list", "list_models", is_flag=True, help="List the models and exit.")
+def zoo(name: str | None, output: str | None, list_models: bool) -> None:
+    """Write a zoo model: a CNN with seeded random weights and a static
+    1x3x224x224 input, built locally (nothing is downloaded).
+
+    \b
+    Examples:
+      acltuner zoo --list
+      acltuner zoo resnet18 -o resnet18.onnx
+    """
+    from acltuner.zoo import MODELS, build
+    if list_models:
+        click.echo("\n".join(MODELS))
+        return
+    if not name or not output:
+        raise click.UsageError("give a model NAME and -o MODEL.onnx (or --list)")
+    from acltuner.atomic import write_atomic
+    write_atomic(output, build(name).SerializeToString())
+    click.echo(f"wrote {output}")
+
 
 @main.command("tune")
 @click.argument("model", metavar="MODEL.onnx")

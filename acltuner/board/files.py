@@ -3,11 +3,11 @@ interrupted write never leaves half a board behind."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import yaml
 
+from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
 
 
@@ -30,15 +30,4 @@ def dump_yaml(board: Board) -> str:
 
 def save_file(board: Board, path: str | os.PathLike) -> None:
     """Writes the board as YAML: a temporary file next to PATH, then one rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide a shared board file from others
-        with os.fdopen(fd, "w") as f:
-            f.write(dump_yaml(board))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, dump_yaml(board))

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import difflib
 import os
-from pathlib import Path
 
 from acltuner.board.detect import detect
 from acltuner.board.files import load_file
 from acltuner.board.model import Board, BoardError
+from acltuner.paths import configs_dir
 
 HOST = "host"
-
-
-def configs_dir() -> Path:
-    """ACLTUNER_CONFIGS when set (as ACLTUNER_NATIVE_DIR overrides the engine's
-    folder), else configs/ at the repository root next to the package, where an
-    editable install finds it."""
-    override = os.environ.get("ACLTUNER_CONFIGS")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "configs"
 
 
 def list_boards() -> list[str]:

@@ -50,10 +50,11 @@ def task_key(s: ConvShape) -> str:
 
 
 def applicable_algorithms(shape: ConvShape) -> list[str]:
-    """The engine's algorithms that run `shape` directly or with at least one micro-kernel."""
+    """The engine's algorithms that run `shape` directly or with at least one micro-kernel
+    (not the test oracle `reference`, which tuning never chooses)."""
     kernels = [uk.name for uk in native.ukernels()]
-    return [a for a in native.algorithms()
-            if any(native.check(shape, a, uk) is None
+    return [a for a in native.algorithms() if a != "reference"
+            and any(native.check(shape, a, uk) is None
                    for uk in (kernels if native.uses_ukernel(a) else [None]))]
 
 

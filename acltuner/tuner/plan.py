@@ -13,11 +13,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acltuner.atomic import write_atomic
 from acltuner.engine.config import ExecConfig
 from acltuner.tuner import jsonfields as jf
 
@@ -158,26 +158,7 @@ def save_plan(plan: Plan, path: str | os.PathLike) -> None:
     # A plan that would not load again is refused before anything is written.
     data = plan.to_dict()
     Plan.from_dict(data, f"plan to save as {path}")
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    # The temporary file lives next to the plan: os.replace is atomic only
-    # within one file system.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it private; a plan is not
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    # The rename is durable only once the directory entry is on disk too.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def load_plan(path: str | os.PathLike) -> Plan:

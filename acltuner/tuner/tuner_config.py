@@ -12,7 +12,9 @@ from pathlib import Path
 
 import yaml
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "configs" / "tuner.yaml"
+from acltuner.paths import configs_dir
+
+DEFAULT_PATH = configs_dir() / "tuner.yaml"
 SCHEMA_VERSION = 1
 
 

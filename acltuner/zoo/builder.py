@@ -2,8 +2,9 @@
 
 Weights are seeded random numbers at He scale (std sqrt(2 / fan_in)) and the
 BatchNormalization statistics are random but valid (positive variance, mean
-near 0), so activations stay O(1) through a deep network and the same seed
-always gives the same model.  Every node's output tensor is named after the
+near 0), so a plain chain of layers keeps its activations O(1) (residual
+networks also damp their branches: see resnet.py) and the same seed always
+gives the same model.  Every node's output tensor is named after the
 node, so names are unique as long as node names are.
 """
 from __future__ import annotations

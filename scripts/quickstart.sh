@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Quickstart: set everything up, then run the main job on the embedded default:
-# what this machine's engine offers, and every algorithm on ResNet-18's layers.
+# Quickstart: set everything up, then run the main job on an embedded default:
+# a zoo ResNet-18 (random weights, built locally), its tasks, and its tuning on
+# this machine into a plan.  Records go to ~/.cache/acltuner, so a second run
+# reuses every measurement and finishes at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/acltuner engine list
-.venv/bin/acltuner bench conv --quick --layers "$(.venv/bin/python -c \
-  'from acltuner.bench.layers import RESNET18; print(",".join(n for n, _ in RESNET18))')"
+out=build/quickstart
+mkdir -p "$out"
+.venv/bin/acltuner zoo resnet18 -o "$out/resnet18.onnx"
+.venv/bin/acltuner tasks "$out/resnet18.onnx"
+.venv/bin/acltuner tune "$out/resnet18.onnx" -o "$out/resnet18.plan.json"
+.venv/bin/acltuner plan show "$out/resnet18.plan.json"

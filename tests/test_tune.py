@@ -173,3 +173,33 @@ def test_bad_input_is_one_line(tmp_path):
 
     _one_line_error(_tune(text, "-o", tmp_path / "p.json", "--board", "odroid-n3"),
                     "odroid-n3")
+
+
+def test_plan_show_refuses_corrupted_and_mismatched_plans(models, tmp_path):
+    a, _ = models
+    plan_path = tmp_path / "d.json"
+    assert _tune(a, "-o", plan_path, "--board", "split-host", "--strategy", "default",
+                 "--records", tmp_path / "r.jsonl").exit_code == 0
+    ok = CliRunner().invoke(main, ["plan", "show", str(plan_path)])
+    assert ok.exit_code == 0 and "c1" in ok.output and "im2col" in ok.output
+
+    other_board = CliRunner().invoke(main, ["plan", "show", str(plan_path), "--board", "host"])
+    _one_line_error(other_board, "plan for board split-host", "--force")
+    forced = CliRunner().invoke(main, ["plan", "show", str(plan_path), "--board", "host",
+                                       "--force"])
+    assert forced.exit_code == 0 and "warning: plan for board split-host" in forced.output
+
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text(plan_path.read_text()[:-40])
+    _one_line_error(CliRunner().invoke(main, ["plan", "show", str(corrupt)]), "corrupt.json",
+                    "not valid JSON")
+    data = json.loads(plan_path.read_text())
+    data["nodes"][0]["config"]["workloads"] = 0
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(data))
+    _one_line_error(CliRunner().invoke(main, ["plan", "show", str(wrong)]),
+                    "nodes[0].config.workloads")
+
+    _model_b(a)  # the model changes after tuning
+    _one_line_error(CliRunner().invoke(main, ["plan", "show", str(plan_path)]),
+                    "changed since tuning")

@@ -124,3 +124,14 @@ def timestamp(d: dict, key: str, path: str) -> str:
     except ValueError:
         raise FieldError(f"{at(path, key)} must be an ISO 8601 time, got {text!r}") from None
     return text
+
+
+def versioned(d: Any, fields, version: int) -> None:
+    """A document's header: an object with only known fields and a schema_version
+    this acltuner reads."""
+    check(d, "", dict)
+    known_keys(d, "", fields)
+    found = get(d, "schema_version", "", int)
+    if found != version:
+        raise FieldError(f"schema_version {found} is not supported (this acltuner reads "
+                         f"{version})")

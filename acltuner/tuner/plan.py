@@ -112,12 +112,7 @@ def _parse_node(value: Any, path: str) -> PlanNode:
 
 
 def _parse(d: Any) -> Plan:
-    jf.check(d, "", dict)
-    jf.known_keys(d, "", _TOP_FIELDS)
-    version = jf.get(d, "schema_version", "", int)
-    if version != SCHEMA_VERSION:
-        raise jf.FieldError(f"schema_version {version} is not supported (this acltuner reads "
-                            f"{SCHEMA_VERSION})")
+    jf.versioned(d, _TOP_FIELDS, SCHEMA_VERSION)
     model = _member(d, "model", ("path", "sha256"))
     model_path = jf.get(model, "path", "model", str)
     sha = jf.get(model, "sha256", "model", str)

@@ -101,12 +101,7 @@ class Record:
 
     @classmethod
     def _parse(cls, d: Any) -> "Record":
-        jf.check(d, "", dict)
-        jf.known_keys(d, "", _FIELDS)
-        version = jf.get(d, "schema_version", "", int)
-        if version != SCHEMA_VERSION:
-            raise jf.FieldError(f"schema_version {version} is not supported (this acltuner "
-                                f"reads {SCHEMA_VERSION})")
+        jf.versioned(d, _FIELDS, SCHEMA_VERSION)
         ok = jf.get(d, "ok", "", bool)
         error = jf.get(d, "error", "", str, null=True)
         if ok == (error is not None):

@@ -7,10 +7,15 @@ from collections.abc import Callable
 
 import onnx
 
-from acltuner.zoo import resnet
+from acltuner.zoo import alexnet, googlenet, mobilenet, resnet, vgg
 
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
-    name: functools.partial(resnet.build_resnet, name) for name in resnet.SPECS}
+    **{name: functools.partial(resnet.build_resnet, name) for name in resnet.SPECS},
+    "vgg16": vgg.build_vgg16,
+    "alexnet": alexnet.build_alexnet,
+    "googlenet": googlenet.build_googlenet,
+    "mobilenetv2": mobilenet.build_mobilenetv2,
+}
 
 
 def build(name: str) -> onnx.ModelProto:

@@ -18,6 +18,12 @@ from onnx import TensorProto, helper, numpy_helper
 # onnxruntime here rejects IR versions newer than 8.
 IR_VERSION = 8
 
+# With random (not measured) BN statistics the BNs do not renormalise, so a
+# branch as strong as its input would double the residual sum's variance every
+# block (1e8 at ResNet-101's output).  A small gamma on each branch's last BN,
+# torchvision's zero_init_residual idea without the zero, keeps it O(1).
+RESIDUAL_GAMMA = (0.1, 0.3)
+
 Pads = int | tuple[int, int, int, int] | str
 
 
@@ -76,28 +82,50 @@ class GraphBuilder:
             y = self.batchnorm(y, bn, bn_gamma)
         return self.node("Relu", [y], relu) if relu else y
 
-    def batchnorm(self, x: str, name: str, gamma: tuple[float, float] = (0.5, 1.5)) -> str:
+    def batchnorm(self, x: str, name: str, gamma: tuple[float, float] = (0.5, 1.5),
+                  epsilon: float = 1e-5) -> str:
         """Inference BatchNormalization with gamma drawn from the range `gamma`."""
         c = self.channels[x]
         params = [("weight", self.rng.uniform(*gamma, c)), ("bias", self.rng.uniform(-0.1, 0.1, c)),
                   ("running_mean", self.rng.uniform(-0.1, 0.1, c)),
                   ("running_var", self.rng.uniform(0.5, 1.5, c))]
         inputs = [x] + [self.constant(f"{name}.{p}", v) for p, v in params]
-        return self.node("BatchNormalization", inputs, name, epsilon=1e-5)
+        return self.node("BatchNormalization", inputs, name, epsilon=epsilon)
 
     def add(self, a: str, b: str, name: str, relu: str | None = None) -> str:
         y = self.node("Add", [a, b], name)
         return self.node("Relu", [y], relu) if relu else y
 
-    def maxpool(self, x: str, name: str, kernel: int, stride: int, pad: int) -> str:
+    def maxpool(self, x: str, name: str, kernel: int, stride: int, pad: int,
+                ceil_mode: bool = False) -> str:
+        """ceil_mode rounds the output size up, as torch's MaxPool2d(ceil_mode=True);
+        the attribute is written only when set, so floor-mode models keep their bytes."""
+        attrs = {"ceil_mode": 1} if ceil_mode else {}
         return self.node("MaxPool", [x], name, kernel_shape=[kernel, kernel],
-                         strides=[stride, stride], pads=[pad] * 4)
+                         strides=[stride, stride], pads=[pad] * 4, **attrs)
 
     def global_avg_pool(self, x: str, name: str) -> str:
         return self.node("GlobalAveragePool", [x], name)
 
-    def flatten(self, x: str, name: str) -> str:
-        return self.node("Flatten", [x], name, axis=1)
+    def flatten(self, x: str, name: str, hw: tuple[int, int] = (1, 1)) -> str:
+        """hw: the input's spatial size, which the builder does not track; the
+        output has channels * h * w features (the next Gemm's fan-in)."""
+        return self.node("Flatten", [x], name, channels=self.channels[x] * hw[0] * hw[1], axis=1)
+
+    def concat(self, xs: Sequence[str], name: str) -> str:
+        """Concatenation on the channel axis."""
+        return self.node("Concat", xs, name, channels=sum(self.channels[x] for x in xs), axis=1)
+
+    def relu6(self, x: str, name: str) -> str:
+        """torch's ReLU6 as Clip(0, 6); since opset 11 the bounds are inputs, not attributes."""
+        lo = self.constant(f"{name}.min", np.float32(0.0))
+        hi = self.constant(f"{name}.max", np.float32(6.0))
+        return self.node("Clip", [x, lo, hi], name)
+
+    def dropout(self, x: str, name: str, ratio: float) -> str:
+        """Dropout: an identity at inference (no training_mode input); `ratio`, an
+        input since opset 12, records the rate the network was trained with."""
+        return self.node("Dropout", [x, self.constant(f"{name}.ratio", np.float32(ratio))], name)
 
     def gemm(self, x: str, name: str, out_features: int) -> str:
         """A fully connected layer with torch's [out, in] weight (transB=1)."""
@@ -124,6 +152,17 @@ class GraphBuilder:
                                   ir_version=self.ir_version, producer_name="acltuner.zoo")
         # The checker wants the output's shape: take it from shape inference, but
         # keep the intermediate shapes out of the model, as exporters usually do.
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        # Inference runs on a copy whose big weights are only declared (their
+        # shapes are all it needs), so it does not serialise hundreds of MB; small
+        # constants (shapes, Clip bounds) stay, as inference may read their values.
+        small = [t for t in self.initializers if int(np.prod(t.dims)) <= 64]
+        declared = [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                    for t in self.initializers if int(np.prod(t.dims)) > 64]
+        light = helper.make_graph(self.nodes, graph_name,
+                                  inputs + (declared if self.ir_version >= 4 else []),
+                                  list(graph.output), small)
+        inferred = onnx.shape_inference.infer_shapes(
+            helper.make_model(light, opset_imports=model.opset_import,
+                              ir_version=self.ir_version), strict_mode=True)
         model.graph.output[0].CopyFrom(inferred.graph.output[0])
         return model

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from acltuner.zoo.builder import GraphBuilder, Pads
+from acltuner.zoo.builder import RESIDUAL_GAMMA, GraphBuilder, Pads
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,6 @@ SPECS = {
 }
 
 
-# With random (not measured) BN statistics the BNs do not renormalise, so a
-# branch as strong as its input would double the residual sum's variance every
-# block (1e8 at ResNet-101's output).  A small gamma on each branch's last BN,
-# torchvision's zero_init_residual idea without the zero, keeps it O(1).
-_RESIDUAL_GAMMA = (0.1, 0.3)
 
 
 def _block(b: GraphBuilder, spec: ResNetSpec, x: str, name: str, channels: tuple[int, ...],
@@ -75,7 +70,7 @@ def _block(b: GraphBuilder, spec: ResNetSpec, x: str, name: str, channels: tuple
     for i, (k, c) in enumerate(zip(spec.block_kernels, channels), start=1):
         y = b.conv(y, f"{name}.conv{i}", c, k, stride if i - 1 == spec.stride_at else 1,
                    spec.pads(k), bn=f"{name}.bn{i}", relu=f"{name}.relu{i}" if i < last else None,
-                   bn_gamma=_RESIDUAL_GAMMA if i == last else (0.5, 1.5))
+                   bn_gamma=RESIDUAL_GAMMA if i == last else (0.5, 1.5))
     identity = x
     if stride != 1 or b.channels[x] != channels[-1]:
         identity = b.conv(x, f"{name}.downsample.0", channels[-1], 1, stride, spec.pads(1),

@@ -11,7 +11,7 @@ import pytest
 from acltuner.engine.build import AARCH64_TOOLCHAIN, cmake_build
 from engine_backends import QEMU, REPO, aarch64_launcher
 
-SUITES = [("test_gemm", []), ("test_conv", ["--cases", "150"])]
+SUITES = [("test_gemm", []), ("test_conv", ["--cases", "150"]), ("test_graph", [])]
 CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 
 

@@ -1,0 +1,75 @@
+/* Convolution nodes: an acl_conv packed at add time, run on its own tuned split. */
+#include <stdlib.h>
+
+#include "graph_impl.h"
+
+typedef struct {
+    acl_conv *conv;
+    acl_exec ex;
+    int *ex_weights;
+    const float *x, *residual;
+    float *y;
+} conv_params;
+
+static int conv_run(const void *arg, const acl_exec *graph_ex)
+{
+    const conv_params *p = arg;
+    if (acl_conv_run(p->conv, &p->ex, p->x, p->residual, p->y, NULL) != 0)
+        return graph_fail_in("conv");
+    return 0;
+}
+
+static void conv_release(void *arg)
+{
+    conv_params *p = arg;
+    acl_conv_destroy(p->conv);
+    free(p->ex_weights);
+}
+
+/* in, out and residual must be the NHWC tensors the shape describes; none of
+ * them may overlap the output (direct algorithms accumulate in it). */
+static int check_tensors(const acl_graph *g, const acl_conv_shape *s, const acl_tensor *in,
+                         const acl_tensor *residual, const acl_tensor *out)
+{
+    int oh, ow;
+    size_t count;
+    if (acl_conv_out_size(s, &oh, &ow) != 0) return graph_fail_in("conv");
+    const int in_dims[4] = {s->n, s->h, s->w, s->c}, out_dims[4] = {s->n, oh, ow, s->oc};
+    if (graph_check_tensor(g, "conv", "input", in, &count) != 0 ||
+        graph_check_dims("conv", "input", in, 4, in_dims) != 0 ||
+        graph_check_tensor(g, "conv", "output", out, &count) != 0 ||
+        graph_check_dims("conv", "output", out, 4, out_dims) != 0 ||
+        graph_check_disjoint("conv", out, "the input", in, 0) != 0)
+        return -1;
+    if (!s->has_residual != !residual)
+        return acl_fail("conv: the shape has has_residual=%d but %s residual tensor was given",
+                        s->has_residual, residual ? "a" : "no");
+    if (residual && (graph_check_tensor(g, "conv", "residual", residual, &count) != 0 ||
+                     graph_check_dims("conv", "residual", residual, 4, out_dims) != 0 ||
+                     graph_check_disjoint("conv", out, "the residual", residual, 0) != 0))
+        return -1;
+    return 0;
+}
+
+int acl_graph_conv(acl_graph *g, const acl_conv_shape *shape, const char *algorithm,
+                   const char *ukernel, const acl_exec *ex, const float *weight,
+                   const float *bias, const acl_tensor *in, const acl_tensor *residual,
+                   const acl_tensor *out)
+{
+    if (!g || !shape) return acl_fail("conv: no program or shape given");
+    if (check_tensors(g, shape, in, residual, out) != 0) return -1;
+    conv_params *p = calloc(1, sizeof *p);
+    if (!p) return acl_fail("conv: out of memory");
+    int rc = graph_copy_exec("conv", ex, &p->ex, &p->ex_weights);
+    if (rc == 0 && acl_conv_create(shape, algorithm, ukernel, weight, bias, &p->conv) != 0)
+        rc = graph_fail_in("conv");
+    if (rc != 0) {
+        conv_release(p);
+        free(p);
+        return -1;
+    }
+    p->x = graph_ptr(g, in);
+    p->residual = residual ? graph_ptr(g, residual) : NULL;
+    p->y = graph_ptr(g, out);
+    return graph_add(g, conv_run, conv_release, p);
+}

@@ -1,0 +1,89 @@
+/* What the graph operations share: the program and node structs, the checks
+ * every operation runs on its tensors at add time, and the row-split helper
+ * that spreads an operation over the program's cores.
+ *
+ * graph.c owns the program (arena, default exec, node list, run); each
+ * operation file validates its tensors, precomputes everything its run needs
+ * into a params struct and appends a node with graph_add.
+ */
+#ifndef ACL_GRAPH_IMPL_H
+#define ACL_GRAPH_IMPL_H
+
+#include <stddef.h>
+
+#include "aclgraph.h"
+#include "internal.h"
+
+/* Runs one node: params are the node's own, ex the program's default split. */
+typedef int (*graph_run_fn)(const void *params, const acl_exec *ex);
+/* Frees what params own besides the params block itself (a packed conv, ...). */
+typedef void (*graph_release_fn)(void *params);
+
+typedef struct {
+    graph_run_fn run;
+    graph_release_fn release;  /* NULL when params own nothing */
+    void *params;              /* malloc'ed, freed with the node */
+} graph_node;
+
+struct acl_graph {
+    float *arena;
+    size_t arena_floats;
+    acl_exec ex;  /* the default split; ex.weights points at ex_weights */
+    int *ex_weights;
+    graph_node *nodes;
+    int count, capacity;
+};
+
+/* Appends a node; takes ownership of params (released and freed on failure). */
+int graph_add(acl_graph *g, graph_run_fn run, graph_release_fn release, void *params);
+
+/* Copies an execution config and its weights (validated): for the program's
+ * default split and for each convolution's own. */
+int graph_copy_exec(const char *op, const acl_exec *src, acl_exec *dst, int **weights);
+
+/* ---- tensor checks (tensor.c) ------------------------------------------------
+ * Each fails with "<op>: <what> ..." in one line, `what` naming the tensor
+ * ("input", "input 2", "output", ...). */
+
+#define GRAPH_DIMS_LEN 96
+/* "[1,7,7,32]" into buf (GRAPH_DIMS_LEN chars). */
+const char *graph_dims_str(int rank, const int *dims, char *buf);
+
+/* t exists, has rank 0..ACL_MAX_RANK, dims >= 1 and lies inside the arena;
+ * *count receives its element count. */
+int graph_check_tensor(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                       size_t *count);
+/* graph_check_tensor, plus an exact rank (rank < 0: any). */
+int graph_check_ranked(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                       int rank, size_t *count);
+/* t has exactly this rank and these dims. */
+int graph_check_dims(const char *op, const char *what, const acl_tensor *t, int rank,
+                     const int *dims);
+/* The output must not overlap an input, except that an elementwise operation
+ * (same_ok) may write over an input of exactly the output's region and dims. */
+int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what,
+                         const acl_tensor *in, int same_ok);
+
+static inline float *graph_ptr(const acl_graph *g, const acl_tensor *t)
+{
+    return g->arena + t->offset;
+}
+
+/* Product of dims [begin, end). */
+size_t graph_volume(const int *dims, int begin, int end);
+
+/* Re-fails with "<op>: <the error already set>", for errors from the engine's
+ * other APIs. */
+int graph_fail_in(const char *op);
+
+/* ---- parallel rows -----------------------------------------------------------
+ * Runs fn over rows [0, rows) cut into contiguous units handed out by ex's
+ * weights: min(workloads, rows) units, fewer when the whole operation is
+ * small (floats_per_row estimates one row's work) so that waking cores does
+ * not cost more than the work.  Every row is computed by exactly one thread,
+ * so the split never changes the result. */
+typedef void (*graph_rows_fn)(const void *params, size_t begin, size_t end);
+int graph_parallel(const acl_exec *ex, size_t rows, size_t floats_per_row, graph_rows_fn fn,
+                   const void *params);
+
+#endif

@@ -1,0 +1,99 @@
+/* MatMul / Gemm nodes: out[M, N] = in[M, K] x B + bias on the engine's
+ * macro-kernel.  B is packed, the bias copied and the A panels allocated at
+ * add time; the bias rides the GEMM's fused epilogue, so a run allocates
+ * nothing and makes no second pass over the output. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "graph_impl.h"
+
+typedef struct {
+    acl_packed_b b;
+    float *bias;      /* N floats or NULL */
+    float *a_packed;  /* interleaved micro-kernels only */
+    acl_gemm_job job;
+    acl_gemm_batch batch;
+} matmul_params;
+
+static int matmul_run(const void *arg, const acl_exec *ex)
+{
+    const matmul_params *p = arg;
+    double pack_ms, gemm_ms;
+    if (acl_gemm_batch_pack_a(&p->batch, ex, &pack_ms) != 0 ||
+        acl_gemm_batch_compute(&p->batch, ex, &gemm_ms) != 0)
+        return graph_fail_in("matmul");
+    return 0;
+}
+
+static void matmul_release(void *arg)
+{
+    matmul_params *p = arg;
+    acl_packed_b_free(&p->b);
+    acl_free(p->bias);
+    acl_free(p->a_packed);
+}
+
+/* in is [..., K] and out [..., N] with the same leading dims. */
+static int check_tensors(const acl_graph *g, int k, int n, const acl_tensor *in,
+                         const acl_tensor *out, size_t *m)
+{
+    size_t count;
+    if (graph_check_tensor(g, "matmul", "input", in, &count) != 0 ||
+        graph_check_tensor(g, "matmul", "output", out, m) != 0)
+        return -1;
+    if (in->rank < 1 || in->dims[in->rank - 1] != k) {
+        char dims[GRAPH_DIMS_LEN];
+        return acl_fail("matmul: input has dims %s but its innermost dim must be K = %d",
+                        graph_dims_str(in->rank, in->dims, dims), k);
+    }
+    int want[ACL_MAX_RANK];
+    memcpy(want, in->dims, sizeof want);
+    want[in->rank - 1] = n;
+    if (graph_check_dims("matmul", "output", out, in->rank, want) != 0 ||
+        graph_check_disjoint("matmul", out, "the input", in, 0) != 0)
+        return -1;
+    *m = count / (size_t)k;
+    return 0;
+}
+
+int acl_graph_matmul(acl_graph *g, const char *ukernel, int k, int n, const float *b,
+                     const float *bias, const acl_tensor *in, const acl_tensor *out)
+{
+    if (!g) return acl_fail("matmul: no program given");
+    if (!b) return acl_fail("matmul: no B matrix given");
+    const acl_ukernel *uk = acl_ukernel_find(ukernel);
+    if (!uk)
+        return acl_fail("matmul: unknown micro-kernel '%s' on this machine",
+                        ukernel ? ukernel : "");
+    size_t m;
+    if (acl_ukernel_check(uk, k, n) != 0) return graph_fail_in("matmul");
+    if (check_tensors(g, k, n, in, out, &m) != 0) return -1;
+    matmul_params *p = calloc(1, sizeof *p);
+    if (!p) return acl_fail("matmul: out of memory");
+    const size_t a_floats = acl_gemm_packed_a_floats(uk, (int)m, k);
+    int rc = acl_pack_b(uk, 1, k, n, b, 1, n, 0, &p->b);
+    if (rc == 0 && bias && !(p->bias = acl_alloc((size_t)n * sizeof(float)))) rc = -1;
+    if (rc == 0 && a_floats && !(p->a_packed = acl_alloc(a_floats * sizeof(float)))) rc = -1;
+    if (rc == 0) {
+        if (bias) memcpy(p->bias, bias, (size_t)n * sizeof(float));
+        p->job = (acl_gemm_job){
+            .b = &p->b,
+            .a = {.base = graph_ptr(g, in), .lda = k},
+            .m = (int)m,
+            .c = graph_ptr(g, out),
+            .ldc = n,
+            .ep = {.bias = p->bias, .act = ACL_ACT_NONE},
+            .a_packed = p->a_packed,
+        };
+        /* The batch points at p->job: params never move once allocated. */
+        rc = acl_gemm_batch_init(&p->batch, &p->job, 1, g->ex.workloads);
+    }
+    if (rc != 0) {
+        graph_fail_in("matmul");
+        matmul_release(p);
+        free(p);
+        return -1;
+    }
+    return graph_add(g, matmul_run, matmul_release, p);
+}

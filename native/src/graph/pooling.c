@@ -1,0 +1,216 @@
+/* NHWC max / average pooling (split over output rows) and global average
+ * pooling (split over channel blocks).  Channels are innermost, so every
+ * window tap is one contiguous vector op over the channels. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "graph_impl.h"
+
+/* Channels per global-average-pool unit: enough to vectorise, few enough
+ * that a single image still spreads over the cores. */
+#define GAP_CHANNEL_BLOCK 32
+
+typedef struct {
+    int max;  /* ACL_POOL_MAX, else average */
+    int include_pad;
+    int n, h, w, c, oh, ow;
+    int kh, kw, stride_h, stride_w, dil_h, dil_w;
+    int pad_top, pad_left, pad_bottom, pad_right;
+    const float *x;
+    float *y;
+} pool_params;
+
+/* Taps t in [*t0, *t1) of a k-tap window dilated by dil and starting at
+ * `start` that land inside [0, len). */
+static void tap_range(int start, int len, int k, int dil, int *t0, int *t1)
+{
+    const int lo = start < 0 ? (-start + dil - 1) / dil : 0;
+    const int hi = start < len ? (len - 1 - start) / dil + 1 : 0;
+    *t0 = lo;
+    *t1 = acl_max(lo, acl_min(hi, k));
+}
+
+/* One axis of the window starting at `start`: its taps inside the input and
+ * how many count towards an average (those inside the padded input when
+ * count_include_pad). */
+static void window_axis(const pool_params *p, int start, int len, int pad_lo, int pad_hi, int k,
+                        int dil, int *t0, int *t1, int *count)
+{
+    tap_range(start, len, k, dil, t0, t1);
+    *count = *t1 - *t0;
+    if (p->include_pad) {
+        int p0, p1;
+        tap_range(start + pad_lo, len + pad_lo + pad_hi, k, dil, &p0, &p1);
+        *count = p1 - p0;
+    }
+}
+
+static void pool_pixel(const pool_params *p, const float *image, int ih0, int th0, int th1,
+                       int count_h, int ox, float *restrict y)
+{
+    const int iw0 = ox * p->stride_w - p->pad_left, c = p->c;
+    int tw0, tw1, count_w;
+    window_axis(p, iw0, p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, &tw0, &tw1, &count_w);
+    const float init = p->max ? -INFINITY : 0.0f;
+    for (int ch = 0; ch < c; ch++) y[ch] = init;
+    for (int th = th0; th < th1; th++)
+        for (int tw = tw0; tw < tw1; tw++) {
+            const float *restrict x =
+                image + ((size_t)(ih0 + th * p->dil_h) * p->w + iw0 + tw * p->dil_w) * c;
+            if (p->max)
+                for (int ch = 0; ch < c; ch++) y[ch] = x[ch] > y[ch] ? x[ch] : y[ch];
+            else
+                for (int ch = 0; ch < c; ch++) y[ch] += x[ch];
+        }
+    /* A window with no taps inside the input averages to 0. */
+    if (!p->max && count_h * count_w > 0) {
+        const float scale = 1.0f / (float)(count_h * count_w);
+        for (int ch = 0; ch < c; ch++) y[ch] *= scale;
+    }
+}
+
+/* Rows are (image, output row) pairs. */
+static void pool_rows(const void *arg, size_t begin, size_t end)
+{
+    const pool_params *p = arg;
+    for (size_t r = begin; r < end; r++) {
+        const int n = (int)(r / (size_t)p->oh), oy = (int)(r % (size_t)p->oh);
+        const int ih0 = oy * p->stride_h - p->pad_top;
+        int th0, th1, count_h;
+        window_axis(p, ih0, p->h, p->pad_top, p->pad_bottom, p->kh, p->dil_h, &th0, &th1,
+                    &count_h);
+        const float *image = p->x + (size_t)n * p->h * p->w * p->c;
+        float *y = p->y + r * p->ow * p->c;
+        for (int ox = 0; ox < p->ow; ox++)
+            pool_pixel(p, image, ih0, th0, th1, count_h, ox, y + (size_t)ox * p->c);
+    }
+}
+
+static int pool_run(const void *arg, const acl_exec *ex)
+{
+    const pool_params *p = arg;
+    return graph_parallel(ex, (size_t)p->n * p->oh, (size_t)p->ow * p->c * p->kh * p->kw,
+                          pool_rows, p);
+}
+
+/* One spatial axis: the output may have the floor (ceil_mode=0) or the ceil
+ * (ceil_mode=1) size. */
+static int check_axis(const char *op, const char *axis, int in, int pad_lo, int pad_hi, int k,
+                      int dil, int stride, int out)
+{
+    const long window = (long)dil * (k - 1) + 1, span = (long)in + pad_lo + pad_hi - window;
+    if (span < 0)
+        return acl_fail("%s: the dilated window %s (%ld) is larger than the padded input %s (%ld)",
+                        op, axis, window, axis, (long)in + pad_lo + pad_hi);
+    const long floor_size = span / stride + 1, ceil_size = (span + stride - 1) / stride + 1;
+    if (out < floor_size || out > ceil_size) {
+        if (floor_size == ceil_size)
+            return acl_fail("%s: output %s is %d but must be %ld", op, axis, out, floor_size);
+        return acl_fail("%s: output %s is %d but must be %ld (or %ld with ceil_mode)", op, axis,
+                        out, floor_size, ceil_size);
+    }
+    return 0;
+}
+
+static int check_attributes(const char *op, int kh, int kw, int stride_h, int stride_w,
+                            int dil_h, int dil_w, const int pads[4])
+{
+    if (kh < 1 || kw < 1 || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1)
+        return acl_fail("%s: kernel %dx%d, strides %d,%d and dilations %d,%d must all be >= 1",
+                        op, kh, kw, stride_h, stride_w, dil_h, dil_w);
+    if (!pads) return acl_fail("%s: no pads given", op);
+    if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
+        return acl_fail("%s: pads (top %d, left %d, bottom %d, right %d) must be >= 0", op,
+                        pads[0], pads[1], pads[2], pads[3]);
+    return 0;
+}
+
+int acl_graph_pool(acl_graph *g, int op, int kh, int kw, int stride_h, int stride_w, int dil_h,
+                   int dil_w, const int pads[4], int count_include_pad, const acl_tensor *in,
+                   const acl_tensor *out)
+{
+    if (!g) return acl_fail("pool: no program given");
+    if (op != ACL_POOL_MAX && op != ACL_POOL_AVERAGE)
+        return acl_fail("pool: unknown operation %d (0: max, 1: average)", op);
+    const char *name = op == ACL_POOL_MAX ? "max pool" : "average pool";
+    size_t count;
+    if (check_attributes(name, kh, kw, stride_h, stride_w, dil_h, dil_w, pads) != 0 ||
+        graph_check_ranked(g, name, "input", in, 4, &count) != 0 ||
+        graph_check_ranked(g, name, "output", out, 4, &count) != 0 ||
+        check_axis(name, "height", in->dims[1], pads[0], pads[2], kh, dil_h, stride_h,
+                   out->dims[1]) != 0 ||
+        check_axis(name, "width", in->dims[2], pads[1], pads[3], kw, dil_w, stride_w,
+                   out->dims[2]) != 0)
+        return -1;
+    const int want[4] = {in->dims[0], out->dims[1], out->dims[2], in->dims[3]};
+    if (graph_check_dims(name, "output", out, 4, want) != 0 ||
+        graph_check_disjoint(name, out, "the input", in, 0) != 0)
+        return -1;
+    pool_params *p = malloc(sizeof *p);
+    if (!p) return acl_fail("%s: out of memory", name);
+    *p = (pool_params){
+        .max = op == ACL_POOL_MAX, .include_pad = count_include_pad != 0,
+        .n = in->dims[0], .h = in->dims[1], .w = in->dims[2], .c = in->dims[3],
+        .oh = out->dims[1], .ow = out->dims[2],
+        .kh = kh, .kw = kw, .stride_h = stride_h, .stride_w = stride_w,
+        .dil_h = dil_h, .dil_w = dil_w,
+        .pad_top = pads[0], .pad_left = pads[1], .pad_bottom = pads[2], .pad_right = pads[3],
+        .x = graph_ptr(g, in), .y = graph_ptr(g, out),
+    };
+    return graph_add(g, pool_run, NULL, p);
+}
+
+/* ---- global average pooling ------------------------------------------------ */
+
+typedef struct {
+    int n, pixels, c, blocks;  /* blocks: channel blocks per image */
+    const float *x;
+    float *y;
+} gap_params;
+
+/* Rows are (image, channel block) pairs; each sums its pixels in order. */
+static void gap_rows(const void *arg, size_t begin, size_t end)
+{
+    const gap_params *p = arg;
+    for (size_t r = begin; r < end; r++) {
+        const int n = (int)(r / (size_t)p->blocks), c0 = (int)(r % (size_t)p->blocks) *
+                                                          GAP_CHANNEL_BLOCK;
+        const int c1 = acl_min(p->c, c0 + GAP_CHANNEL_BLOCK);
+        float *restrict y = p->y + (size_t)n * p->c;
+        const float *image = p->x + (size_t)n * p->pixels * p->c;
+        for (int ch = c0; ch < c1; ch++) y[ch] = 0.0f;
+        for (int px = 0; px < p->pixels; px++) {
+            const float *restrict x = image + (size_t)px * p->c;
+            for (int ch = c0; ch < c1; ch++) y[ch] += x[ch];
+        }
+        const float scale = 1.0f / (float)p->pixels;
+        for (int ch = c0; ch < c1; ch++) y[ch] *= scale;
+    }
+}
+
+static int gap_run(const void *arg, const acl_exec *ex)
+{
+    const gap_params *p = arg;
+    return graph_parallel(ex, (size_t)p->n * p->blocks, (size_t)p->pixels * GAP_CHANNEL_BLOCK,
+                          gap_rows, p);
+}
+
+int acl_graph_global_average_pool(acl_graph *g, const acl_tensor *in, const acl_tensor *out)
+{
+    const char *name = "global average pool";
+    if (!g) return acl_fail("%s: no program given", name);
+    size_t count;
+    if (graph_check_ranked(g, name, "input", in, 4, &count) != 0 ||
+        graph_check_tensor(g, name, "output", out, &count) != 0)
+        return -1;
+    const int want[4] = {in->dims[0], 1, 1, in->dims[3]};
+    if (graph_check_dims(name, "output", out, 4, want) != 0 ||
+        graph_check_disjoint(name, out, "the input", in, 0) != 0)
+        return -1;
+    gap_params *p = malloc(sizeof *p);
+    if (!p) return acl_fail("%s: out of memory", name);
+    *p = (gap_params){in->dims[0], in->dims[1] * in->dims[2], in->dims[3],
+                      acl_div_up(in->dims[3], GAP_CHANNEL_BLOCK), graph_ptr(g, in),
+                      graph_ptr(g, out)};
+    return graph_add(g, gap_run, NULL, p);
+}

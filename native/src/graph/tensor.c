@@ -1,0 +1,94 @@
+/* Add-time checks on tensors, with one-line errors naming the operation. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_impl.h"
+
+const char *graph_dims_str(int rank, const int *dims, char *buf)
+{
+    size_t used = (size_t)snprintf(buf, GRAPH_DIMS_LEN, "[");
+    for (int i = 0; i < rank && used < GRAPH_DIMS_LEN; i++)
+        used += (size_t)snprintf(buf + used, GRAPH_DIMS_LEN - used, "%s%d", i ? "," : "", dims[i]);
+    if (used < GRAPH_DIMS_LEN) snprintf(buf + used, GRAPH_DIMS_LEN - used, "]");
+    return buf;
+}
+
+size_t graph_volume(const int *dims, int begin, int end)
+{
+    size_t v = 1;
+    for (int i = begin; i < end; i++) v *= (size_t)dims[i];
+    return v;
+}
+
+int graph_fail_in(const char *op)
+{
+    /* acl_fail formats into the buffer acl_last_error() returns: copy first. */
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s", acl_last_error());
+    return acl_fail("%s: %s", op, reason);
+}
+
+int graph_check_tensor(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                       size_t *count)
+{
+    if (!t) return acl_fail("%s: no %s tensor given", op, what);
+    if (t->rank < 0 || t->rank > ACL_MAX_RANK)
+        return acl_fail("%s: %s has rank %d; ranks 0 to %d are supported", op, what, t->rank,
+                        ACL_MAX_RANK);
+    char dims[GRAPH_DIMS_LEN];
+    /* Stopping once past the arena or INT_MAX keeps the product from overflowing. */
+    size_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 1)
+            return acl_fail("%s: %s has dims %s; every dim must be >= 1", op, what,
+                            graph_dims_str(t->rank, t->dims, dims));
+        n *= (size_t)t->dims[i];
+        if (n > g->arena_floats || n > INT_MAX) break;
+    }
+    if (n > INT_MAX)
+        return acl_fail("%s: %s %s has over %d elements, which is not supported", op, what,
+                        graph_dims_str(t->rank, t->dims, dims), INT_MAX);
+    if (n > g->arena_floats || t->offset > g->arena_floats - n)
+        return acl_fail("%s: %s %s at offset %zu runs past the end of the arena (%zu floats)", op,
+                        what, graph_dims_str(t->rank, t->dims, dims), t->offset, g->arena_floats);
+    *count = n;
+    return 0;
+}
+
+int graph_check_ranked(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                       int rank, size_t *count)
+{
+    if (graph_check_tensor(g, op, what, t, count) != 0) return -1;
+    if (rank >= 0 && t->rank != rank) {
+        char dims[GRAPH_DIMS_LEN];
+        return acl_fail("%s: %s has dims %s but must have rank %d", op, what,
+                        graph_dims_str(t->rank, t->dims, dims), rank);
+    }
+    return 0;
+}
+
+int graph_check_dims(const char *op, const char *what, const acl_tensor *t, int rank,
+                     const int *dims)
+{
+    if (t->rank == rank && memcmp(t->dims, dims, (size_t)rank * sizeof *dims) == 0) return 0;
+    char got[GRAPH_DIMS_LEN], want[GRAPH_DIMS_LEN];
+    return acl_fail("%s: %s has dims %s but must have %s", op, what,
+                    graph_dims_str(t->rank, t->dims, got), graph_dims_str(rank, dims, want));
+}
+
+int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what,
+                         const acl_tensor *in, int same_ok)
+{
+    const size_t out_n = graph_volume(out->dims, 0, out->rank);
+    const size_t in_n = graph_volume(in->dims, 0, in->rank);
+    if (out->offset + out_n <= in->offset || in->offset + in_n <= out->offset) return 0;
+    if (same_ok && in->offset == out->offset && in->rank == out->rank &&
+        memcmp(in->dims, out->dims, (size_t)out->rank * sizeof(int)) == 0)
+        return 0;
+    return acl_fail("%s: the output [%zu, %zu) overlaps %s [%zu, %zu)%s", op, out->offset,
+                    out->offset + out_n, what, in->offset, in->offset + in_n,
+                    same_ok ? "; only an input of the output's exact region and dims may be "
+                              "written in place"
+                            : "");
+}

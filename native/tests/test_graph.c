@@ -1,0 +1,935 @@
+/* Whole-model program tests: every graph operation over random shapes against
+ * naive loops, bit-identical arenas across core weights and workloads, and the
+ * one-line errors of bad programs.
+ *
+ *   test_graph [--cases N] [--seed S]   closes with "N passed, N failed"
+ *
+ * Each case lays its tensors out in a fresh arena filled with random floats,
+ * builds the same one-node program under every exec config, and checks the
+ * whole arena after a run: the output within tolerance of the reference,
+ * every other float untouched.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aclgraph.h"
+
+#define TOL_EXACT 1e-5      /* one rounding per element, or sums of a few terms */
+#define TOL_GEMM 1e-4       /* long dot products in a different order */
+
+static int passed, failed;
+
+/* ---- random numbers (splitmix64: reproducible from --seed) ---------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi]. */
+static int rnd(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
+
+/* Uniform in [-1, 1). */
+static float rnd_float(void) { return (float)((rng_next() >> 40) * (2.0 / (1ull << 24)) - 1.0); }
+
+static void fill_random(float *p, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++) p[i] = scale * rnd_float();
+}
+
+static size_t volume(int rank, const int *dims)
+{
+    size_t v = 1;
+    for (int i = 0; i < rank; i++) v *= (size_t)dims[i];
+    return v;
+}
+
+/* ---- exec configs: the first is checked against the reference, the others
+ * must reproduce its arena bit for bit ------------------------------------- */
+
+static const int w_1[] = {1}, w_11[] = {1, 1}, w_01[] = {0, 1}, w_21[] = {2, 1};
+static const acl_exec configs[] = {
+    {1, w_1, 1},
+    {2, w_11, 3},
+    {2, w_01, 16},
+    {2, w_21, 64},
+};
+#define NCONFIGS (int)(sizeof configs / sizeof configs[0])
+
+/* ---- a trial: one program, its arena before and the expected arena after ---- */
+
+/* Adds the operation under test; ex is the program's exec (convolutions take it too). */
+typedef int (*add_fn)(acl_graph *g, const void *spec, const acl_exec *ex);
+
+typedef struct {
+    char desc[256];
+    size_t arena, used;          /* used: where the next tensor goes */
+    float *init, *expected;
+    const acl_tensor *out;
+    double tol;
+} trial;
+
+static void trial_begin(trial *t, double tol, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void trial_begin(trial *t, double tol, const char *fmt, ...)
+{
+    memset(t, 0, sizeof *t);
+    t->tol = tol;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->desc, sizeof t->desc, fmt, ap);
+    va_end(ap);
+}
+
+/* Places a tensor after the previous one, a random gap apart. */
+static void place(trial *t, acl_tensor *x, int rank, const int *dims)
+{
+    x->rank = rank;
+    memcpy(x->dims, dims, (size_t)rank * sizeof *dims);
+    t->used += (size_t)rnd(0, 7);
+    x->offset = t->used;
+    t->used += volume(rank, dims);
+}
+
+/* Allocates the arena (random contents) once every tensor is placed. */
+static float *trial_arena(trial *t)
+{
+    t->arena = t->used + (size_t)rnd(1, 8);
+    t->init = malloc(t->arena * sizeof(float));
+    t->expected = malloc(t->arena * sizeof(float));
+    fill_random(t->init, t->arena, 1.0f);
+    return t->init;
+}
+
+static void trial_fail(const trial *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void trial_fail(const trial *t, const char *fmt, ...)
+{
+    printf("FAIL %s: ", t->desc);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    failed++;
+}
+
+/* The output within tolerance (relative to max|expected|), the rest exact. */
+static int check_arena(const trial *t, const float *got)
+{
+    const size_t o0 = t->out->offset, o1 = o0 + volume(t->out->rank, t->out->dims);
+    if (memcmp(got, t->expected, o0 * sizeof *got) != 0 ||
+        memcmp(got + o1, t->expected + o1, (t->arena - o1) * sizeof *got) != 0) {
+        trial_fail(t, "wrote outside its output [%zu, %zu)", o0, o1);
+        return 0;
+    }
+    float scale = 1e-6f;
+    for (size_t i = o0; i < o1; i++)
+        if (isfinite(t->expected[i]) && fabsf(t->expected[i]) > scale)
+            scale = fabsf(t->expected[i]);
+    for (size_t i = o0; i < o1; i++) {
+        const float e = t->expected[i], y = got[i];
+        if (y == e) continue;  /* also equal infinities */
+        if (!(fabs((double)y - e) <= t->tol * scale)) {
+            trial_fail(t, "output[%zu] = %.9g, expected %.9g (tolerance %.1e x %.3g)", i - o0,
+                       (double)y, (double)e, t->tol, (double)scale);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Builds and runs the program under every config; counts one pass or fail. */
+static void trial_run(trial *t, const acl_tensor *out, add_fn add, const void *spec)
+{
+    t->out = out;
+    float *first = NULL;
+    int ok = 1;
+    for (int i = 0; ok && i < NCONFIGS; i++) {
+        if (configs[i].ncores > acl_cpu_count()) continue;
+        acl_graph *g;
+        if (acl_graph_create(t->arena, &configs[i], &g) != 0) {
+            trial_fail(t, "create: %s", acl_last_error());
+            ok = 0;
+            break;
+        }
+        memcpy(acl_graph_arena(g), t->init, t->arena * sizeof(float));
+        double ms[1] = {-1.0};
+        if (add(g, spec, &configs[i]) != 0 || acl_graph_run(g, ms) != 0) {
+            trial_fail(t, "config %d: %s", i, acl_last_error());
+            ok = 0;
+        } else if (acl_graph_node_count(g) != 1 || !(ms[0] >= 0.0)) {
+            trial_fail(t, "node count %d, node time %g", acl_graph_node_count(g), ms[0]);
+            ok = 0;
+        } else if (!first) {
+            ok = check_arena(t, acl_graph_arena(g));
+            first = malloc(t->arena * sizeof(float));
+            memcpy(first, acl_graph_arena(g), t->arena * sizeof(float));
+        } else if (memcmp(first, acl_graph_arena(g), t->arena * sizeof(float)) != 0) {
+            trial_fail(t, "the arena under exec config %d differs from config 0", i);
+            ok = 0;
+        }
+        acl_graph_destroy(g);
+    }
+    passed += ok;
+    free(first);
+    free(t->init);
+    free(t->expected);
+}
+
+/* Random dims of a rank; `big` cases are large enough to be split over cores. */
+static void random_dims(int rank, int big, int *dims)
+{
+    const int hi = big ? (rank <= 2 ? 300 : rank == 3 ? 40 : rank == 4 ? 16 : 8) : 5;
+    for (int i = 0; i < rank; i++) dims[i] = rnd(big ? hi / 2 : 1, hi);
+}
+
+static const char *dims_str(int rank, const int *dims)
+{
+    static char buf[8][64];
+    static int next;
+    char *s = buf[next++ % 8];
+    size_t used = (size_t)snprintf(s, 64, "[");
+    for (int i = 0; i < rank && used < 64; i++)
+        used += (size_t)snprintf(s + used, 64 - used, "%s%d", i ? "," : "", dims[i]);
+    if (used < 64) snprintf(s + used, 64 - used, "]");
+    return s;
+}
+
+/* ---- unary ------------------------------------------------------------------ */
+
+typedef struct {
+    int op;
+    float a, b;
+    acl_tensor in, out;
+} unary_spec;
+
+static int add_unary(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const unary_spec *s = spec;
+    return acl_graph_unary(g, s->op, s->a, s->b, &s->in, &s->out);
+}
+
+static double unary_ref(const unary_spec *s, double x)
+{
+    switch (s->op) {
+    case ACL_UNARY_RELU: return x > 0 ? x : 0;
+    case ACL_UNARY_CLIP: return fmin(fmax(x, s->a), s->b);
+    case ACL_UNARY_LEAKY_RELU: return x < 0 ? s->a * x : x;
+    case ACL_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case ACL_UNARY_HARD_SIGMOID: return fmax(0.0, fmin(1.0, s->a * x + s->b));
+    case ACL_UNARY_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    default: return x;
+    }
+}
+
+static void unary_case(int big)
+{
+    unary_spec s = {.op = rnd(ACL_UNARY_RELU, ACL_UNARY_COPY)};
+    int dims[ACL_MAX_RANK], rank = rnd(0, 4), in_place = rnd(0, 3) == 0;
+    s.a = rnd_float();
+    s.b = s.op == ACL_UNARY_CLIP ? s.a + (float)rnd(0, 2) * 0.5f : rnd_float();
+    random_dims(rank, big, dims);
+    trial t;
+    trial_begin(&t, TOL_EXACT, "unary %d a=%g b=%g %s%s", s.op, (double)s.a, (double)s.b,
+                dims_str(rank, dims), in_place ? " in place" : "");
+    place(&t, &s.in, rank, dims);
+    if (in_place)
+        s.out = s.in;
+    else
+        place(&t, &s.out, rank, dims);
+    float *arena = trial_arena(&t);
+    const size_t n = volume(rank, dims);
+    for (size_t i = 0; i < n; i++) arena[s.in.offset + i] *= 8.0f;  /* reach the clamps */
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        t.expected[s.out.offset + i] = (float)unary_ref(&s, arena[s.in.offset + i]);
+    trial_run(&t, &s.out, add_unary, &s);
+}
+
+/* ---- binary ----------------------------------------------------------------- */
+
+typedef struct {
+    int op;
+    acl_tensor a, b, out;
+} binary_spec;
+
+static int add_binary(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const binary_spec *s = spec;
+    return acl_graph_binary(g, s->op, &s->a, &s->b, &s->out);
+}
+
+/* Offset of output element i in a broadcast operand x. */
+static size_t broadcast_offset(const acl_tensor *out, const acl_tensor *x, size_t i)
+{
+    size_t off = 0, stride = 1;
+    for (int d = out->rank - 1; d >= 0; d--) {
+        const size_t idx = i % (size_t)out->dims[d];
+        i /= (size_t)out->dims[d];
+        if (x->dims[d] != 1) off += idx * stride;
+        stride *= (size_t)x->dims[d];
+    }
+    return off;
+}
+
+static void binary_case(int big)
+{
+    binary_spec s = {.op = rnd(ACL_BINARY_ADD, ACL_BINARY_DIV)};
+    int rank = rnd(0, 6), dims[ACL_MAX_RANK], da[ACL_MAX_RANK], db[ACL_MAX_RANK];
+    random_dims(rank, big && rank <= 4, dims);
+    const int style = rnd(0, 3);  /* 0: equal shapes, 1: per-channel b, 2-3: any broadcast */
+    for (int d = 0; d < rank; d++) {
+        da[d] = db[d] = dims[d];
+        if (style == 1 && d < rank - 1) db[d] = 1;
+        if (style >= 2 && rnd(0, 2) == 0) (rnd(0, 1) ? da : db)[d] = 1;
+    }
+    const int in_place = volume(rank, da) == volume(rank, dims) && rnd(0, 2) == 0;
+    trial t;
+    trial_begin(&t, TOL_EXACT, "binary %d a%s b%s -> %s%s", s.op, dims_str(rank, da),
+                dims_str(rank, db), dims_str(rank, dims), in_place ? " in place" : "");
+    place(&t, &s.a, rank, da);
+    place(&t, &s.b, rank, db);
+    if (in_place)
+        s.out = s.a;
+    else
+        place(&t, &s.out, rank, dims);
+    float *arena = trial_arena(&t);
+    /* Divisors kept away from 0. */
+    for (size_t i = 0; i < volume(rank, db); i++)
+        arena[s.b.offset + i] = copysignf(0.5f + fabsf(arena[s.b.offset + i]), arena[s.b.offset + i]);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t i = 0; i < volume(rank, dims); i++) {
+        const float x = arena[s.a.offset + broadcast_offset(&s.out, &s.a, i)];
+        const float y = arena[s.b.offset + broadcast_offset(&s.out, &s.b, i)];
+        const float r = s.op == ACL_BINARY_ADD ? x + y
+                        : s.op == ACL_BINARY_MUL ? x * y
+                        : s.op == ACL_BINARY_SUB ? x - y
+                                                 : x / y;
+        t.expected[s.out.offset + i] = r;
+    }
+    trial_run(&t, &s.out, add_binary, &s);
+}
+
+/* ---- pooling ---------------------------------------------------------------- */
+
+typedef struct {
+    int op, kh, kw, sh, sw, dh, dw, pads[4], include_pad;
+    acl_tensor in, out;
+} pool_spec;
+
+static int add_pool(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const pool_spec *s = spec;
+    return acl_graph_pool(g, s->op, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->pads,
+                          s->include_pad, &s->in, &s->out);
+}
+
+/* Output size of one axis, floor or ceil; 0 when the window does not fit. */
+static int pool_extent(int in, int lo, int hi, int k, int dil, int stride, int ceil_mode)
+{
+    const int span = in + lo + hi - (dil * (k - 1) + 1);
+    if (span < 0) return 0;
+    return (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+}
+
+static float pool_ref(const pool_spec *s, const float *x, int n, int oy, int ox, int c)
+{
+    const int h = s->in.dims[1], w = s->in.dims[2], ch = s->in.dims[3];
+    float max = -INFINITY;
+    double sum = 0.0;
+    int taps = 0, padded_taps = 0;
+    for (int i = 0; i < s->kh; i++)
+        for (int j = 0; j < s->kw; j++) {
+            const int ih = oy * s->sh - s->pads[0] + i * s->dh;
+            const int iw = ox * s->sw - s->pads[1] + j * s->dw;
+            padded_taps += ih < h + s->pads[2] && iw < w + s->pads[3];
+            if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+            const float v = x[(((size_t)n * h + ih) * w + iw) * ch + c];
+            max = v > max ? v : max;
+            sum += v;
+            taps++;
+        }
+    if (s->op == ACL_POOL_MAX) return max;
+    const int divisor = s->include_pad ? padded_taps : taps;
+    return divisor ? (float)(sum / divisor) : 0.0f;
+}
+
+static void pool_case(int big)
+{
+    pool_spec s = {.op = rnd(ACL_POOL_MAX, ACL_POOL_AVERAGE), .kh = rnd(1, 4), .kw = rnd(1, 4),
+                   .sh = rnd(1, 3), .sw = rnd(1, 3), .dh = rnd(1, 2), .dw = rnd(1, 2),
+                   .include_pad = rnd(0, 1)};
+    const int ceil_mode = rnd(0, 1);
+    int in[4] = {rnd(1, 2), rnd(1, big ? 40 : 12), rnd(1, big ? 40 : 12), rnd(1, big ? 48 : 20)};
+    int out[4];
+    do {
+        for (int i = 0; i < 4; i++) s.pads[i] = rnd(0, 2);
+        out[1] = pool_extent(in[1], s.pads[0], s.pads[2], s.kh, s.dh, s.sh, ceil_mode);
+        out[2] = pool_extent(in[2], s.pads[1], s.pads[3], s.kw, s.dw, s.sw, ceil_mode);
+        if (!out[1] || !out[2]) in[1] += 2, in[2] += 2;
+    } while (!out[1] || !out[2]);
+    out[0] = in[0];
+    out[3] = in[3];
+    trial t;
+    trial_begin(&t, TOL_EXACT, "pool %d %s k%dx%d s%d,%d d%d,%d pads %d,%d,%d,%d incl %d ceil %d",
+                s.op, dims_str(4, in), s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.pads[0], s.pads[1],
+                s.pads[2], s.pads[3], s.include_pad, ceil_mode);
+    place(&t, &s.in, 4, in);
+    place(&t, &s.out, 4, out);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    float *y = t.expected + s.out.offset;
+    for (int n = 0; n < out[0]; n++)
+        for (int oy = 0; oy < out[1]; oy++)
+            for (int ox = 0; ox < out[2]; ox++)
+                for (int c = 0; c < out[3]; c++)
+                    *y++ = pool_ref(&s, arena + s.in.offset, n, oy, ox, c);
+    trial_run(&t, &s.out, add_pool, &s);
+}
+
+typedef struct {
+    acl_tensor in, out;
+} io_spec;
+
+static int add_gap(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const io_spec *s = spec;
+    return acl_graph_global_average_pool(g, &s->in, &s->out);
+}
+
+static void global_average_pool_case(int big)
+{
+    io_spec s;
+    const int in[4] = {rnd(1, 3), rnd(1, big ? 20 : 7), rnd(1, big ? 20 : 7),
+                       rnd(1, big ? 300 : 70)};
+    const int out[4] = {in[0], 1, 1, in[3]};
+    trial t;
+    trial_begin(&t, TOL_EXACT, "global average pool %s", dims_str(4, in));
+    place(&t, &s.in, 4, in);
+    place(&t, &s.out, 4, out);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (int n = 0; n < in[0]; n++)
+        for (int c = 0; c < in[3]; c++) {
+            double sum = 0.0;
+            for (int p = 0; p < in[1] * in[2]; p++)
+                sum += arena[s.in.offset + ((size_t)n * in[1] * in[2] + p) * in[3] + c];
+            t.expected[s.out.offset + (size_t)n * in[3] + c] = (float)(sum / (in[1] * in[2]));
+        }
+    trial_run(&t, &s.out, add_gap, &s);
+}
+
+/* ---- concat / transpose / pad ------------------------------------------------- */
+
+#define MAX_CONCAT 5
+
+typedef struct {
+    int axis, n;
+    acl_tensor ins[MAX_CONCAT], out;
+} concat_spec;
+
+static int add_concat(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const concat_spec *s = spec;
+    return acl_graph_concat(g, s->axis, s->n, s->ins, &s->out);
+}
+
+static void concat_case(int big)
+{
+    concat_spec s = {.n = rnd(1, MAX_CONCAT)};
+    int rank = rnd(1, 5), dims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    s.axis = rnd(0, rank - 1);
+    int total = 0, sizes[MAX_CONCAT];
+    for (int i = 0; i < s.n; i++) total += sizes[i] = rnd(1, 6);
+    dims[s.axis] = total;
+    trial t;
+    trial_begin(&t, 0.0, "concat axis %d of %d inputs -> %s", s.axis, s.n, dims_str(rank, dims));
+    for (int i = 0; i < s.n; i++) {
+        dims[s.axis] = sizes[i];
+        place(&t, &s.ins[i], rank, dims);
+    }
+    dims[s.axis] = total;
+    place(&t, &s.out, rank, dims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    const size_t outer = volume(s.axis, dims), inner = volume(rank - s.axis - 1, dims + s.axis + 1);
+    float *y = t.expected + s.out.offset;
+    for (size_t r = 0; r < outer; r++)
+        for (int i = 0; i < s.n; i++)
+            for (size_t e = 0; e < (size_t)sizes[i] * inner; e++)
+                *y++ = arena[s.ins[i].offset + r * sizes[i] * inner + e];
+    trial_run(&t, &s.out, add_concat, &s);
+}
+
+typedef struct {
+    int perm[ACL_MAX_RANK];
+    acl_tensor in, out;
+} transpose_spec;
+
+static int add_transpose(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const transpose_spec *s = spec;
+    return acl_graph_transpose(g, s->perm, &s->in, &s->out);
+}
+
+static void transpose_case(int big)
+{
+    transpose_spec s;
+    int rank = rnd(1, 6), dims[ACL_MAX_RANK], odims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    for (int i = 0; i < rank; i++) s.perm[i] = i;
+    for (int i = rank - 1; i > 0; i--) {  /* Fisher-Yates */
+        int j = rnd(0, i), tmp = s.perm[i];
+        s.perm[i] = s.perm[j];
+        s.perm[j] = tmp;
+    }
+    for (int i = 0; i < rank; i++) odims[i] = dims[s.perm[i]];
+    trial t;
+    trial_begin(&t, 0.0, "transpose %s perm %s", dims_str(rank, dims), dims_str(rank, s.perm));
+    place(&t, &s.in, rank, dims);
+    place(&t, &s.out, rank, odims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t i = 0; i < volume(rank, odims); i++) {
+        size_t rest = i, idx[ACL_MAX_RANK], src = 0;
+        for (int d = rank - 1; d >= 0; d--) {
+            idx[s.perm[d]] = rest % (size_t)odims[d];
+            rest /= (size_t)odims[d];
+        }
+        for (int d = 0; d < rank; d++) src = src * (size_t)dims[d] + idx[d];
+        t.expected[s.out.offset + i] = arena[s.in.offset + src];
+    }
+    trial_run(&t, &s.out, add_transpose, &s);
+}
+
+typedef struct {
+    int mode, pads[2 * ACL_MAX_RANK];
+    float value;
+    acl_tensor in, out;
+} pad_spec;
+
+static int add_pad(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const pad_spec *s = spec;
+    return acl_graph_pad(g, s->mode, s->value, s->pads, &s->in, &s->out);
+}
+
+/* Index i of an axis of size d after folding out-of-range indices back in:
+ * reflect bounces off both ends without repeating them. */
+static int pad_source(int mode, int i, int d)
+{
+    if (mode == ACL_PAD_EDGE) return i < 0 ? 0 : i >= d ? d - 1 : i;
+    if (d == 1) return 0;
+    while (i < 0 || i >= d) i = i < 0 ? -i : 2 * (d - 1) - i;
+    return i;
+}
+
+static void pad_case(int big)
+{
+    pad_spec s = {.mode = rnd(ACL_PAD_CONSTANT, ACL_PAD_REFLECT), .value = rnd_float()};
+    int rank = rnd(1, 4), dims[ACL_MAX_RANK], odims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    for (int d = 0; d < rank; d++) {
+        do {
+            s.pads[d] = rnd(0, 3) ? rnd(0, 3) : -rnd(1, 2);
+            s.pads[rank + d] = rnd(0, 2) ? rnd(0, 3) : -rnd(1, 2);
+            odims[d] = dims[d] + s.pads[d] + s.pads[rank + d];
+        } while (odims[d] < 1);
+        if (rnd(0, 2) == 0) s.pads[d] = s.pads[rank + d] = 0, odims[d] = dims[d];
+    }
+    trial t;
+    trial_begin(&t, 0.0, "pad mode %d %s pads %s", s.mode, dims_str(rank, dims),
+                dims_str(2 * rank, s.pads));
+    place(&t, &s.in, rank, dims);
+    place(&t, &s.out, rank, odims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t i = 0; i < volume(rank, odims); i++) {
+        size_t rest = i, src = 0;
+        int idx[ACL_MAX_RANK], outside = 0;
+        for (int d = rank - 1; d >= 0; d--) {
+            idx[d] = (int)(rest % (size_t)odims[d]) - s.pads[d];
+            rest /= (size_t)odims[d];
+            outside |= idx[d] < 0 || idx[d] >= dims[d];
+        }
+        for (int d = 0; d < rank; d++) src = src * (size_t)dims[d] + pad_source(s.mode, idx[d], dims[d]);
+        t.expected[s.out.offset + i] =
+            s.mode == ACL_PAD_CONSTANT && outside ? s.value : arena[s.in.offset + src];
+    }
+    trial_run(&t, &s.out, add_pad, &s);
+}
+
+/* ---- softmax / LRN ----------------------------------------------------------- */
+
+static int add_softmax(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const io_spec *s = spec;
+    return acl_graph_softmax(g, &s->in, &s->out);
+}
+
+static void softmax_case(int big)
+{
+    io_spec s;
+    int rank = rnd(1, 4), dims[ACL_MAX_RANK], in_place = rnd(0, 3) == 0;
+    random_dims(rank, big, dims);
+    dims[rank - 1] = rnd(1, big ? 1000 : 40);
+    /* Large logits: exp overflows unless the max is subtracted. */
+    const float scale = rnd(0, 1) ? 200.0f : 4.0f;
+    trial t;
+    trial_begin(&t, TOL_EXACT, "softmax %s x%g%s", dims_str(rank, dims), (double)scale,
+                in_place ? " in place" : "");
+    place(&t, &s.in, rank, dims);
+    if (in_place)
+        s.out = s.in;
+    else
+        place(&t, &s.out, rank, dims);
+    float *arena = trial_arena(&t);
+    const size_t len = (size_t)dims[rank - 1], rows = volume(rank, dims) / len;
+    for (size_t i = 0; i < rows * len; i++) arena[s.in.offset + i] *= scale;
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t r = 0; r < rows; r++) {
+        const float *x = arena + s.in.offset + r * len;
+        float max = x[0];
+        for (size_t i = 1; i < len; i++) max = x[i] > max ? x[i] : max;
+        double sum = 0.0;
+        for (size_t i = 0; i < len; i++) sum += exp((double)x[i] - max);
+        for (size_t i = 0; i < len; i++)
+            t.expected[s.out.offset + r * len + i] = (float)(exp((double)x[i] - max) / sum);
+    }
+    trial_run(&t, &s.out, add_softmax, &s);
+}
+
+typedef struct {
+    int size;
+    float alpha, beta, bias;
+    acl_tensor in, out;
+} lrn_spec;
+
+static int add_lrn(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const lrn_spec *s = spec;
+    return acl_graph_lrn(g, s->size, s->alpha, s->beta, s->bias, &s->in, &s->out);
+}
+
+static void lrn_case(int big)
+{
+    lrn_spec s = {.size = rnd(1, 7), .alpha = 1e-4f * (float)rnd(1, 10000),
+                  .beta = 0.25f * (float)rnd(1, 4), .bias = 0.5f * (float)rnd(1, 4)};
+    int rank = rnd(1, 4), dims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    dims[rank - 1] = rnd(1, 40);
+    trial t;
+    trial_begin(&t, TOL_EXACT, "lrn %s size %d alpha %g beta %g bias %g", dims_str(rank, dims),
+                s.size, (double)s.alpha, (double)s.beta, (double)s.bias);
+    place(&t, &s.in, rank, dims);
+    place(&t, &s.out, rank, dims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    const int c = dims[rank - 1];
+    for (size_t px = 0; px < volume(rank, dims) / (size_t)c; px++) {
+        const float *x = arena + s.in.offset + px * c;
+        for (int ch = 0; ch < c; ch++) {
+            double sum = 0.0;
+            for (int j = ch - (s.size - 1) / 2; j <= ch + s.size / 2; j++)
+                if (j >= 0 && j < c) sum += (double)x[j] * x[j];
+            t.expected[s.out.offset + px * c + ch] =
+                (float)(x[ch] / pow(s.bias + s.alpha / s.size * sum, s.beta));
+        }
+    }
+    trial_run(&t, &s.out, add_lrn, &s);
+}
+
+/* ---- matmul / conv ------------------------------------------------------------ */
+
+typedef struct {
+    const char *ukernel;
+    int k, n;
+    float *b, *bias;
+    acl_tensor in, out;
+} matmul_spec;
+
+static int add_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const matmul_spec *s = spec;
+    return acl_graph_matmul(g, s->ukernel, s->k, s->n, s->b, s->bias, &s->in, &s->out);
+}
+
+static void matmul_case(int big)
+{
+    acl_ukernel_info info;
+    if (acl_ukernel_count() == 0) return;
+    acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
+    matmul_spec s = {.ukernel = info.name};
+    s.k = rnd(info.kmin + 1, info.kmax ? info.kmax : info.kmin + 150);
+    s.n = info.n_multiple * rnd(1, 80 / info.n_multiple + 1);
+    int rank = rnd(1, 3), in[ACL_MAX_RANK], out[ACL_MAX_RANK];
+    random_dims(rank, 0, in);
+    if (big) in[0] = rnd(100, 300);
+    in[rank - 1] = s.k;
+    memcpy(out, in, sizeof out);
+    out[rank - 1] = s.n;
+    s.b = malloc((size_t)s.k * s.n * sizeof(float));
+    fill_random(s.b, (size_t)s.k * s.n, 1.0f);
+    if (rnd(0, 3)) {
+        s.bias = malloc((size_t)s.n * sizeof(float));
+        fill_random(s.bias, (size_t)s.n, 1.0f);
+    }
+    trial t;
+    trial_begin(&t, TOL_GEMM, "matmul %s %s x [%d,%d]%s", s.ukernel, dims_str(rank, in), s.k,
+                s.n, s.bias ? " + bias" : "");
+    place(&t, &s.in, rank, in);
+    place(&t, &s.out, rank, out);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t m = 0; m < volume(rank, in) / (size_t)s.k; m++)
+        for (int j = 0; j < s.n; j++) {
+            double acc = s.bias ? s.bias[j] : 0.0;
+            for (int k = 0; k < s.k; k++)
+                acc += (double)arena[s.in.offset + m * s.k + k] * s.b[(size_t)k * s.n + j];
+            t.expected[s.out.offset + m * s.n + j] = (float)acc;
+        }
+    trial_run(&t, &s.out, add_matmul, &s);
+    free(s.b);
+    free(s.bias);
+}
+
+typedef struct {
+    acl_conv_shape shape;
+    const char *algorithm, *ukernel;
+    float *w, *bias;
+    acl_tensor in, residual, out;
+} conv_spec;
+
+static int add_conv(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const conv_spec *s = spec;
+    return acl_graph_conv(g, &s->shape, s->algorithm, s->ukernel, ex, s->w, s->bias, &s->in,
+                          s->shape.has_residual ? &s->residual : NULL, &s->out);
+}
+
+/* Some algorithm (and micro-kernel) that runs the shape; "reference" always does. */
+static void pick_algorithm(conv_spec *s)
+{
+    for (int tries = 0; tries < 20; tries++) {
+        const char *algorithm = acl_algorithm_name(rnd(0, acl_algorithm_count() - 1));
+        const char *ukernel = NULL;
+        acl_ukernel_info info;
+        if (acl_algorithm_uses_ukernel(algorithm) && acl_ukernel_count() > 0) {
+            acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
+            ukernel = info.name;
+        }
+        if (acl_conv_check(&s->shape, algorithm, ukernel) == 0) {
+            s->algorithm = algorithm;
+            s->ukernel = ukernel;
+            return;
+        }
+    }
+    s->algorithm = "reference";
+    s->ukernel = NULL;
+}
+
+static void conv_case(int big)
+{
+    conv_spec s = {.shape = {.n = rnd(1, 2), .h = rnd(1, big ? 24 : 10),
+                             .w = rnd(1, big ? 24 : 10), .kh = rnd(1, 3), .stride_h = rnd(1, 2),
+                             .stride_w = rnd(1, 2), .dil_h = 1, .dil_w = 1, .group = 1,
+                             .act = rnd(0, 2), .act_min = -0.5f, .act_max = 0.5f,
+                             .has_residual = rnd(0, 1)}};
+    acl_conv_shape *sh = &s.shape;
+    sh->kw = sh->kh;
+    sh->pad_top = sh->pad_left = sh->pad_bottom = sh->pad_right = sh->kh / 2;
+    if (rnd(0, 3) == 0) {
+        sh->group = sh->c = rnd(1, 16);
+        sh->oc = sh->c;
+    } else {
+        sh->c = rnd(1, 24);
+        sh->oc = rnd(1, 24);
+    }
+    int oh, ow;
+    if (acl_conv_out_size(sh, &oh, &ow) != 0) return;
+    pick_algorithm(&s);
+    const int in[4] = {sh->n, sh->h, sh->w, sh->c}, out[4] = {sh->n, oh, ow, sh->oc};
+    const size_t wcount = (size_t)sh->oc * (sh->c / sh->group) * sh->kh * sh->kw;
+    s.w = malloc(wcount * sizeof(float));
+    s.bias = malloc((size_t)sh->oc * sizeof(float));
+    fill_random(s.w, wcount, 1.0f);
+    fill_random(s.bias, (size_t)sh->oc, 1.0f);
+    trial t;
+    trial_begin(&t, TOL_GEMM, "conv %s %s %s -> %s k%d s%d g%d act %d%s", s.algorithm,
+                s.ukernel ? s.ukernel : "", dims_str(4, in), dims_str(4, out), sh->kh,
+                sh->stride_h, sh->group, sh->act, sh->has_residual ? " +res" : "");
+    place(&t, &s.in, 4, in);
+    place(&t, &s.residual, 4, out);
+    place(&t, &s.out, 4, out);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    acl_conv *ref;
+    if (acl_conv_create(sh, "reference", NULL, s.w, s.bias, &ref) != 0 ||
+        acl_conv_run(ref, &configs[0], arena + s.in.offset,
+                     sh->has_residual ? arena + s.residual.offset : NULL,
+                     t.expected + s.out.offset, NULL) != 0) {
+        trial_fail(&t, "reference: %s", acl_last_error());
+        free(t.init);
+        free(t.expected);
+    } else {
+        acl_conv_destroy(ref);
+        trial_run(&t, &s.out, add_conv, &s);
+    }
+    free(s.w);
+    free(s.bias);
+}
+
+/* ---- a program of several nodes ----------------------------------------------- */
+
+/* relu(x) -> r; r + x -> s; transpose(s) -> y: nodes run in order on shared
+ * tensors, each timed. */
+static void chain_case(void)
+{
+    const int dims[3] = {4, 5, 6}, tdims[3] = {6, 4, 5}, perm[3] = {2, 0, 1};
+    const acl_tensor x = {0, 3, {4, 5, 6}}, r = {120, 3, {4, 5, 6}}, s = {240, 3, {4, 5, 6}},
+                     y = {360, 3, {6, 4, 5}};
+    acl_graph *g;
+    double ms[3] = {-1, -1, -1};
+    if (acl_graph_create(480, &configs[0], &g) != 0) {
+        printf("FAIL chain: create: %s\n", acl_last_error());
+        failed++;
+        return;
+    }
+    float *arena = acl_graph_arena(g);
+    fill_random(arena, 120, 1.0f);
+    int ok = acl_graph_unary(g, ACL_UNARY_RELU, 0, 0, &x, &r) == 0 &&
+             acl_graph_binary(g, ACL_BINARY_ADD, &r, &x, &s) == 0 &&
+             acl_graph_transpose(g, perm, &s, &y) == 0 && acl_graph_run(g, ms) == 0;
+    if (!ok) printf("FAIL chain: %s\n", acl_last_error());
+    for (int i = 0; ok && i < 3; i++) ok = ms[i] >= 0.0;
+    ok = ok && acl_graph_node_count(g) == 3;
+    for (int i = 0; ok && i < 120; i++) {
+        const int a = i / (dims[1] * dims[2]), b = i / dims[2] % dims[1], c = i % dims[2];
+        const float v = arena[i] > 0 ? 2 * arena[i] : arena[i];
+        ok = arena[360 + (c * tdims[1] + a) * tdims[2] + b] == v;
+    }
+    if (ok) passed++;
+    else {
+        printf("FAIL chain: wrong result or node times\n");
+        failed++;
+    }
+    acl_graph_destroy(g);
+}
+
+/* ---- errors: add-time checks fail in one line that names the problem ---------- */
+
+static void expect_error(int rc, const char *part)
+{
+    const char *msg = acl_last_error();
+    if (rc == 0 || !strstr(msg, part) || strchr(msg, '\n')) {
+        printf("FAIL expected an error mentioning '%s', got rc %d '%s'\n", part, rc, msg);
+        failed++;
+    } else {
+        passed++;
+    }
+}
+
+static void check_errors(void)
+{
+    static const int idle[] = {0};
+    const acl_exec no_core = {1, idle, 1};
+    acl_graph *g;
+    expect_error(acl_graph_create(100, &no_core, &g), "every core weight is 0");
+    expect_error(acl_graph_create(0, &configs[0], &g), "at least one float");
+    if (acl_graph_create(20000, &configs[0], &g) != 0) {
+        printf("FAIL creating the error-case program: %s\n", acl_last_error());
+        failed++;
+        return;
+    }
+    const acl_tensor a = {0, 4, {1, 7, 7, 64}}, b = {4000, 4, {1, 7, 7, 32}},
+                     c = {6000, 4, {1, 7, 7, 3}}, far = {19950, 2, {10, 10}},
+                     deep = {0, 7, {1, 1, 1, 1, 1, 1}}, wide = {19000, 1, {64}};
+    const acl_tensor out96 = {8000, 4, {1, 7, 7, 96}}, cat_in[2] = {a, c};
+    expect_error(acl_graph_concat(g, 3, 2, cat_in, &out96),
+                 "concat: the inputs add up to 67 along axis 3 but the output has 96");
+    const acl_tensor cat_bad[2] = {a, {4000, 4, {1, 7, 6, 32}}};
+    expect_error(acl_graph_concat(g, 3, 2, cat_bad, &out96),
+                 "concat: input 1 has dims [1,7,6,32] but axis 3 needs the other dims of "
+                 "[1,7,7,96]");
+    expect_error(acl_graph_unary(g, ACL_UNARY_RELU, 0, 0, &far, &wide), "past the end of the arena");
+    expect_error(acl_graph_unary(g, ACL_UNARY_RELU, 0, 0, &deep, &deep), "rank 7");
+    expect_error(acl_graph_unary(g, 99, 0, 0, &a, &a), "unknown operation 99");
+    expect_error(acl_graph_unary(g, ACL_UNARY_SIGMOID, 0, 0, &a, &b), "sigmoid: output has dims");
+    expect_error(acl_graph_binary(g, ACL_BINARY_ADD, &a, &b, &a), "do not broadcast");
+    const acl_tensor shifted = {10, 4, {1, 7, 7, 64}};
+    expect_error(acl_graph_unary(g, ACL_UNARY_COPY, 0, 0, &a, &shifted), "overlaps");
+    const int perm_bad[4] = {0, 1, 1, 3};
+    expect_error(acl_graph_transpose(g, perm_bad, &a, &b), "perm[2] = 1");
+    const int pads[4] = {0, 0, 0, 0};
+    const acl_tensor pooled = {13000, 4, {1, 2, 2, 64}};
+    expect_error(acl_graph_pool(g, ACL_POOL_MAX, 2, 2, 2, 2, 1, 1, pads, 0, &a, &pooled),
+                 "max pool: output height is 2 but must be 3 (or 4 with ceil_mode)");
+    expect_error(acl_graph_pool(g, ACL_POOL_AVERAGE, 9, 2, 1, 1, 1, 1, pads, 0, &a, &pooled),
+                 "window height");
+    expect_error(acl_graph_lrn(g, 0, 1, 1, 1, &a, &out96), "lrn: size");
+    const int pad_neg[8] = {0, 0, -7, 0, 0, 0, 0, 0};
+    expect_error(acl_graph_pad(g, ACL_PAD_REFLECT, 0, pad_neg, &a, &out96), "empty");
+    float weights[64 * 8] = {0};
+    expect_error(acl_graph_matmul(g, "no-such-kernel", 64, 8, weights, NULL, &a, &b),
+                 "unknown micro-kernel");
+    acl_conv_shape shape = {.n = 1, .h = 7, .w = 7, .c = 32, .oc = 8, .kh = 1, .kw = 1,
+                            .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
+    const acl_tensor conv_out = {14000, 4, {1, 7, 7, 8}};
+    expect_error(acl_graph_conv(g, &shape, "reference", NULL, &configs[0], weights, NULL, &a, NULL,
+                                &conv_out),
+                 "conv: input has dims [1,7,7,64] but must have [1,7,7,32]");
+    expect_error(acl_graph_conv(g, &shape, "reference", NULL, &configs[0], weights, NULL, &b,
+                                &conv_out, &conv_out),
+                 "has_residual=0");
+    expect_error(acl_graph_conv(g, &shape, "no_such", NULL, &configs[0], weights, NULL, &b, NULL,
+                                &conv_out),
+                 "conv: unknown algorithm");
+    if (acl_graph_node_count(g) != 0) {
+        printf("FAIL rejected operations left %d nodes\n", acl_graph_node_count(g));
+        failed++;
+    }
+    acl_graph_destroy(g);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static void (*const op_cases[])(int big) = {
+    unary_case,   binary_case, pool_case,    global_average_pool_case, concat_case,
+    transpose_case, pad_case,  softmax_case, lrn_case,                 matmul_case,
+    conv_case,
+};
+#define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
+
+int main(int argc, char **argv)
+{
+    int cases = 200;
+    rng_state = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            rng_state = strtoull(argv[++i], NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--cases N] [--seed S]\n", argv[0]);
+            return 2;
+        }
+    }
+    check_errors();
+    chain_case();
+    /* `cases` random cases per operation, one in four big enough to be split. */
+    for (int i = 0; i < cases; i++)
+        for (int op = 0; op < NOPS; op++) op_cases[op](i % 4 == 3);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}

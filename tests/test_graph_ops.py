@@ -1,0 +1,391 @@
+"""Whole-model program operations (acltuner.engine.graph) against onnxruntime
+single-node models (NCHW models fed NHWC data transposed) or numpy; identical
+output under every core split; one-line errors."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from acltuner.engine import native
+from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.engine.graph import Graph, Tensor
+from acltuner.engine.native import EngineError
+from conv_oracle import ort_conv, rel_err
+
+EXACT = 1e-5          # one rounding per element or short sums
+TRANSCENDENTAL = 1e-4  # exp / pow, long dot products
+NCHW, NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+SPLITS = [((1,), 1), ((1, 1), 3), ((0, 1), 16), ((2, 1), 64)]
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _uniform(rng, shape, lo=-1.0, hi=1.0) -> np.ndarray:
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def ort_node(op: str, inputs: list[np.ndarray], consts: dict[str, np.ndarray] | None = None,
+             **attrs) -> np.ndarray:
+    """Output of one ONNX node: inputs X0, X1, ... then named constants."""
+    names = [f"X{i}" for i in range(len(inputs))]
+    consts = consts or {}
+    node = helper.make_node(op, names + list(consts), ["Y"], **attrs)
+    graph = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
+                     for n, a in zip(names, inputs)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    # An IR version onnxruntime accepts: onnx may default to a newer one.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, dict(zip(names, inputs)))[0]
+
+
+def run_node(add, inputs: list[np.ndarray], out_dims: list[tuple[int, ...]],
+             split=SPLITS[0], in_place: bool = False) -> list[np.ndarray]:
+    """Lays the inputs and outputs out in a fresh arena (a few floats apart, or
+    output 0 over input 0 when in_place), adds one node with add(g, ins, outs)
+    and returns the outputs after a run."""
+    offset, ins, outs = 0, [], []
+    for a in inputs:
+        ins.append(Tensor(offset, a.shape))
+        offset += a.size + 3
+    for i, dims in enumerate(out_dims):
+        if in_place and i == 0:
+            outs.append(ins[0])
+            continue
+        outs.append(Tensor(offset, dims))
+        offset += outs[-1].size + 3
+    with Graph(offset + 5, *split) as g:
+        g.arena[:] = np.nan  # unwritten outputs show
+        for t, a in zip(ins, inputs):
+            g.view(t)[...] = a
+        add(g, ins, outs)
+        times = g.run()
+        assert g.node_count == 1 and len(times) == 1 and times[0] >= 0
+        return [g.view(t).copy() for t in outs]
+
+
+def assert_close(got: np.ndarray, ref: np.ndarray, tol: float) -> None:
+    assert got.shape == ref.shape
+    assert rel_err(got, ref.astype(np.float32)) <= tol, rel_err(got, ref)
+
+
+# ---- unary / binary ----------------------------------------------------------------
+
+UNARY_CASES = [  # name, a, b, ONNX op, attributes, constant inputs, tolerance
+    ("relu", 0, 0, "Relu", {}, {}, EXACT),
+    ("clip", -1.5, 2.5, "Clip", {}, {"lo": np.float32(-1.5), "hi": np.float32(2.5)}, EXACT),
+    ("leaky_relu", 0.15, 0, "LeakyRelu", {"alpha": 0.15}, {}, EXACT),
+    ("sigmoid", 0, 0, "Sigmoid", {}, {}, TRANSCENDENTAL),
+    ("hard_sigmoid", 0.3, 0.4, "HardSigmoid", {"alpha": 0.3, "beta": 0.4}, {}, EXACT),
+    ("hard_swish", 0, 0, "HardSwish", {}, {}, EXACT),
+    ("copy", 0, 0, "Identity", {}, {}, EXACT),
+]
+
+
+@pytest.mark.parametrize("name,a,b,op,attrs,consts,tol", UNARY_CASES,
+                         ids=[c[0] for c in UNARY_CASES])
+@pytest.mark.parametrize("in_place", [False, True], ids=["out", "in_place"])
+def test_unary(name, a, b, op, attrs, consts, tol, in_place):
+    x = _uniform(_rng(), (2, 5, 7, 3), -8, 8)
+    (y,) = run_node(lambda g, i, o: g.unary(name, i[0], o[0], a, b), [x], [x.shape],
+                    in_place=in_place)
+    assert_close(y, ort_node(op, [x], consts, **attrs), tol)
+
+
+BROADCASTS = [
+    ((2, 3, 4, 5), (2, 3, 4, 5)),
+    ((2, 3, 4, 5), (1, 1, 1, 5)),  # per-channel
+    ((1, 1, 1, 5), (2, 3, 4, 5)),
+    ((1, 3, 1, 5), (2, 1, 4, 1)),
+    ((6,), (1,)),
+    ((2, 1, 3, 1, 2, 4), (1, 5, 3, 1, 1, 4)),
+]
+
+
+@pytest.mark.parametrize("name,op", [("add", "Add"), ("mul", "Mul"), ("sub", "Sub"),
+                                     ("div", "Div")])
+@pytest.mark.parametrize("sa,sb", BROADCASTS, ids=[f"{a}x{b}" for a, b in BROADCASTS])
+def test_binary(name, op, sa, sb):
+    rng = _rng(1)
+    a = _uniform(rng, sa)
+    b = np.sign(_uniform(rng, sb)) * _uniform(rng, sb, 0.5, 1.5)
+    out = np.broadcast_shapes(sa, sb)
+    (y,) = run_node(lambda g, i, o: g.binary(name, i[0], i[1], o[0]), [a, b], [out])
+    assert_close(y, ort_node(op, [a, b]), EXACT)
+
+
+def test_binary_in_place_over_a():
+    a, b = _uniform(_rng(2), (3, 4, 8)), _uniform(_rng(3), (1, 1, 8))
+    (y,) = run_node(lambda g, i, o: g.binary("mul", i[0], i[1], o[0]), [a, b], [a.shape],
+                    in_place=True)
+    assert_close(y, a * b, EXACT)
+
+
+# ---- pooling -----------------------------------------------------------------------
+
+POOLS = [  # op, kernel, strides, dilations, pads (t, l, b, r), ceil_mode, count_include_pad
+    ("max", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0, 0),  # ResNet stem
+    ("max", (3, 3), (2, 2), (1, 1), (0, 0, 0, 0), 1, 0),  # GoogLeNet / SqueezeNet ceil_mode
+    ("max", (2, 3), (1, 2), (2, 1), (1, 0, 1, 2), 0, 0),
+    ("max", (2, 2), (3, 3), (2, 2), (1, 1, 1, 1), 1, 0),
+    ("average", (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 0, 0),
+    ("average", (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 0, 1),
+    ("average", (2, 2), (2, 2), (1, 1), (0, 0, 1, 1), 1, 0),
+    ("average", (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 1, 1),
+    ("average", (2, 3), (2, 1), (2, 2), (1, 2, 0, 1), 0, 1),
+    ("average", (7, 7), (1, 1), (1, 1), (0, 0, 0, 0), 0, 0),
+]
+
+
+@pytest.mark.parametrize("op,kernel,strides,dilations,pads,ceil_mode,include", POOLS)
+def test_pool(op, kernel, strides, dilations, pads, ceil_mode, include):
+    x = _uniform(_rng(4), (2, 11, 13, 5))
+    attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dilations,
+             "pads": [pads[0], pads[1], pads[2], pads[3]], "ceil_mode": ceil_mode}
+    if op == "average":
+        attrs["count_include_pad"] = include
+    ref = ort_node("MaxPool" if op == "max" else "AveragePool",
+                   [np.ascontiguousarray(x.transpose(NCHW))], **attrs).transpose(NHWC)
+    (y,) = run_node(lambda g, i, o: g.pool(op, i[0], o[0], kernel, strides, dilations, pads,
+                                           bool(include)), [x], [ref.shape])
+    assert_close(y, ref, EXACT)
+
+
+def test_global_average_pool():
+    x = _uniform(_rng(5), (2, 7, 9, 70))
+    ref = ort_node("GlobalAveragePool", [np.ascontiguousarray(x.transpose(NCHW))])
+    (y,) = run_node(lambda g, i, o: g.global_average_pool(i[0], o[0]), [x], [(2, 1, 1, 70)])
+    assert_close(y, ref.transpose(NHWC), EXACT)
+
+
+# ---- data movement -------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [0, 1, 2, 3, -1])
+def test_concat(axis):
+    rng = _rng(6)
+    shapes = [[2, 3, 4, 5] for _ in range(3)]
+    for i, s in enumerate(shapes):
+        s[axis] = i + 1
+    xs = [_uniform(rng, s) for s in shapes]
+    ref = np.concatenate(xs, axis)
+    (y,) = run_node(lambda g, i, o: g.concat(axis, i, o[0]), xs, [ref.shape])
+    np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("perm", [NCHW, NHWC, (1, 0), (2, 0, 1), (3, 2, 1, 0),
+                                  (0, 1, 2, 3), (5, 1, 3, 0, 4, 2)])
+def test_transpose(perm):
+    x = _uniform(_rng(7), (2, 3, 4, 5, 2, 3)[:len(perm)])
+    (y,) = run_node(lambda g, i, o: g.transpose(perm, i[0], o[0]), [x],
+                    [x.transpose(perm).shape])
+    np.testing.assert_array_equal(y, x.transpose(perm))
+
+
+PADS = [  # mode, pads (begins, then ends) of an NHWC tensor
+    ("constant", (0, 1, 2, 0, 0, 2, 1, 0)),
+    ("constant", (1, -1, 0, 2, 0, 1, -2, 1)),  # negative pads crop
+    ("edge", (0, 2, 1, 0, 0, 1, 3, 0)),
+    ("reflect", (0, 2, 1, 0, 0, 3, 2, 0)),
+    ("reflect", (0, 0, 0, 1, 1, 0, 0, 2)),
+]
+
+
+@pytest.mark.parametrize("mode,pads", PADS)
+def test_pad(mode, pads):
+    x = _uniform(_rng(8), (2, 5, 6, 3))
+    ref = ort_node("Pad", [x], {"pads": np.array(pads, np.int64),
+                                "value": np.float32(0.75)}, mode=mode)
+    (y,) = run_node(lambda g, i, o: g.pad(mode, pads, i[0], o[0], 0.75), [x], [ref.shape])
+    np.testing.assert_array_equal(y, ref)
+
+
+def test_reflect_pad_wider_than_the_axis_bounces_like_numpy():
+    x = _uniform(_rng(9), (3, 4))
+    ref = np.pad(x, ((5, 7), (6, 2)), mode="reflect")
+    (y,) = run_node(lambda g, i, o: g.pad("reflect", (5, 6, 7, 2), i[0], o[0]), [x],
+                    [ref.shape])
+    np.testing.assert_array_equal(y, ref)
+
+
+# ---- softmax / LRN / matmul / conv --------------------------------------------------------
+
+@pytest.mark.parametrize("shape,scale", [((4, 10), 1.0), ((2, 3, 1000), 50.0), ((7,), 300.0)])
+def test_softmax(shape, scale):
+    x = _uniform(_rng(10), shape) * np.float32(scale)
+    (y,) = run_node(lambda g, i, o: g.softmax(i[0], o[0]), [x], [x.shape])
+    assert_close(y, ort_node("Softmax", [x], axis=-1), TRANSCENDENTAL)
+
+
+def lrn_spec(x: np.ndarray, size: int, alpha: float, beta: float, bias: float) -> np.ndarray:
+    """ONNX's LRN formula over the innermost axis, in float64."""
+    c = x.shape[-1]
+    sq = np.zeros(x.shape)
+    for ch in range(c):
+        lo, hi = max(0, ch - (size - 1) // 2), min(c - 1, ch + size // 2)
+        sq[..., ch] = np.sum(x[..., lo:hi + 1].astype(np.float64) ** 2, axis=-1)
+    return x / (bias + alpha / size * sq) ** beta
+
+
+@pytest.mark.parametrize("size,alpha,beta,bias", [(5, 1e-4, 0.75, 1.0), (4, 0.5, 0.6, 2.0),
+                                                  (3, 2.0, 1.0, 1.5), (1, 0.3, 0.5, 1.0)])
+def test_lrn(size, alpha, beta, bias):
+    x = _uniform(_rng(11), (2, 5, 6, 17), -3, 3)
+    if size % 2:
+        ref = ort_node("LRN", [np.ascontiguousarray(x.transpose(NCHW))], size=size, alpha=alpha,
+                       beta=beta, bias=bias).transpose(NHWC)
+    else:  # onnxruntime takes odd sizes only (and onnx.reference sums over the wrong axis)
+        ref = lrn_spec(x, size, alpha, beta, bias)
+    (y,) = run_node(lambda g, i, o: g.lrn(size, i[0], o[0], alpha, beta, bias), [x],
+                    [x.shape])
+    assert_close(y, ref, TRANSCENDENTAL)
+
+
+def _kn(uk: native.UkernelInfo) -> tuple[int, int]:
+    """A K and N the micro-kernel accepts."""
+    k = min(uk.kmax, 37) if uk.kmax else 150
+    return max(k, uk.kmin + 1), uk.n_multiple * max(1, 40 // uk.n_multiple)
+
+
+@pytest.mark.parametrize("uk", native.ukernels(), ids=lambda u: u.name)
+@pytest.mark.parametrize("lead", [(1,), (37,), (3, 5)])
+def test_matmul(uk, lead):
+    rng = _rng(12)
+    k, n = _kn(uk)
+    x, b, bias = _uniform(rng, (*lead, k)), _uniform(rng, (k, n)), _uniform(rng, (n,))
+    ref = (x.astype(np.float64) @ b + bias) if len(lead) > 1 else ort_node(
+        "Gemm", [x.reshape(-1, k)], {"B": b, "C": bias}).reshape(*lead, n)
+    (y,) = run_node(lambda g, i, o: g.matmul(uk.name, b, bias, i[0], o[0]), [x],
+                    [(*lead, n)])
+    assert_close(y, ref, TRANSCENDENTAL)
+
+
+CONVS = [
+    ConvShape(1, 9, 9, 8, 16, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1,
+              act="relu", has_residual=True),
+    ConvShape(2, 8, 7, 12, 12, 3, 3, stride_h=2, stride_w=2, pad_top=1, pad_left=1, group=12,
+              act="clip", act_min=-0.5, act_max=0.5),
+    ConvShape(1, 6, 6, 16, 24, 1, 1),
+]
+
+
+@pytest.mark.parametrize("shape", CONVS, ids=["3x3_residual", "depthwise_s2", "1x1"])
+def test_conv(shape):
+    rng = _rng(13)
+    x, w = _uniform(rng, shape.input_shape), _uniform(rng, shape.weight_shape)
+    bias = _uniform(rng, (shape.oc,))
+    inputs = [x] + ([_uniform(rng, shape.output_shape)] if shape.has_residual else [])
+    ref = ort_conv(shape, x, w, bias, inputs[1] if shape.has_residual else None)
+    algorithms = [(a, uk.name if native.uses_ukernel(a) else None) for a in native.algorithms()
+                  for uk in native.ukernels()]
+    tried = 0
+    for algorithm, ukernel in dict.fromkeys(algorithms):
+        if native.check(shape, algorithm, ukernel) is not None:
+            continue
+        config = ExecConfig(algorithm, ukernel, (1,), 4)
+        (y,) = run_node(lambda g, i, o: g.conv(shape, config, w, bias, i[0], o[0],
+                                               i[1] if shape.has_residual else None),
+                        inputs, [shape.output_shape])
+        assert rel_err(y, ref) <= TRANSCENDENTAL, (algorithm, ukernel, rel_err(y, ref))
+        tried += 1
+    assert tried >= 2
+
+
+# ---- splits, programs, errors ----------------------------------------------------------
+
+def _big_cases():
+    rng = _rng(14)
+    x, b = _uniform(rng, (2, 40, 40, 32)), _uniform(rng, (32, 16))
+    return {
+        "unary": ([x], [x.shape], lambda g, i, o: g.unary("sigmoid", i[0], o[0])),
+        "binary": ([x, _uniform(rng, (1, 1, 1, 32))], [x.shape],
+                   lambda g, i, o: g.binary("add", i[0], i[1], o[0])),
+        "pool": ([x], [(2, 20, 20, 32)],
+                 lambda g, i, o: g.pool("average", i[0], o[0], (3, 3), (2, 2), (1, 1),
+                                        (1, 1, 1, 1))),
+        "gap": ([x], [(2, 1, 1, 32)], lambda g, i, o: g.global_average_pool(i[0], o[0])),
+        "concat": ([x, x[..., :8].copy()], [(2, 40, 40, 40)],
+                   lambda g, i, o: g.concat(3, i, o[0])),
+        "transpose": ([x], [(2, 32, 40, 40)], lambda g, i, o: g.transpose(NCHW, i[0], o[0])),
+        "pad": ([x], [(2, 43, 42, 32)],
+                lambda g, i, o: g.pad("reflect", (0, 1, 1, 0, 0, 2, 1, 0), i[0], o[0])),
+        "softmax": ([x], [x.shape], lambda g, i, o: g.softmax(i[0], o[0])),
+        "lrn": ([x], [x.shape], lambda g, i, o: g.lrn(5, i[0], o[0])),
+        "matmul": ([x], [(2, 40, 40, 16)],
+                   lambda g, i, o: g.matmul(_hybrid().name, b, None, i[0], o[0])),
+    }
+
+
+def _hybrid() -> native.UkernelInfo:
+    return next(u for u in native.ukernels() if u.style == "hybrid")
+
+
+@pytest.mark.skipif(native.cpu_count() < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("name", list(_big_cases()))
+def test_core_splits_give_identical_output(name):
+    inputs, outs, add = _big_cases()[name]
+    results = [run_node(add, inputs, outs, split)[0] for split in SPLITS]
+    for other in results[1:]:
+        assert np.array_equal(results[0], other, equal_nan=True)
+    assert not np.isnan(results[0]).any()
+
+
+def test_program_of_several_nodes_runs_in_order():
+    x = _uniform(_rng(16), (1, 4, 4, 8))
+    xt, r, s, y = (Tensor(0, x.shape), Tensor(200, x.shape), Tensor(400, x.shape),
+                   Tensor(600, (1, 8, 4, 4)))
+    with Graph(800, (1,), 2) as g:
+        g.view(xt)[...] = x
+        # Keywords as the compiler (acltuner.runtime) passes them.
+        g.unary(op="relu", x=xt, out=r, a=0.0, b=0.0)
+        g.binary(op="add", a=r, b=xt, out=s)
+        g.transpose(perm=NCHW, x=s, out=y)
+        times = g.run()
+        assert g.node_count == 3 and len(times) == 3 and min(times) >= 0
+        np.testing.assert_array_equal(g.view(y), (np.maximum(x, 0) + x).transpose(NCHW))
+
+
+BAD = {
+    "concat": (lambda g: g.concat(3, [Tensor(0, (1, 7, 7, 32)), Tensor(2000, (1, 7, 6, 32))],
+                                  Tensor(5000, (1, 7, 7, 64))),
+               "concat: input 1 has dims [1,7,6,32] but axis 3 needs the other dims of "
+               "[1,7,7,64]"),
+    "arena": (lambda g: g.unary("relu", Tensor(9990, (4, 5)), Tensor(0, (4, 5))),
+              "relu: input [4,5] at offset 9990 runs past the end of the arena"),
+    "broadcast": (lambda g: g.binary("add", Tensor(0, (2, 3)), Tensor(10, (3, 2)),
+                                     Tensor(20, (2, 3))), "add: a [2,3] and b [3,2]"),
+    "overlap": (lambda g: g.transpose((1, 0), Tensor(0, (4, 5)), Tensor(10, (5, 4))),
+                "transpose: the output [10, 30) overlaps the input [0, 20)"),
+    "pool": (lambda g: g.pool("max", Tensor(0, (1, 8, 8, 4)), Tensor(500, (1, 5, 4, 4)), (2, 2),
+                              (2, 2)), "max pool: output height is 5 but must be 4"),
+    "conv": (lambda g: g.conv(ConvShape(1, 8, 8, 4, 4, 1, 1), ExecConfig("reference", None,
+                                                                         (1,), 1),
+                              np.zeros((4, 4, 1, 1), np.float32), None, Tensor(0, (1, 8, 8, 3)),
+                              Tensor(1000, (1, 8, 8, 4))),
+             "conv: input has dims [1,8,8,3] but must have [1,8,8,4]"),
+    "matmul": (lambda g: g.matmul(_hybrid().name, np.zeros((8, 16), np.float32), None,
+                                  Tensor(0, (3, 9)), Tensor(100, (3, 16))),
+               "matmul: input has dims [3,9] but its innermost dim must be K = 8"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_errors_are_one_line(name):
+    add, message = BAD[name]
+    with Graph(10000, (1,), 1) as g:
+        with pytest.raises(EngineError) as err:
+            add(g)
+        assert message in str(err.value) and "\n" not in str(err.value)
+        assert g.node_count == 0
+
+
+def test_closed_graph_refuses_work():
+    g = Graph(10, (1,), 1)
+    g.close()
+    with pytest.raises(EngineError, match="closed"):
+        g.run()

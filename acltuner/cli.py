@@ -32,13 +32,14 @@ def main() -> None:
       acltuner zoo resnet18 -o resnet18.onnx          a model to try (or bring your own)
       acltuner tasks resnet18.onnx                    its convolutions, merged into tasks
       acltuner tune resnet18.onnx -o r18.plan.json    search every task on this board
+      acltuner run r18.plan.json --check              run the whole model with its plan
       acltuner records stats ~/.cache/acltuner/records.jsonl
 
     \b
     Also:
       acltuner board list | show NAME | detect        the boards acltuner knows
       acltuner engine list                            what this build of the engine can run
-      acltuner bench gemm | conv | search             benchmarks (ratios, side by side)
+      acltuner bench gemm | conv | search | compare   benchmarks (ratios, side by side)
     """
 
 
@@ -127,6 +128,37 @@ def bench_search(seeds: int) -> None:
     """
     from acltuner.bench import search
     search.run(seeds)
+
+
+@bench.command("compare")
+@click.option("--models", default="resnet18,resnet50,resnet101,alexnet,vgg16,googlenet,"
+              "mobilenetv2,resnetxy", show_default=True, help="Comma-separated zoo models.")
+@click.option("--trials", default=100, show_default=True, type=click.IntRange(1),
+              help="Measurements per task for the tuned plans.")
+@click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
+              help="Timed runs per model and engine.")
+@click.option("--board", "board_name", default="host", show_default=True,
+              help="Board to tune for (this machine).")
+@click.option("--out", "out_dir", default="bench-results", show_default=True,
+              help="Folder for the models, plans, compare.csv and compare.md.")
+@click.option("--records", "records_path", default=None,
+              help="Records file [default: OUT/records.jsonl].")
+def bench_compare(models, trials, repeat, board_name, out_dir, records_path) -> None:
+    """The paper's Table 2 on this machine: onnxruntime vs our engine.
+
+    For each zoo model: onnxruntime (default optimisations, the better of 1
+    and 2 intra-op threads), the ArmNN-rule default plan, and the tuned plan,
+    each timed in a fresh process (with its peak memory).  Writes CSV and
+    markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
+    is onnxruntime's time over the tuned plan's, geometric mean (above 1: we
+    are faster).
+    """
+    from pathlib import Path
+
+    from acltuner.bench import compare
+    out = Path(out_dir)
+    compare.run([m for m in models.split(",") if m], trials, repeat, out, board_name,
+                Path(records_path) if records_path else out / "records.jsonl")
 
 
 @main.group(cls=_Group)
@@ -441,6 +473,77 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
         raise SystemExit(130) from None
+
+
+# The largest relative difference from onnxruntime `run --check` accepts.
+CHECK_TOLERANCE = 1e-3
+
+
+@main.command("run")
+@click.argument("plan_path", metavar="PLAN.json")
+@click.argument("files", nargs=-1, metavar="[F.npy ...]")
+@click.option("--input", "named", multiple=True, metavar="NAME=F.npy",
+              help="The file for a model input (repeatable); plain F.npy arguments fill the "
+                   "other inputs in the model's order.  Default: seeded random inputs.")
+@click.option("--output", "output_path", default=None, metavar="F.npy",
+              help="Save the output (.npy; a model with several outputs: an .npz by name).")
+@click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
+              help="Timed runs.")
+@click.option("--warmup", default=3, show_default=True, type=click.IntRange(0),
+              help="Untimed runs first.")
+@click.option("--check", is_flag=True,
+              help="Compare the outputs with onnxruntime running the original model; fail "
+                   "above 1e-3 relative difference.")
+@click.option("--profile", is_flag=True, help="Time per node, slowest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--board", "board_name", default=None, metavar="NAME|FILE",
+              help="The board running the plan (default: the plan's own board).")
+@click.option("--force", is_flag=True,
+              help="Run a plan whose model, board or engine differ, with warnings.")
+def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as_json,
+        board_name, force):
+    """Run a plan's whole model natively with its tuned convolutions.
+
+    Every convolution runs with the plan's config; the other operators run on
+    all the board's cores; nodes the engine does not cover run through
+    onnxruntime (listed as delegated).  Prints the latency (median, p10, p90),
+    the peak RSS and, with --check, the largest difference from onnxruntime:
+    max |diff| / max |reference|.
+
+    \b
+    Examples:
+      acltuner run resnet18.plan.json --check
+      acltuner run model.plan.json image.npy --output logits.npy --profile
+    """
+    import numpy as np
+
+    from acltuner.runtime import load
+    from acltuner.runtime.inputs import random_inputs, read_inputs
+    from acltuner.runtime.measure import check as compare, peak_rss_mb, time_runs
+    from acltuner.runtime.profile import summarize
+    from acltuner.runtime.report import render_json, render_text
+    program = load(plan_path, force=force, board=board_name)
+    for warning in program.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    inputs = read_inputs(program, list(named), list(files)) or random_inputs(program)
+    latency, outputs = time_runs(program, inputs, repeat, warmup)
+    diff = None
+    if check:
+        diff = compare(program.plan.model_path, inputs, outputs)
+    if output_path:
+        if len(outputs) == 1:
+            np.save(output_path, next(iter(outputs.values())))
+        else:
+            np.savez(output_path, **outputs)
+    nodes = summarize(latency.profiles)
+    if as_json:
+        click.echo(render_json(latency, peak_rss_mb(), program, nodes, diff, profile))
+    else:
+        click.echo(render_text(latency, repeat, warmup, peak_rss_mb(), program, nodes, diff,
+                               profile))
+    if diff is not None and diff.max_rel > CHECK_TOLERANCE:
+        raise click.ClickException(f"check failed: max relative difference {diff.max_rel:.3g} "
+                                   f"> {CHECK_TOLERANCE:g}")
 
 
 if __name__ == "__main__":

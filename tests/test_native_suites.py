@@ -1,6 +1,7 @@
 """The engine's own C test programs (test_gemm: every micro-kernel through the
-macro-kernel; test_conv: every algorithm x micro-kernel against the reference),
-built and run natively and, for the NEON family, under qemu."""
+macro-kernel; test_conv: every algorithm x micro-kernel against the reference;
+test_graph: every whole-model operation against naive loops), built and run
+natively and, for the NEON family, under qemu."""
 from __future__ import annotations
 
 import re

@@ -17,7 +17,7 @@ class ConvAttributeError(ValueError):
     """A Conv node that acltuner cannot express; the message names the node."""
 
 
-def _same_pads(size: int, kernel: int, stride: int, dilation: int, lower: bool) -> tuple[int, int]:
+def same_pads(size: int, kernel: int, stride: int, dilation: int, lower: bool) -> tuple[int, int]:
     out = -(-size // stride)
     eff = dilation * (kernel - 1) + 1
     total = max(0, (out - 1) * stride + eff - size)
@@ -50,8 +50,8 @@ def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[i
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         lower = auto_pad == "SAME_LOWER"
-        top, bottom = _same_pads(h, kh, sh, dh, lower)
-        left, right = _same_pads(w, kw, sw, dw, lower)
+        top, bottom = same_pads(h, kh, sh, dh, lower)
+        left, right = same_pads(w, kw, sw, dw, lower)
     elif auto_pad == "VALID":
         top = left = bottom = right = 0
     elif auto_pad == "NOTSET":

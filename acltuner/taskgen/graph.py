@@ -24,7 +24,7 @@ from acltuner.taskgen.model import ModelError
 
 # The engine's activation bounds are finite floats: a missing Clip bound is +-FLT_MAX.
 FLT_MAX = 3.4e38
-_DEFAULT_DOMAINS = ("", "ai.onnx")
+DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 @dataclass
@@ -39,21 +39,21 @@ class ConvNode:
     fused: list[str] = field(default_factory=list)
 
 
-def _name(node: onnx.NodeProto) -> str:
+def node_name(node: onnx.NodeProto) -> str:
     return node.name or node.output[0]
 
 
 def _is(node: onnx.NodeProto | None, op: str) -> bool:
-    return node is not None and node.op_type == op and node.domain in _DEFAULT_DOMAINS
+    return node is not None and node.op_type == op and node.domain in DEFAULT_DOMAINS
 
 
-class _Graph:
+class OnnxGraph:
     """Consumers, constants and inferred types of a model's main graph."""
 
     def __init__(self, model: onnx.ModelProto):
         graph = model.graph
         self.opset = next((o.version for o in model.opset_import
-                           if o.domain in _DEFAULT_DOMAINS), 1)
+                           if o.domain in DEFAULT_DOMAINS), 1)
         self.outputs = {o.name for o in graph.output}
         self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
         for node in graph.node:
@@ -61,7 +61,7 @@ class _Graph:
                 if t:
                     self.consumers[t].append(node)
             # A subgraph (If, Loop) may read any outer tensor: count it as a consumer.
-            for t in _subgraph_names(node):
+            for t in subgraph_names(node):
                 self.consumers[t].append(node)
         self.constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
         for node in graph.node:
@@ -90,17 +90,17 @@ class _Graph:
         return users[0] if len(users) == 1 and t not in self.outputs else None
 
 
-def _subgraph_names(node: onnx.NodeProto) -> set[str]:
+def subgraph_names(node: onnx.NodeProto) -> set[str]:
     names: set[str] = set()
     for attr in node.attribute:
         for g in [attr.g] if attr.HasField("g") else list(attr.graphs):
             for n in g.node:
                 names.update(t for t in n.input if t)
-                names |= _subgraph_names(n)
+                names |= subgraph_names(n)
     return names
 
 
-def _bn_affine(g: _Graph, bn: onnx.NodeProto, oc: int) -> tuple[np.ndarray, np.ndarray] | None:
+def bn_affine(g: OnnxGraph, bn: onnx.NodeProto, oc: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(scale, shift) of an inference BatchNormalization with per-channel constants, else None."""
     attrs = {a.name: helper.get_attribute_value(a) for a in bn.attribute}
     # training_mode / is_test=0 (opset < 7) / extra outputs: statistics are computed, not constant;
@@ -116,14 +116,14 @@ def _bn_affine(g: _Graph, bn: onnx.NodeProto, oc: int) -> tuple[np.ndarray, np.n
     return scale, beta - mean * scale
 
 
-def _scalar(g: _Graph, t: str, default: float) -> float | None:
+def _scalar(g: OnnxGraph, t: str, default: float) -> float | None:
     if not t:
         return default
     c = g.constants.get(t)
     return float(c.reshape(-1)[0]) if c is not None and c.size == 1 else None
 
 
-def _clip_bounds(g: _Graph, clip: onnx.NodeProto) -> tuple[float, float] | None:
+def clip_bounds(g: OnnxGraph, clip: onnx.NodeProto) -> tuple[float, float] | None:
     """Clip's (min, max) clamped to +-FLT_MAX; None when a bound is not a constant."""
     if g.opset < 11:
         attrs = {a.name: helper.get_attribute_value(a) for a in clip.attribute}
@@ -137,19 +137,19 @@ def _clip_bounds(g: _Graph, clip: onnx.NodeProto) -> tuple[float, float] | None:
     return (lo, hi) if lo <= hi else None
 
 
-def _constant(g: _Graph, node: onnx.NodeProto, index: int, what: str) -> np.ndarray | None:
+def _constant(g: OnnxGraph, node: onnx.NodeProto, index: int, what: str) -> np.ndarray | None:
     t = node.input[index] if len(node.input) > index else ""
     if not t:
         return None
     if t not in g.constants:
-        raise ModelError(f"Conv node '{_name(node)}': {what} '{t}' is not a constant "
+        raise ModelError(f"Conv node '{node_name(node)}': {what} '{t}' is not a constant "
                          f"(initializer or Constant node); only fixed weights can be tuned")
     return g.constants[t].astype(np.float32)
 
 
-def _conv_node(g: _Graph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
+def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
     """The node with its fused epilogue, or why it is not tunable."""
-    name, x = _name(node), node.input[0]
+    name, x = node_name(node), node.input[0]
     rank = g.rank(x)
     if rank is not None and rank != 4:
         return f"Conv node '{name}': {rank - 2}-D convolution, not tunable (left to onnxruntime)"
@@ -165,12 +165,12 @@ def _conv_node(g: _Graph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode |
     out = node.output[0]
 
     bn = g.sole_consumer(out)
-    affine = _bn_affine(g, bn, weight.shape[0]) if _is(bn, "BatchNormalization") else None
+    affine = bn_affine(g, bn, weight.shape[0]) if _is(bn, "BatchNormalization") else None
     if affine is not None:
         scale, shift = affine
         weight = (weight * scale[:, None, None, None]).astype(np.float32)
         bias = ((0.0 if bias is None else bias) * scale + shift).astype(np.float32)
-        fused.append(_name(bn))
+        fused.append(node_name(bn))
         out = bn.output[0]
 
     residual = None
@@ -182,17 +182,17 @@ def _conv_node(g: _Graph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode |
             # Add(a, b) of two convolutions: only the first one claims it.
             claimed.add(add.output[0])
             residual = other
-            fused.append(_name(add))
+            fused.append(node_name(add))
             out = add.output[0]
 
     act, bounds = "none", (0.0, 0.0)
     act_node = g.sole_consumer(out)
     if _is(act_node, "Relu"):
         act = "relu"
-    elif _is(act_node, "Clip") and (clip := _clip_bounds(g, act_node)) is not None:
+    elif _is(act_node, "Clip") and (clip := clip_bounds(g, act_node)) is not None:
         act, bounds = "clip", clip
     if act != "none":
-        fused.append(_name(act_node))
+        fused.append(node_name(act_node))
         out = act_node.output[0]
 
     shape = conv_shape(node, x_shape, weight.shape, act=act, act_min=bounds[0],
@@ -203,7 +203,7 @@ def _conv_node(g: _Graph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode |
 def conv_nodes(model: onnx.ModelProto) -> tuple[list[ConvNode], list[str]]:
     """Every tunable Conv of a shape-inferred model in graph order, and one line
     for each Conv that is not tunable."""
-    g = _Graph(model)
+    g = OnnxGraph(model)
     nodes: list[ConvNode] = []
     skipped: list[str] = []
     claimed: set[str] = set()

@@ -1,0 +1,115 @@
+"""`acltuner bench compare`: the paper's Table 2 on this machine.
+
+For each zoo model, side by side in one run: onnxruntime (default graph
+optimisations, the better of 1 and 2 intra-op threads), our engine with the
+ArmNN-rule default plan, and our engine with the tuned plan.  Each is timed in
+a fresh process of its own, so that its peak memory is its own.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from acltuner.zoo import MODELS
+
+_ORT_PROBE = """
+import json, resource, statistics, sys, time
+import numpy as np, onnxruntime as ort
+path, threads, repeat, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+opts = ort.SessionOptions()
+opts.intra_op_num_threads = threads
+sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+inp = sess.get_inputs()[0]
+x = np.random.default_rng(0).standard_normal(inp.shape, dtype=np.float32)
+for _ in range(warmup):
+    sess.run(None, {inp.name: x})
+times = []
+for _ in range(repeat):
+    t = time.perf_counter(); sess.run(None, {inp.name: x}); times.append(time.perf_counter() - t)
+print(json.dumps({"median_ms": 1e3 * statistics.median(times),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _call(cmd: list[str]) -> str:
+    """Runs cmd; its stdout, or a ValueError with the last line it printed on stderr."""
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ValueError(f"'{' '.join(cmd[2:5])} ...' failed: {last}")
+    return out.stdout
+
+
+def _json_run(cmd: list[str]) -> dict:
+    return json.loads(_call(cmd).strip().splitlines()[-1])
+
+
+def _acltuner(*args: str) -> list[str]:
+    return [sys.executable, "-m", "acltuner.cli", *args]
+
+
+def onnxruntime_best(model: Path, repeat: int, warmup: int) -> dict:
+    runs = [_json_run([sys.executable, "-c", _ORT_PROBE, str(model), str(t), str(repeat),
+                       str(warmup)]) for t in (1, 2)]
+    return min(runs, key=lambda r: r["median_ms"])
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def run(models: list[str], trials: int, repeat: int, out_dir: Path, board: str,
+        records: Path) -> float:
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise ValueError(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in models:
+        model = out_dir / f"{name}.onnx"
+        if not model.exists():
+            _call(_acltuner("zoo", name, "-o", str(model)))
+        default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
+        common = ["--board", board, "--records", str(records)]
+        _call(_acltuner("tune", str(model), "-o", str(default_plan), "--strategy", "default",
+                        *common))
+        click.echo(f"tuning {name} ({trials} trials per task)...", err=True)
+        _call(_acltuner("tune", str(model), "-o", str(tuned_plan), "--trials", str(trials),
+                        *common))
+        tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
+        timing = ["--json", "--repeat", str(repeat), "--warmup", "3"]
+        ort = onnxruntime_best(model, repeat, 3)
+        default = _json_run(_acltuner("run", str(default_plan), *timing))
+        tuned = _json_run(_acltuner("run", str(tuned_plan), *timing))
+        rows.append({
+            "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
+            "tuned_ms": tuned["median_ms"], "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
+            "tuned_vs_default": default["median_ms"] / tuned["median_ms"], "tuning_s": tuning_s,
+            "onnxruntime_rss_mb": ort["peak_rss_mb"], "tuned_rss_mb": tuned["peak_rss_mb"]})
+        click.echo(f"  {name}: onnxruntime {ort['median_ms']:.1f} ms, default "
+                   f"{default['median_ms']:.1f} ms, tuned {tuned['median_ms']:.1f} ms", err=True)
+    with (out_dir / "compare.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    vs_ort = _geomean([r["tuned_vs_onnxruntime"] for r in rows])
+    vs_default = _geomean([r["tuned_vs_default"] for r in rows])
+    lines = ["| model | onnxruntime ms | default plan ms | tuned ms | tuned vs ORT | tuned vs "
+             "default | tuning s | ORT peak MB | tuned peak MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['onnxruntime_ms']:.1f} | {r['default_ms']:.1f} | "
+              f"{r['tuned_ms']:.1f} | {r['tuned_vs_onnxruntime']:.2f}x | "
+              f"{r['tuned_vs_default']:.2f}x | {r['tuning_s']:.0f} | "
+              f"{r['onnxruntime_rss_mb']:.0f} | {r['tuned_rss_mb']:.0f} |" for r in rows]
+    lines.append(f"| geomean | | | | {vs_ort:.2f}x | {vs_default:.2f}x | | | |")
+    table = "\n".join(lines)
+    (out_dir / "compare.md").write_text(table + "\n")
+    click.echo(table)
+    click.echo(f"geomean_vs_onnxruntime: {vs_ort:.3f}")
+    return vs_ort

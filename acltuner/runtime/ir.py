@@ -1,0 +1,90 @@
+"""What lowering produces: native operations over arena buffers, and the
+delegated segments between them.
+
+A Buffer is a region of a native stage's arena (placed by arena.py); a Value is
+an ONNX tensor as stored in a buffer: its ONNX shape and layout.  Aliases
+(Reshape, Flatten, Dropout...) are several Values of one Buffer, so liveness
+is tracked per buffer.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+from acltuner.runtime.layout import Perm, permuted
+
+
+@dataclass(eq=False)
+class Buffer:
+    floats: int
+    constant: np.ndarray | None = None  # contents of a constant, in arena order
+    offset: int = -1  # in floats, set by arena planning
+
+
+@dataclass(eq=False)
+class Value:
+    buffer: Buffer
+    shape: tuple[int, ...]  # ONNX order
+    perm: Perm  # the arena holds the ONNX tensor transposed by perm
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape as laid out in the arena."""
+        return permuted(self.shape, self.perm)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(eq=False)
+class Op:
+    """One call of the native graph API: `kind` is the method, `tensors` its
+    tensor arguments by parameter name ("out" is written, the rest read),
+    `args` the others.  `node` and `what` label it in profiles."""
+    kind: str
+    node: str
+    what: str
+    tensors: dict[str, Value | list[Value] | None]
+    args: dict = field(default_factory=dict)
+
+    @property
+    def out(self) -> Value:
+        return self.tensors["out"]
+
+    @property
+    def reads(self) -> list[Value]:
+        found: list[Value] = []
+        for name, t in self.tensors.items():
+            if name != "out" and t is not None:
+                found.extend(t if isinstance(t, list) else [t])
+        return found
+
+
+@dataclass(eq=False)
+class NativeStage:
+    """Operations run by one native graph.  imports are tensors copied in from
+    the host before it runs (graph inputs, results of earlier stages); exports
+    are copied out after it (graph outputs, inputs of later stages)."""
+    ops: list[Op] = field(default_factory=list)
+    imports: dict[str, Value] = field(default_factory=dict)
+    exports: dict[str, Value] = field(default_factory=dict)
+    # Every ONNX tensor lowered here, by name: its Values in each layout made so far.
+    values: dict[str, list[Value]] = field(default_factory=dict)
+    constants: list[Buffer] = field(default_factory=list)
+    # Named constants placed so far, by (name, rank, layout).
+    constant_values: dict[tuple, Value] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class DelegatedSegment:
+    """Consecutive nodes run by onnxruntime as one sub-model."""
+    nodes: list[onnx.NodeProto]
+    inputs: list[str]
+    outputs: list[str]
+
+
+Stage = NativeStage | DelegatedSegment

@@ -1,0 +1,231 @@
+"""Lowering: an ONNX model and its plan -> native stages and delegated segments.
+
+The model is walked in graph order.  Convolutions come from taskgen's
+conv_nodes (with their BatchNormalization, residual Add and Relu/Clip fused)
+and run with the plan's config; other nodes go through the operator table
+(ops/); a node the table does not cover joins the current run of delegated
+nodes, which becomes one onnxruntime segment, and ends the native stage
+before it (a native graph runs all its operations at once).
+
+Layouts: new 4-D activations are NHWC; every tensor keeps the layout it was
+made in, and a transpose is inserted only when a consumer needs another one
+(a convolution reading a tensor rebuilt by Reshape, a Flatten of a feature
+map...), once per tensor and layout.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from acltuner.engine import native
+from acltuner.engine.config import ExecConfig
+from acltuner.runtime import ops
+from acltuner.runtime.ir import Buffer, DelegatedSegment, NativeStage, Op, Stage, Value
+from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
+from acltuner.taskgen.graph import DEFAULT_DOMAINS, ConvNode, OnnxGraph, node_name, subgraph_names, \
+    conv_nodes
+
+# The native graph API's largest rank.
+MAX_RANK = 6
+
+
+class Lowering:
+    """The stages built so far and the tensors of the current native stage."""
+
+    def __init__(self, model: onnx.ModelProto):
+        self.g = OnnxGraph(model)
+        self.stages: list[Stage] = []
+        self.stage = NativeStage()
+        self.producer: dict[str, NativeStage] = {}  # tensors computed natively, by stage
+
+    # Tensors of the current stage.
+
+    def _register(self, name: str, value: Value) -> Value:
+        self.stage.values.setdefault(name, []).append(value)
+        return value
+
+    def _produce(self, name: str, value: Value) -> Value:
+        """`value` is tensor `name`, computed by this stage."""
+        self.producer[name] = self.stage
+        return self._register(name, value)
+
+    def _export(self, name: str) -> None:
+        """Tensor `name` is needed on the host: the native stage computing it (if
+        one did) copies it out after running."""
+        stage = self.producer.get(name)
+        if stage is not None:
+            stage.exports[name] = stage.values[name][0]
+
+    def _import(self, name: str) -> Value:
+        """A tensor computed before this stage: copied in from the host at run time."""
+        self._export(name)
+        dims = self.g.static_shape(name)
+        value = Value(Buffer(math.prod(dims)), dims, preferred(len(dims)))
+        self.stage.imports[name] = value
+        return self._register(name, value)
+
+    def get(self, name: str, perm: Perm | None = None) -> Value:
+        """Tensor `name` in layout `perm` (None: any), transposed now if needed."""
+        if name in self.g.constants:
+            return self.operand(name, self.g.constants[name].ndim, perm)
+        values = self.stage.values.get(name) or [self._import(name)]
+        if perm is None:
+            return values[0]
+        for v in values:
+            if v.perm == perm:
+                return v
+        return self._register(name, self.convert(values[0], perm, f"{name} (layout)"))
+
+    def convert(self, value: Value, perm: Perm, label: str) -> Value:
+        """`value` in layout `perm`: the same buffer when that moves no data."""
+        q = then(inverse(value.perm), perm)
+        if same_memory(value.dims, q):
+            return Value(value.buffer, value.shape, perm)
+        out = Value(Buffer(value.size), value.shape, perm)
+        self.emit("transpose", label, "transpose", {"x": value, "out": out}, perm=q)
+        return out
+
+    def operand(self, name: str, rank: int, perm: Perm | None) -> Value:
+        """Tensor `name` broadcast to `rank` (leading 1s, as numpy) in layout `perm`
+        (None: any)."""
+        if name in self.g.constants:
+            perm = identity(rank) if perm is None else perm
+            key = (name, rank, perm)  # each constant once per stage and layout
+            if key not in self.stage.constant_values:
+                data = self.g.constants[name]
+                padded = data.reshape((1,) * (rank - data.ndim) + data.shape)
+                self.stage.constant_values[key] = self.constant(padded, perm)
+            return self.stage.constant_values[key]
+        value = self.get(name)
+        if len(value.shape) == rank:
+            return self.get(name, perm)
+        plain = self.get(name, identity(len(value.shape)))
+        padded = (1,) * (rank - len(plain.shape)) + plain.shape
+        return self.convert(Value(plain.buffer, padded, identity(rank)), perm,
+                            f"{name} (broadcast layout)")
+
+    def constant(self, data: np.ndarray, perm: Perm) -> Value:
+        """A constant in the arena (float32, laid out in `perm`), for the program's lifetime."""
+        data = np.asarray(data, dtype=np.float32)
+        buffer = Buffer(data.size, np.ascontiguousarray(data.transpose(perm)))
+        self.stage.constants.append(buffer)
+        return Value(buffer, data.shape, perm)
+
+    def new(self, name: str | None, shape: tuple[int, ...], perm: Perm) -> Value:
+        """A fresh buffer for tensor `name` (None: a temporary)."""
+        value = Value(Buffer(math.prod(shape)), tuple(shape), perm)
+        return value if name is None else self._produce(name, value)
+
+    @staticmethod
+    def view(value: Value, dims: tuple[int, ...]) -> Value:
+        """The buffer of `value`, in its layout's order, seen with other dims."""
+        return Value(value.buffer, tuple(dims), identity(len(dims)))
+
+    def alias(self, name: str, value: Value) -> Value:
+        """Tensor `name` is `value` (Identity, Dropout, a Reshape that moves nothing)."""
+        return self._produce(name, value)
+
+    def emit(self, kind: str, node: str, what: str, tensors: dict, **args) -> None:
+        self.stage.ops.append(Op(kind, node, what, tensors, args))
+
+    # Stages.
+
+    def _close_stage(self) -> None:
+        if self.stage.ops or self.stage.exports or self.stage.imports:
+            self.stages.append(self.stage)
+        self.stage = NativeStage()
+
+    def delegate(self, nodes: list[onnx.NodeProto]) -> None:
+        produced = {t for n in nodes for t in n.output if t}
+        members = {id(n) for n in nodes}
+        inputs: list[str] = []
+        for n in nodes:
+            for t in [*n.input, *sorted(subgraph_names(n))]:
+                if t and t not in produced and t not in self.g.constants and t not in inputs:
+                    inputs.append(t)
+        outputs = [t for n in nodes for t in n.output if t and (
+            t in self.g.outputs or any(id(c) not in members for c in self.g.consumers[t]))]
+        for t in inputs:
+            self._export(t)
+        for t in outputs:
+            self.producer.pop(t, None)
+        self._close_stage()
+        self.stages.append(DelegatedSegment(nodes, inputs, outputs))
+
+    def finish(self) -> list[Stage]:
+        for t in self.g.outputs:
+            self._export(t)
+        self._close_stage()
+        return self.stages
+
+
+def _conv_action(conv: ConvNode, config: ExecConfig):
+    reason = native.check(conv.shape, config.algorithm, config.ukernel)
+    if reason is not None:
+        raise ValueError(f"Conv node '{conv.name}': the plan's config {config} cannot run it: "
+                         f"{reason}")
+
+    def lower(low: Lowering) -> None:
+        x = low.get(conv.input, NHWC)
+        residual = low.get(conv.residual, NHWC) if conv.residual else None
+        n, oh, ow, oc = conv.shape.output_shape
+        out = low.new(conv.output, (n, oc, oh, ow), NHWC)
+        low.emit("conv", conv.name, f"conv {config}", {"x": x, "residual": residual, "out": out},
+                 shape=conv.shape, config=config, weight=conv.weight, bias=conv.bias)
+    return lower
+
+
+def _static_float(g: OnnxGraph, t: str) -> bool:
+    tt = g.types.get(t)
+    dims = g.static_shape(t)
+    return (tt is not None and tt.elem_type == TensorProto.FLOAT and dims is not None
+            and 1 <= len(dims) <= MAX_RANK)
+
+
+def _native_action(g: OnnxGraph, node: onnx.NodeProto):
+    """How to lower a non-convolution node natively, or None to delegate it."""
+    handler = ops.HANDLERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
+    if handler is None:
+        return None
+    # Native operations are float32 over static shapes; constants (shapes, pads,
+    # bounds) are read by the handlers themselves.
+    used = [t for t in node.output if t and (t in g.outputs or g.consumers.get(t))]
+    tensors = [t for t in node.input if t and t not in g.constants] + used
+    if not all(_static_float(g, t) for t in tensors):
+        return None
+    return handler(g, node)
+
+
+def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig]) -> tuple[list[Stage], OnnxGraph]:
+    """The stages running `model` (simplified, shapes inferred) with conv configs by
+    node name, and the model's tensors (types, constants) they refer to."""
+    low = Lowering(model)
+    convs, _ = conv_nodes(model)  # non-2-D convolutions have no handler: delegated
+    missing = [c.name for c in convs if c.name not in configs]
+    if missing:
+        raise ValueError(f"the plan has no config for Conv node(s) {', '.join(missing[:5])}"
+                         f"{' ...' if len(missing) > 5 else ''}: tune this model again")
+    # A fused convolution is lowered where its last fused node was: by then
+    # its residual input has been computed too.
+    at_end = {([c.name, *c.fused])[-1]: c for c in convs}
+    absorbed = {name for c in convs for name in [c.name, *c.fused][:-1]}
+    pending: list[onnx.NodeProto] = []
+    for node in model.graph.node:
+        name = node_name(node)
+        if name in absorbed:
+            continue
+        conv = at_end.get(name)
+        action = _conv_action(conv, configs[conv.name]) if conv else _native_action(low.g, node)
+        if action is None:
+            pending.append(node)
+            continue
+        if pending:
+            low.delegate(pending)
+            pending = []
+        action(low)
+    if pending:
+        low.delegate(pending)
+    return low.finish(), low.g

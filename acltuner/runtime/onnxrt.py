@@ -1,0 +1,37 @@
+"""What the runtime's uses of onnxruntime share: sessions (folding constants,
+delegated segments, the --check reference) and sub-model building blocks."""
+from __future__ import annotations
+
+import os
+
+import onnx
+import onnxruntime as ort
+
+from acltuner.taskgen.graph import OnnxGraph
+
+_ERRORS_ONLY = 3  # onnxruntime's severity levels: 0 verbose ... 3 error
+
+
+def session(model: onnx.ModelProto | str | os.PathLike,
+            threads: int | None = None) -> ort.InferenceSession:
+    """A CPU session for a model or a model file, logging errors only (its
+    optimizer warns about every node it cannot remove)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = _ERRORS_ONLY
+    if threads:
+        options.intra_op_num_threads = threads
+    source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else os.fspath(model)
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def ir_version(model: onnx.ModelProto) -> int:
+    """IR >= 4: initializers need not be listed as graph inputs (older IRs require it)."""
+    return max(model.ir_version, 4)
+
+
+def value_info(g: OnnxGraph, name: str) -> onnx.ValueInfoProto:
+    """A value info for `name` with its inferred type (if inference found one)."""
+    info = onnx.ValueInfoProto(name=name)
+    if name in g.types:
+        info.type.tensor_type.CopyFrom(g.types[name])
+    return info

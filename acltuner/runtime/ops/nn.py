@@ -1,0 +1,175 @@
+"""Pooling, LRN, Softmax and the fully connected layers (Gemm, MatMul)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+
+from acltuner.engine import native
+from acltuner.engine.config import ConvShape
+from acltuner.runtime.ir import Value
+from acltuner.runtime.layout import NHWC, identity
+from acltuner.runtime.ops.registry import attrs, handles, shape
+from acltuner.taskgen.conv_attrs import same_pads
+from acltuner.taskgen.graph import OnnxGraph, node_name
+from acltuner.tuner.defaults import armnn_ukernel
+
+
+def _pool_pads(a: dict, x: tuple[int, ...], kernel, strides, dilations) -> list[int]:
+    """(top, left, bottom, right).  ceil_mode needs nothing more: the native
+    pool takes the ceil output size and clips the last window itself."""
+    auto_pad = a.get("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        (top, bottom), (left, right) = (
+            same_pads(x[i], kernel[i - 2], strides[i - 2], dilations[i - 2],
+                       auto_pad == "SAME_LOWER") for i in (2, 3))
+        return [top, left, bottom, right]
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    return list(a.get("pads", [0, 0, 0, 0]))
+
+
+@handles("MaxPool", "AveragePool")
+def _pool(g: OnnxGraph, node: onnx.NodeProto):
+    a = attrs(node)
+    x, out = shape(g, node.input[0]), shape(g, node.output[0])
+    if len(x) != 4:  # (MaxPool's Indices, if used, are int64: delegated before this)
+        return None
+    kernel = a["kernel_shape"]
+    strides, dilations = a.get("strides", [1, 1]), a.get("dilations", [1, 1])
+    pads = _pool_pads(a, x, kernel, strides, dilations)
+    op = "max" if node.op_type == "MaxPool" else "average"
+
+    def lower(low) -> None:
+        xv = low.get(node.input[0], NHWC)
+        yv = low.new(node.output[0], out, NHWC)
+        low.emit("pool", node_name(node), f"{op} pool {kernel[0]}x{kernel[1]}", {"x": xv, "out": yv},
+                 op=op, kernel=tuple(kernel), strides=tuple(strides),
+                 dilations=tuple(dilations), pads=tuple(pads),
+                 count_include_pad=bool(a.get("count_include_pad", 0)))
+    return lower
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(g: OnnxGraph, node: onnx.NodeProto):
+    x, out = shape(g, node.input[0]), shape(g, node.output[0])
+    if len(x) != 4:
+        return None
+
+    def lower(low) -> None:
+        xv = low.get(node.input[0], NHWC)
+        yv = low.new(node.output[0], out, NHWC)
+        if node.op_type == "GlobalAveragePool":
+            low.emit("global_average_pool", node_name(node), "global average pool",
+                     {"x": xv, "out": yv})
+        else:  # a max pool with the whole map as its window
+            low.emit("pool", node_name(node), "global max pool", {"x": xv, "out": yv}, op="max",
+                     kernel=x[2:], strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                     count_include_pad=False)
+    return lower
+
+
+@handles("LRN")
+def _lrn(g: OnnxGraph, node: onnx.NodeProto):
+    if len(shape(g, node.input[0])) != 4:
+        return None
+    a = attrs(node)
+
+    def lower(low) -> None:
+        xv = low.get(node.input[0], NHWC)
+        yv = low.new(node.output[0], xv.shape, NHWC)
+        low.emit("lrn", node_name(node), f"lrn size {a['size']}", {"x": xv, "out": yv},
+                 size=a["size"], alpha=a.get("alpha", 1e-4), beta=a.get("beta", 0.75),
+                 bias=a.get("bias", 1.0))
+    return lower
+
+
+@handles("Softmax")
+def _softmax(g: OnnxGraph, node: onnx.NodeProto):
+    dims = shape(g, node.input[0])
+    rank = len(dims)
+    # Opset 13 normalizes one axis; before, every axis from `axis` on as one.
+    axis = attrs(node).get("axis", -1 if g.opset >= 13 else 1) % rank
+    reduced = [axis] if g.opset >= 13 else list(range(axis, rank))
+
+    def lower(low) -> None:
+        xv = low.get(node.input[0])
+        # Softmax over a set of elements ignores their order: it suffices that
+        # the reduced axes be the innermost ones of the layout, in any order.
+        kept = [p for p in xv.perm if p not in reduced and dims[p] != 1]
+        perm = tuple(p for p in xv.perm if p not in reduced) + tuple(
+            p for p in xv.perm if p in reduced)
+        innermost = [p for p in xv.perm if dims[p] != 1][:len(kept)] == kept
+        if not innermost:
+            xv = low.get(node.input[0], perm)
+        yv = low.new(node.output[0], dims, xv.perm)
+        inner = math.prod(dims[p] for p in reduced)
+        view = (xv.size // inner, inner)
+        low.emit("softmax", node_name(node), "softmax",
+                 {"x": low.view(xv, view), "out": low.view(yv, view)})
+    return lower
+
+
+def matmul_ukernel(m: int, k: int, n: int) -> str:
+    """ArmNN's GEMM kernel rule (tuner.defaults) for an M x K x N product: a 1x1 convolution."""
+    as_conv = ConvShape(n=1, h=m, w=1, c=k, oc=n, kh=1, kw=1)
+    ukernel = armnn_ukernel(as_conv, "gemm1x1", [uk.__dict__ for uk in native.ukernels()],
+                            native.isa(), native.check)
+    if ukernel is None:
+        raise ValueError(f"no GEMM micro-kernel of this engine runs a {m}x{k}x{n} product")
+    return ukernel
+
+
+def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray | None,
+            out_name: str | None) -> Value:
+    """out[..., N] = a[..., K] x b[K, N] + bias: `a`'s leading axes are the rows."""
+    k, n = b.shape
+    av = low.get(a, identity(len(shape(low.g, a))))
+    out_shape = av.shape[:-1] + (n,)
+    m = av.size // k
+    yv = low.new(out_name, out_shape, identity(len(out_shape)))
+    ukernel = matmul_ukernel(m, k, n)
+    low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}",
+             {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
+             ukernel=ukernel, b=np.ascontiguousarray(b, dtype=np.float32),
+             bias=None if bias is None else np.ascontiguousarray(bias, dtype=np.float32))
+    return yv
+
+
+@handles("Gemm")
+def _gemm(g: OnnxGraph, node: onnx.NodeProto):
+    a = attrs(node)
+    b_name, c_name = node.input[1], (node.input[2] if len(node.input) > 2 else "")
+    if (a.get("transA", 0) or b_name not in g.constants or len(shape(g, node.input[0])) != 2
+            or (c_name and c_name not in g.constants)):
+        return None
+    b = np.asarray(g.constants[b_name], np.float32)
+    b = b.T if a.get("transB", 0) else b  # packed as K x N
+    if a.get("alpha", 1.0) != 1.0:
+        b = np.float32(a["alpha"]) * b
+    out_shape = shape(g, node.output[0])
+    n = out_shape[1]
+    c = np.float32(a.get("beta", 1.0)) * np.asarray(g.constants[c_name], np.float32) \
+        if c_name else None
+    per_column = c is not None and (c.size == 1 or c.shape in ((n,), (1, n)))
+
+    def lower(low) -> None:
+        if c is None or per_column:
+            bias = None if c is None else np.broadcast_to(c.reshape(-1), (n,))
+            _matmul(low, node, node.input[0], b, bias, node.output[0])
+            return
+        # A bias that differs between rows: the product, then an Add.
+        product = _matmul(low, node, node.input[0], b, None, None)
+        bias = low.constant(np.broadcast_to(c, out_shape), identity(2))
+        out = low.new(node.output[0], out_shape, identity(2))
+        low.emit("binary", node_name(node), "add", {"a": product, "b": bias, "out": out}, op="add")
+    return lower
+
+
+@handles("MatMul")
+def _matmul_node(g: OnnxGraph, node: onnx.NodeProto):
+    b = g.constants.get(node.input[1])
+    if b is None or b.ndim != 2 or len(shape(g, node.input[0])) < 2:
+        return None
+    return lambda low: _matmul(low, node, node.input[0], b, None, node.output[0])

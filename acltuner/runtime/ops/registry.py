@@ -1,0 +1,45 @@
+"""The table of ONNX operators lowered to native operations.
+
+A handler looks at a node and returns how to lower it, or None when the
+node's form is not covered (a non-constant shape, a non-2-D pool...) so that
+the node is delegated to onnxruntime instead.  Deciding before lowering
+anything lets the compiler group consecutive delegated nodes first.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import onnx
+
+from acltuner.taskgen.graph import OnnxGraph
+
+if TYPE_CHECKING:
+    from acltuner.runtime.lower import Lowering
+
+Action = Callable[["Lowering"], None]
+Handler = Callable[[OnnxGraph, onnx.NodeProto], Action | None]
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*op_types: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for op in op_types:
+            HANDLERS[op] = fn
+        return fn
+    return register
+
+
+def attrs(node: onnx.NodeProto) -> dict:
+    """The node's attributes by name, strings decoded."""
+    out = {}
+    for a in node.attribute:
+        value = onnx.helper.get_attribute_value(a)
+        out[a.name] = value.decode() if isinstance(value, bytes) else value
+    return out
+
+
+def shape(g: OnnxGraph, t: str) -> tuple[int, ...]:
+    """The static shape of a tensor the driver has checked."""
+    return g.static_shape(t)

@@ -1,0 +1,138 @@
+"""A compiled model: native graphs and onnxruntime segments, built once, run many times.
+
+Each native stage gets its own graph and arena (a graph runs all its
+operations in one call, so a delegated segment in between splits them).
+Tensors cross stage boundaries as numpy arrays in ONNX layout, converted
+while copied into and out of an arena.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from acltuner.board.model import Board
+from acltuner.engine.graph import Graph, Tensor
+from acltuner.runtime.arena import plan_arena
+from acltuner.runtime.delegate import DelegatedRunner
+from acltuner.runtime.ir import NativeStage, Op, Stage, Value
+from acltuner.runtime.layout import inverse
+from acltuner.runtime.profile import HOST_COPIES, ProfileEntry
+from acltuner.taskgen.graph import OnnxGraph
+from acltuner.tuner.plan import Plan
+
+FLOAT_BYTES = 4
+
+
+def default_exec(board: Board) -> tuple[tuple[int, ...], int]:
+    """What non-convolution operations run on: every core of the board at weight
+    1, cut into 4 workloads per core so that faster cores take more of them."""
+    cpus = {cpu for c in board.clusters for cpu in c.cpus}
+    return tuple(int(cpu in cpus) for cpu in range(board.ncores)), 4 * len(cpus)
+
+
+class NativeRunner:
+    """One native stage as a graph: constants written and weights packed at build."""
+
+    def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int):
+        self.arena_floats = plan_arena(stage)
+        self.graph = Graph(self.arena_floats, core_weights, workloads)
+        for b in stage.constants:
+            self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
+        for op in stage.ops:
+            _emit(self.graph, op)
+        self.labels = [(op.node, op.what) for op in stage.ops]
+        self.imports = [(name, _tensor(v), v.perm) for name, v in stage.imports.items()]
+        self.exports = [(name, _tensor(v), inverse(v.perm)) for name, v in stage.exports.items()]
+
+    def run(self, env: dict, profile: list[ProfileEntry]) -> float:
+        """Runs the stage, its time per operation into `profile`; returns the
+        milliseconds spent copying tensors in and out."""
+        start = time.perf_counter()
+        for name, t, perm in self.imports:
+            self.graph.view(t)[...] = env[name].transpose(perm)
+        copies = time.perf_counter() - start
+        node_ms = self.graph.run()
+        start = time.perf_counter()
+        for name, t, back in self.exports:
+            env[name] = np.ascontiguousarray(self.graph.view(t).transpose(back))
+        copies += time.perf_counter() - start
+        profile.extend(ProfileEntry(node, what, ms)
+                       for (node, what), ms in zip(self.labels, node_ms))
+        return copies * 1e3
+
+
+def _tensor(v: Value) -> Tensor:
+    return Tensor(v.buffer.offset, v.dims)
+
+
+def _emit(graph: Graph, op: Op) -> None:
+    tensors = {name: None if t is None else [_tensor(v) for v in t] if isinstance(t, list)
+               else _tensor(t) for name, t in op.tensors.items()}
+    getattr(graph, op.kind)(**op.args, **tensors)
+
+
+@dataclass(frozen=True)
+class Delegation:
+    """A delegated segment: its nodes and their operators."""
+    nodes: list[str]
+    op_types: list[str]
+
+
+def expected(dims, dtype) -> str:
+    return f"{np.dtype(dtype).name} {list(dims)}"
+
+
+class Program:
+    """run(inputs) -> outputs: numpy arrays by name, in and out as in the ONNX
+    model (NCHW); last_profile holds the latest run's time per operation."""
+
+    def __init__(self, model: onnx.ModelProto, g: OnnxGraph, stages: list[Stage], board: Board,
+                 warnings: list[str] | None = None, plan: Plan | None = None):
+        self.warnings = list(warnings or [])  # how the plan differs, when forced
+        self.plan = plan  # the plan it was loaded from, if any
+        weights, workloads = default_exec(board)
+        threads = sum(weights)
+        self.inputs = {i.name: (tuple(d.dim_value for d in i.type.tensor_type.shape.dim),
+                                onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
+                       for i in model.graph.input}
+        self.outputs = [o.name for o in model.graph.output]
+        self._constants = {t: g.constants[t] for t in self.outputs if t in g.constants}
+        self._stages = [NativeRunner(s, weights, workloads) if isinstance(s, NativeStage)
+                        else DelegatedRunner(model, g, s, threads) for s in stages]
+        self.delegated = [Delegation(s.node_names, s.op_types) for s in self._stages
+                          if isinstance(s, DelegatedRunner)]
+        self.arena_bytes = FLOAT_BYTES * sum(s.arena_floats for s in self._stages
+                                             if isinstance(s, NativeRunner))
+        self.last_profile: list[ProfileEntry] = []
+
+    def _feed(self, inputs) -> dict:
+        if isinstance(inputs, np.ndarray):
+            if len(self.inputs) != 1:
+                raise ValueError(f"the model has {len(self.inputs)} inputs "
+                                 f"({', '.join(self.inputs)}): pass a dict by name")
+            inputs = {next(iter(self.inputs)): inputs}
+        unknown = sorted(set(inputs) - set(self.inputs))
+        if unknown:
+            raise ValueError(f"unknown input(s) {', '.join(unknown)}; the model's inputs: "
+                             f"{', '.join(self.inputs)}")
+        env = dict(self._constants)
+        for name, (dims, dtype) in self.inputs.items():
+            if name not in inputs:
+                raise ValueError(f"missing input '{name}' ({expected(dims, dtype)})")
+            a = np.asarray(inputs[name])
+            if a.shape != dims or a.dtype != dtype:
+                raise ValueError(f"input '{name}' must be {expected(dims, dtype)}, got "
+                                 f"{expected(a.shape, a.dtype)}")
+            env[name] = a
+        return env
+
+    def run(self, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, np.ndarray]:
+        env = self._feed(inputs)
+        profile: list[ProfileEntry] = []
+        copies = sum(stage.run(env, profile) for stage in self._stages)
+        self.last_profile = [*profile, ProfileEntry(HOST_COPIES, "copies into and out of arenas",
+                                                    copies)]
+        return {name: env[name] for name in self.outputs}

@@ -1,0 +1,54 @@
+"""What `acltuner run` prints: text lines or one JSON object."""
+from __future__ import annotations
+
+import json
+
+from acltuner.runtime.measure import Difference, Latency
+from acltuner.runtime.profile import DELEGATED, NodeTime
+from acltuner.runtime.program import Program
+
+
+def delegated_share(program: Program, nodes: list[NodeTime]) -> list[dict]:
+    """Each delegated segment: its nodes, operators and share of the run time."""
+    share = {row.node: row for row in nodes if row.kind.startswith(DELEGATED)}
+    out = []
+    for d in program.delegated:
+        row = share[", ".join(d.nodes)]
+        out.append({"nodes": d.nodes, "op_types": d.op_types, "ms": row.ms,
+                    "share": row.share})
+    return out
+
+
+def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[NodeTime],
+                diff: Difference | None, profile: bool) -> str:
+    data = {"median_ms": latency.median_ms, "p10_ms": latency.p10_ms, "p90_ms": latency.p90_ms,
+            "peak_rss_mb": rss_mb, "arena_bytes": program.arena_bytes,
+            "delegated": delegated_share(program, nodes)}
+    if diff is not None:
+        data["max_abs_diff"], data["max_rel_diff"] = diff.max_abs, diff.max_rel
+    if profile:
+        data["nodes"] = [{"node": r.node, "kind": r.kind, "ms": r.ms, "share": r.share}
+                         for r in nodes]
+    return json.dumps(data)  # one line: the last line of the output, for scripts
+
+
+def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program: Program,
+                nodes: list[NodeTime], diff: Difference | None, profile: bool) -> str:
+    lines = [f"latency  median {latency.median_ms:.3f} ms  p10 {latency.p10_ms:.3f} ms  "
+             f"p90 {latency.p90_ms:.3f} ms  ({runs} runs after {warmup} warmup)",
+             f"peak RSS {rss_mb:.1f} MB, arena {program.arena_bytes / 2**20:.1f} MiB"]
+    segments = delegated_share(program, nodes)
+    if not segments:
+        lines.append("delegated: none (every node runs natively)")
+    for s in segments:
+        lines.append(f"delegated: {', '.join(s['nodes'])} ({', '.join(s['op_types'])}), "
+                     f"{100 * s['share']:.1f}% of the time")
+    if diff is not None:
+        lines.append(f"check vs onnxruntime: max abs diff {diff.max_abs:.3g}, "
+                     f"max rel diff {diff.max_rel:.3g}")
+    if profile:
+        width = max(len(r.node) for r in nodes)
+        lines.append(f"{'node':{width}s}  {'ms':>9s}  {'share':>6s}  kind")
+        lines += [f"{r.node:{width}s}  {r.ms:9.3f}  {100 * r.share:5.1f}%  {r.kind}"
+                  for r in nodes]
+    return "\n".join(lines)

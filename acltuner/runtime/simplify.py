@@ -1,0 +1,102 @@
+"""Graph clean-up before lowering: nodes no output depends on are dropped, and
+nodes computable at load time are folded into constants.
+
+Folding covers Shape of a tensor whose shape inference made static and every
+deterministic standard node whose inputs are all constants (Constant,
+ConstantOfShape, Unsqueeze of a weight, a shape computed for Reshape...), so
+that weights reached through such nodes are plain constants for the
+convolution fusion and the native operations.  The foldable nodes run once,
+together, through onnxruntime.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from acltuner.runtime.onnxrt import ir_version, session, value_info
+from acltuner.taskgen.graph import DEFAULT_DOMAINS, OnnxGraph, subgraph_names
+
+_RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+           "Multinomial", "Bernoulli"}
+
+
+def _live_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    needed = {o.name for o in graph.output}
+    keep = []
+    for node in reversed(graph.node):
+        if any(t in needed for t in node.output):
+            keep.append(node)
+            needed.update(t for t in node.input if t)
+            needed |= subgraph_names(node)
+    return keep[::-1]
+
+
+def _shape_of(g: OnnxGraph, node: onnx.NodeProto) -> np.ndarray | None:
+    """Shape(x) for a static x, honouring the start/end attributes (opset 15)."""
+    dims = g.static_shape(node.input[0])
+    if dims is None:
+        return None
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return np.array(dims[attrs.get("start", 0):attrs.get("end", len(dims))], dtype=np.int64)
+
+
+def _foldable(node: onnx.NodeProto, known: set[str]) -> bool:
+    return (node.domain in DEFAULT_DOMAINS and node.op_type not in _RANDOM
+            and not any(a.g.node or a.graphs for a in node.attribute)
+            and all(t in known for t in node.input if t))
+
+
+def _evaluate(model: onnx.ModelProto, g: OnnxGraph, nodes: list[onnx.NodeProto],
+              constants: dict[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray]:
+    used = {t for n in nodes for t in n.input if t}
+    graph = helper.make_graph(
+        nodes, "fold", [], [value_info(g, t) for t in wanted],
+        [numpy_helper.from_array(constants[t], t) for t in sorted(used & constants.keys())])
+    sub = helper.make_model(graph, opset_imports=model.opset_import,
+                            ir_version=ir_version(model))
+    return dict(zip(wanted, session(sub).run(wanted, {})))
+
+
+def simplify(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model, changed in place: dead nodes dropped, constant subgraphs folded
+    into initializers."""
+    g = OnnxGraph(model)
+    nodes = _live_nodes(model.graph)
+    constants = dict(g.constants)
+    known = set(constants)  # constants, and outputs of nodes to fold
+    folded: list[onnx.NodeProto] = []
+    rest: list[onnx.NodeProto] = []
+    for node in nodes:
+        shape = _shape_of(g, node) if node.op_type == "Shape" and node.domain in \
+            DEFAULT_DOMAINS else None
+        if shape is not None:
+            constants[node.output[0]] = shape
+            known.add(node.output[0])
+        elif _foldable(node, known):
+            folded.append(node)
+            known.update(node.output)
+        else:
+            rest.append(node)
+    needed = {t for n in rest for t in n.input if t} | {o.name for o in model.graph.output}
+    for n in rest:
+        needed |= subgraph_names(n)
+    wanted = [t for n in folded for t in n.output if t in needed]
+    if wanted:
+        constants.update(_evaluate(model, g, folded, constants, wanted))
+    graph = model.graph
+    model.ir_version = ir_version(model)
+    # Edited in place, not rebuilt: copying a model's weights costs more than the rest.
+    _keep(graph.node, lambda n: any(n is r for r in rest))
+    _keep(graph.input, lambda i: i.name not in constants)
+    _keep(graph.initializer, lambda t: t.name in needed)
+    kept = {t.name for t in graph.initializer}
+    graph.initializer.extend(numpy_helper.from_array(np.asarray(constants[t]), t)
+                             for t in sorted(needed & constants.keys() - kept))
+    return model
+
+
+def _keep(field, wanted) -> None:
+    """Deletes the items of a repeated protobuf field that are not wanted."""
+    for i in reversed([i for i, item in enumerate(field) if not wanted(item)]):
+        del field[i]

@@ -1,0 +1,255 @@
+"""`acltuner run`: every zoo model and the onnx package's light models run
+natively with a rule-based plan (and some with other configs) and match
+onnxruntime; bad input is refused in one line; the Python API returns what
+the CLI writes."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import helper, numpy_helper
+
+import acltuner
+from acltuner import zoo
+from acltuner.cli import CHECK_TOLERANCE, main
+from acltuner.engine import native
+from acltuner.taskgen.graph import conv_nodes
+from acltuner.taskgen.model import load_model
+from acltuner.taskgen.tasks import applicable_algorithms, signature
+from acltuner.zoo.builder import GraphBuilder
+
+LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+LIGHT_MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")]
+                      for p in glob.glob(os.path.join(LIGHT, "light_*.onnx")))
+
+
+def _invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _plan(model_path, tmp_path):
+    """The ArmNN-rule plan: no measurement."""
+    plan = model_path.with_suffix(".plan.json")
+    result = _invoke("tune", model_path, "-o", plan, "--strategy", "default",
+                     "--board", "split-host", "--records", tmp_path / "records.jsonl")
+    assert result.exit_code == 0, result.output
+    return plan
+
+
+def _check(plan, *args) -> dict:
+    result = _invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _one_line_error(result, *needles):
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+# Every zoo model, with the rule-based plan.
+
+@pytest.mark.parametrize("name", list(zoo.MODELS))
+def test_zoo_model_matches_onnxruntime(name, tmp_path):
+    path = tmp_path / f"{name}.onnx"
+    assert _invoke("zoo", name, "-o", path).exit_code == 0
+    report = _check(_plan(path, tmp_path))
+    print(f"{name}: max_rel_diff {report['max_rel_diff']:.3g}")
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
+
+
+def _other_configs(plan_path, model_path) -> int:
+    """Gives every convolution another applicable algorithm than the rule's (cycling
+    through them and through the micro-kernels that fit), on both cores."""
+    shapes = {c.name: c.shape for c in conv_nodes(load_model(model_path))[0]}
+    kernels = [uk.name for uk in native.ukernels()]
+    data = json.loads(plan_path.read_text())
+    changed = 0
+    for i, node in enumerate(data["nodes"]):
+        shape = signature(shapes[node["node"]])
+        others = [a for a in applicable_algorithms(shape) if a != node["config"]["algorithm"]]
+        if not others:
+            continue
+        algorithm = others[i % len(others)]
+        fits = [k for k in kernels if native.check(shape, algorithm, k) is None]
+        node["config"] = {"algorithm": algorithm,
+                          "ukernel": fits[i % len(fits)] if native.uses_ukernel(algorithm)
+                          else None, "core_weights": [1, 1 + i % 2], "workloads": 2 + i % 5}
+        changed += 1
+    plan_path.write_text(json.dumps(data))
+    return changed
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenetv2", "googlenet"])
+def test_other_configs_match_too(name, tmp_path):
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(zoo.build(name), path)
+    plan = _plan(path, tmp_path)
+    assert _other_configs(plan, path) > 0
+    report = _check(plan)
+    print(f"{name} (other configs): max_rel_diff {report['max_rel_diff']:.3g}")
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
+# The light models of the onnx package, with seeded random weights.
+
+def _randomized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
+    """The light models hold no weights: ConstantOfShape nodes fill them.  Every
+    float weight becomes a seeded random initializer, at He scale for convolution
+    and fully connected weights and positive for BatchNormalization scales and
+    variances, so activations stay O(1) through plain chains of layers."""
+    rng = np.random.default_rng(seed)
+    graph = model.graph
+    consumer = {t: (n.op_type, i) for n in graph.node for i, t in enumerate(n.input)}
+
+    def weight(name: str, dims: tuple[int, ...]) -> onnx.TensorProto:
+        op, index = consumer.get(name, ("", 0))
+        if op in ("Conv", "Gemm") and index == 1:
+            value = rng.standard_normal(dims, np.float32) * np.sqrt(2.0 / np.prod(dims[1:]))
+        elif (op, index) in (("BatchNormalization", 1), ("BatchNormalization", 4), ("Mul", 1)):
+            value = 0.5 + rng.random(dims, np.float32)
+        else:
+            value = 0.2 * rng.random(dims, np.float32) - 0.1
+        return numpy_helper.from_array(value.astype(np.float32), name)
+
+    shapes = {t.name: tuple(numpy_helper.to_array(t)) for t in graph.initializer}
+    filled = [n for n in graph.node if n.op_type == "ConstantOfShape"]
+    weights = [weight(n.output[0], shapes[n.input[0]]) for n in filled]
+    weights += [weight(t.name, tuple(t.dims)) for t in graph.initializer
+                if t.data_type == onnx.TensorProto.FLOAT]
+    nodes = [n for n in graph.node if n.op_type != "ConstantOfShape"]
+    used = {t for n in nodes for t in n.input}
+    weights += [t for t in graph.initializer  # e.g. Reshape's shapes
+                if t.data_type != onnx.TensorProto.FLOAT and t.name in used]
+    inputs = [i for i in graph.input if i.name not in shapes]
+    new = helper.make_graph(nodes, graph.name, inputs, graph.output, weights)
+    # IR 3 would want every initializer listed as an input as well.
+    out = helper.make_model(new, opset_imports=model.opset_import, ir_version=4)
+    # A random network's softmax is often saturated: its input is an output too.
+    # (Shapes inferred on the original, whose weights are not stored yet.)
+    logits = {n.input[0] for n in nodes if n.op_type == "Softmax"}
+    inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
+    out.graph.output.extend(vi for vi in inferred if vi.name in logits)
+    return out
+
+
+@pytest.mark.parametrize("name", LIGHT_MODELS)
+def test_light_model_matches_onnxruntime(name, tmp_path):
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(_randomized(onnx.load(os.path.join(LIGHT, f"light_{name}.onnx"))), path)
+    report = _check(_plan(path, tmp_path))
+    print(f"light {name}: max_rel_diff {report['max_rel_diff']:.3g}")
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
+
+
+def test_the_light_models_are_all_there():
+    assert {"bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
+            "shufflenet", "squeezenet", "vgg19", "zfnet512"} <= set(LIGHT_MODELS)
+
+
+# A small model with a delegated node, for the command's other paths.
+
+@pytest.fixture
+def small(tmp_path):
+    b = GraphBuilder(seed=5, input_shape=(1, 8, 12, 12))
+    y = b.conv(b.input, "c1", 16, 3, pads=1, bn="bn1", relu="r1")
+    y = b.node("Erf", [y], "erf")
+    y = b.conv(y, "c2", 16, 3, stride=2, pads=1, bias=True)
+    y = b.gemm(b.flatten(b.global_avg_pool(y, "gap"), "flat"), "fc", 10)
+    path = tmp_path / "small.onnx"
+    onnx.save(b.model(y, "small"), path)
+    return path, _plan(path, tmp_path)
+
+
+def test_text_report_and_profile(small):
+    _, plan = small
+    result = _invoke("run", plan, "--repeat", "2", "--warmup", "1", "--profile", "--check")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "latency  median" in out and "p10" in out and "p90" in out and "peak RSS" in out
+    assert "delegated: erf (Erf)" in out and "max rel diff" in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("node "))
+    rows = {line.split()[0]: line for line in lines[header + 1:]}
+    assert "conv " in rows["c1"] and "/w" in rows["c1"]  # algorithm and config
+    assert "delegated to onnxruntime: Erf" in rows["erf"]
+    assert "matmul" in rows["fc"]
+
+
+def test_json_report(small):
+    _, plan = small
+    report = _check(plan, "--profile")
+    assert report["p10_ms"] <= report["median_ms"] <= report["p90_ms"]
+    assert report["peak_rss_mb"] > 0 and report["max_rel_diff"] <= CHECK_TOLERANCE
+    [segment] = report["delegated"]
+    assert segment["nodes"] == ["erf"] and 0 < segment["share"] < 1
+    nodes = report["nodes"]
+    assert [n["ms"] for n in nodes] == sorted((n["ms"] for n in nodes), reverse=True)
+    assert abs(sum(n["share"] for n in nodes) - 1) < 1e-6
+
+
+def test_api_returns_what_the_cli_writes(small, tmp_path):
+    _, plan = small
+    x = np.random.default_rng(1).standard_normal((1, 8, 12, 12)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = _invoke("run", plan, tmp_path / "x.npy", "--output", tmp_path / "y.npy",
+                     "--repeat", "1", "--warmup", "0")
+    assert result.exit_code == 0, result.output
+    named = _invoke("run", plan, "--input", f"input={tmp_path / 'x.npy'}", "--output",
+                    tmp_path / "z.npy", "--repeat", "1", "--warmup", "0")
+    assert named.exit_code == 0, named.output
+    api = acltuner.load(plan).run({"input": x})["output"]
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), api)
+    np.testing.assert_array_equal(np.load(tmp_path / "z.npy"), api)
+
+
+def test_bad_inputs_are_one_line(small, tmp_path):
+    _, plan = small
+    _one_line_error(_invoke("run", plan, tmp_path / "missing.npy"), "missing.npy",
+                    "no such input file", "'input'")
+    np.save(tmp_path / "wrong.npy", np.zeros((1, 3, 12, 12), np.float32))
+    _one_line_error(_invoke("run", plan, tmp_path / "wrong.npy"), "wrong.npy", "'input'",
+                    "float32 [1, 8, 12, 12]", "got float32 [1, 3, 12, 12]")
+    np.save(tmp_path / "f64.npy", np.zeros((1, 8, 12, 12)))
+    _one_line_error(_invoke("run", plan, tmp_path / "f64.npy"), "f64.npy",
+                    "float32 [1, 8, 12, 12]", "got float64")
+    _one_line_error(_invoke("run", plan, "--input", f"nope={tmp_path / 'f64.npy'}"),
+                    "no input 'nope'")
+    (tmp_path / "text.npy").write_text("not numpy")
+    _one_line_error(_invoke("run", plan, tmp_path / "text.npy"), "text.npy", "not a .npy")
+
+
+def test_a_plan_for_another_model_is_refused(small):
+    path, plan = small
+    model = onnx.load(path)
+    weight = model.graph.initializer[0]
+    weight.raw_data = weight.raw_data[:-4] + b"\0" * 4  # any change of the file
+    onnx.save(model, path)
+    _one_line_error(_invoke("run", plan), "changed since tuning", "--force")
+    result = _invoke("run", plan, "--force", "--repeat", "1", "--warmup", "0")
+    assert result.exit_code == 0 and "warning: model" in result.output
+
+
+def test_a_plan_missing_a_conv_is_refused(small):
+    _, plan = small
+    data = json.loads(plan.read_text())
+    data["nodes"] = [n for n in data["nodes"] if n["node"] != "c2"]
+    plan.write_text(json.dumps(data))
+    _one_line_error(_invoke("run", plan), "no config for Conv node", "c2")
+
+
+def test_check_fails_above_the_tolerance(small, monkeypatch):
+    from acltuner.runtime import measure
+    _, plan = small
+    monkeypatch.setattr(measure, "check", lambda *a: measure.Difference(1.0, 2e-3))
+    result = _invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0")
+    assert result.exit_code == 1
+    assert "check failed: max relative difference 0.002 > 0.001" in result.output

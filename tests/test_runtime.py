@@ -1,0 +1,349 @@
+"""The whole-model runtime (acltuner.runtime): layouts, arena planning, every
+native operator against onnxruntime, delegation, and load()'s checks.
+
+Models here are small graphs built with the zoo's GraphBuilder, compiled with
+the ArmNN-rule config for each convolution; whole zoo and ONNX models run
+through the CLI in test_run_cli.py."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+from acltuner import zoo
+from acltuner.board.registry import load_board
+from acltuner.engine import native
+from acltuner.runtime import compile_model
+from acltuner.runtime.arena import ALIGN, lifetimes, plan_arena
+from acltuner.runtime.ir import Buffer, NativeStage, Op, Value
+from acltuner.runtime.layout import NHWC, identity, reshaped, same_memory, source_layout
+from acltuner.runtime.onnxrt import session
+from acltuner.runtime.simplify import simplify
+from acltuner.taskgen.graph import conv_nodes
+from acltuner.taskgen.model import load_model
+from acltuner.taskgen.tasks import signature
+from acltuner.tuner.defaults import armnn_default
+from acltuner.zoo.builder import GraphBuilder
+
+BOARD = load_board("split-host")
+SHAPE = (2, 4, 10, 10)  # batch 2: rows of a Gemm, images of a pool
+
+
+def _configs(model: onnx.ModelProto) -> dict:
+    """The ArmNN-rule config of every convolution, as `tune --strategy default` writes."""
+    ukernels = [uk.__dict__ for uk in native.ukernels()]
+    clusters = [list(c.cpus) for c in BOARD.clusters]
+    speeds = [c.capacity or c.max_freq_mhz for c in BOARD.clusters]
+    return {c.name: armnn_default(signature(c.shape), clusters, speeds, BOARD.ncores, ukernels,
+                                  native.isa(), native.uses_ukernel, native.check)
+            for c in conv_nodes(model)[0]}
+
+
+def _compile(model: onnx.ModelProto, tmp_path):
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    # Simplified first, as the convolutions' weights may be folded constants.
+    loaded = simplify(load_model(path))
+    return compile_model(loaded, _configs(loaded), BOARD), path
+
+
+def _max_rel_diff(model: onnx.ModelProto, tmp_path, seed: int = 0):
+    """Runs the model compiled and through onnxruntime: the program and the
+    worst output's max |diff| / max |reference|."""
+    program, path = _compile(model, tmp_path)
+    rng = np.random.default_rng(seed)
+    inputs = {name: rng.standard_normal(dims).astype(np.float32)
+              for name, (dims, _) in program.inputs.items()}
+    outputs = program.run(inputs)
+    reference = session(path).run(list(outputs), inputs)
+    worst = 0.0
+    for name, ref in zip(outputs, reference):
+        assert outputs[name].shape == ref.shape, name
+        worst = max(worst, float(np.abs(outputs[name] - ref).max() / np.abs(ref).max()))
+    return program, worst
+
+
+# Layouts.
+
+def test_same_memory_ignores_axes_of_size_one():
+    assert same_memory((1, 64, 1, 1), NHWC)  # a pooled feature map: NHWC is NCHW
+    assert not same_memory((1, 64, 7, 7), NHWC)
+    assert same_memory((2, 1, 5, 5), NHWC)
+
+
+def test_reshape_keeps_the_layout_when_axis_groups_stay_contiguous():
+    # Splitting the channels of an NHWC map (channel shuffle): no copy.
+    assert reshaped((1, 64, 8, 8), NHWC, (1, 4, 16, 8, 8)) == (0, 3, 4, 1, 2)
+    # Flattening a 1x1 map: no copy.  Flattening a 7x7 one needs NCHW order.
+    assert reshaped((1, 512, 1, 1), NHWC, (1, 512)) == (0, 1)
+    assert reshaped((1, 512, 7, 7), NHWC, (1, 512 * 49)) is None
+    assert reshaped((6, 4), identity(2), (2, 3, 4)) == (0, 1, 2)
+    # Merging shuffled channels back into NHWC: the source layout to convert to first.
+    assert source_layout((1, 16, 4, 8, 8), (1, 64, 8, 8), NHWC) == (0, 3, 4, 1, 2)
+    assert source_layout((1, 64, 7, 7), (1, 64 * 49), (0, 1)) == (0, 1, 2, 3)
+
+
+# Arena planning.
+
+def _chain_stage(sizes: list[int], skips: list[int]) -> NativeStage:
+    """Op i reads op i-1's output and, if skips[i], the output skips[i] ops back."""
+    stage = NativeStage()
+    first = Value(Buffer(sizes[0]), (sizes[0],), (0,))
+    stage.imports["x"] = first
+    outs = [first]
+    for i, size in enumerate(sizes[1:], 1):
+        out = Value(Buffer(size), (size,), (0,))
+        back = outs[max(0, i - 1 - skips[i])] if skips[i] else None
+        stage.ops.append(Op("binary" if back else "unary", f"op{i}", "", {
+            "x": outs[-1], "b": back, "out": out}))
+        outs.append(out)
+    stage.exports["y"] = outs[-1]
+    return stage
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_arena_never_overlaps_live_buffers(data):
+    n = data.draw(st.integers(2, 30))
+    sizes = data.draw(st.lists(st.integers(1, 5000), min_size=n, max_size=n))
+    skips = data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
+    stage = _chain_stage(sizes, skips)
+    floats = plan_arena(stage)
+    spans = lifetimes(stage)
+    buffers = list(spans)
+    for b in buffers:
+        assert b.offset % ALIGN == 0 and b.offset + b.floats <= floats
+    for i, a in enumerate(buffers):
+        for b in buffers[i + 1:]:
+            (a0, a1), (b0, b1) = spans[a], spans[b]
+            if a0 <= b1 and b0 <= a1:  # both live during some operation
+                assert a.offset + a.floats <= b.offset or b.offset + b.floats <= a.offset
+
+
+def test_a_chain_reuses_freed_buffers():
+    stage = _chain_stage([1000] * 10, [0] * 10)
+    # Each op needs its input and output: two buffers, whatever the chain's length.
+    assert plan_arena(stage) == 2 * 1008
+
+
+# Operators, each after a convolution so that its input is an NHWC feature map.
+
+def _features(b: GraphBuilder, channels: int = 8) -> str:
+    return b.conv(b.input, "features", channels, 3, pads=1, bias=True, relu="features.relu")
+
+
+def _pools(b):
+    x = _features(b)
+    y1 = b.node("MaxPool", [x], "max_ceil", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    y1 = b.node("Add", [y1, b.node("GlobalMaxPool", [x], "gmax")], "plus_max")
+    y2 = b.node("AveragePool", [x], "avg_ceil", kernel_shape=[3, 3], strides=[2, 2],
+                ceil_mode=1, count_include_pad=0)
+    y3 = b.node("AveragePool", [x], "avg_incl", kernel_shape=[3, 3], strides=[2, 2],
+                pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)  # 6x6, the last clipped
+    y3 = b.node("MaxPool", [y3], "max_2x2", kernel_shape=[2, 2])
+    y4 = b.node("AveragePool", [x], "avg_same", kernel_shape=[3, 3], strides=[2, 2],
+                auto_pad="SAME_UPPER")
+    y5 = b.node("MaxPool", [x], "max_dil", kernel_shape=[2, 2], strides=[2, 2],
+                dilations=[2, 2], pads=[0, 0, 1, 1])
+    return b.node("Concat", [y1, y2, y3, y4, y5], "cat", axis=1)
+
+
+def _lrn_softmax(b):
+    x = b.node("LRN", [_features(b)], "lrn", size=3, alpha=1e-3, beta=0.75, bias=2.0)
+    y = b.node("Softmax", [x], "over_channels", axis=1)  # innermost in NHWC: no transpose
+    return b.node("Softmax", [y], "over_rows", axis=2)  # moved innermost first
+
+
+def _softmax_opset11(b):
+    return b.node("Softmax", [_features(b)], "flattened", axis=1)  # over C*H*W
+
+
+def _fully_connected(b):
+    x = b.flatten(_features(b, 3), "flat")  # 10x10 map: back to NCHW order first
+    w = b.constant("w", b.rng.normal(0, 0.1, (300, 16)))
+    y = b.node("Gemm", [x, w, b.constant("c", b.rng.normal(0, 1, (16,)))], "gemm",
+               alpha=0.5, beta=2.0)
+    y = b.node("Relu", [y], "relu")
+    # A bias per row and column is added after the product.
+    w2 = b.constant("w2", b.rng.normal(0, 0.3, (5, 16)))
+    y = b.node("Gemm", [y, w2, b.constant("c2", b.rng.normal(0, 1, (2, 5)))], "gemm2",
+               transB=1)
+    return b.node("MatMul", [y, b.constant("m", b.rng.normal(0, 0.3, (5, 7)))], "matmul")
+
+
+def _matmul_3d(b):
+    x = b.node("Reshape", [_features(b), b.constant("s", np.array([0, 8, -1]))], "rows")
+    return b.node("MatMul", [x, b.constant("m", b.rng.normal(0, 0.1, (100, 6)))], "matmul")
+
+
+def _channel_shuffle(b):
+    x = _features(b)
+    y = b.node("Reshape", [x, b.constant("s1", np.array([2, 2, 4, 10, 10]))], "split")
+    y = b.node("Transpose", [y], "shuffle", perm=[0, 2, 1, 3, 4])
+    y = b.node("Reshape", [y, b.constant("s2", np.array([2, 8, 10, 10]))], "merge", channels=8)
+    return b.conv(y, "after", 8, 1)
+
+
+def _concat_pad(b):
+    x = _features(b)
+    y = b.conv(b.input, "other", 4, 1)
+    y = b.node("Concat", [x, y], "cat", axis=1, channels=12)
+    y = b.node("Pad", [y, b.constant("p1", np.array([0, 0, 1, 2, 0, 0, 2, 1])),
+                       b.constant("v", np.array(0.5, np.float32))], "pad_const")
+    y = b.node("Pad", [y, b.constant("p2", np.array([0, 0, 2, 1, 0, 0, 1, 2]))], "pad_reflect",
+               mode="reflect")
+    y = b.node("Pad", [y, b.constant("p3", np.array([0, 1, 1, 0, 0, 2, 0, 1]))], "pad_edge",
+               mode="edge")
+    return b.node("Pad", [y, b.constant("p4", np.array([0, -1, 0, -2, 0, 0, -3, 1]))], "crop")
+
+
+def _broadcasting(b):
+    x = _features(b)
+    y = b.node("Add", [x, b.constant("per_channel", b.rng.normal(0, 1, (8, 1, 1)))], "add")
+    y = b.node("Mul", [y, b.constant("scalar", np.array(0.5, np.float32))], "mul")
+    y = b.node("Sub", [b.constant("lhs", b.rng.normal(0, 1, (1, 8, 1, 1))), y], "sub", channels=8)
+    y = b.node("Div", [y, b.constant("per_column", b.rng.uniform(1, 2, (10,)))], "div")
+    # Squeeze-and-excitation: a computed per-channel gate.
+    gate = b.conv(b.global_avg_pool(y, "gap"), "squeeze", 8, 1, bias=True)
+    gate = b.node("Sigmoid", [gate], "gate")
+    return b.node("Mul", [y, gate], "excite")
+
+
+def _activations(b):
+    x = _features(b)
+    x = b.node("LeakyRelu", [b.node("Sub", [x, b.constant("one", np.array(1.0, np.float32))],
+                                    "shift")], "leaky", alpha=0.2)
+    x = b.node("HardSigmoid", [x], "hsig", alpha=0.3, beta=0.4)
+    x = b.node("HardSwish", [b.node("Mul", [x, b.constant("k", np.array(8.0, np.float32))],
+                                    "scale")], "hswish")
+    return b.node("Clip", [x, b.constant("lo", np.array(0.1, np.float32)),
+                           b.constant("hi", np.array(0.9, np.float32))], "clip")
+
+
+def _batchnorm_alone(b):
+    x = b.maxpool(_features(b), "pool", 2, 2, 0)
+    return b.node("Relu", [b.batchnorm(x, "bn")], "relu")
+
+
+def _aliases(b):
+    x = _features(b)
+    y = b.node("Dropout", [b.node("Identity", [x], "id")], "drop")
+    z = b.conv(x, "other", 8, 3, pads=1)
+    gap = b.global_avg_pool(z, "gap")
+    # The first two broadcast to less than the output.
+    return b.node("Sum", [gap, b.constant("bias", b.rng.normal(0, 1, (8, 1, 1))), x, y, z],
+                  "sum")
+
+
+def _reshapes(b):
+    x = b.global_avg_pool(_features(b), "gap")
+    y = b.node("Squeeze", [x, b.constant("axes", np.array([2, 3]))], "squeeze")
+    y = b.node("Unsqueeze", [y, b.constant("axes1", np.array([1]))], "unsqueeze")
+    y = b.node("Reshape", [y, b.constant("shape", np.array([0, -1]))], "reshape")
+    return b.node("Transpose", [y], "transpose", perm=[1, 0])
+
+
+def _transposed_output(b):
+    return b.node("Transpose", [_features(b)], "to_nhwc", perm=[0, 2, 3, 1])
+
+
+CASES = {f.__name__[1:]: f for f in (
+    _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _concat_pad,
+    _broadcasting, _activations, _batchnorm_alone, _aliases, _reshapes, _transposed_output)}
+OPSETS = {"softmax_opset11": (_softmax_opset11, 11)}
+
+
+def _build(make, opset: int = 14) -> onnx.ModelProto:
+    b = GraphBuilder(seed=3, input_shape=SHAPE, opset=opset)
+    return b.model(make(b), "case")
+
+
+@pytest.mark.parametrize("case", [*CASES, *OPSETS])
+def test_operator_matches_onnxruntime(case, tmp_path):
+    make, opset = OPSETS.get(case, (CASES.get(case), 14))
+    program, diff = _max_rel_diff(_build(make, opset), tmp_path)
+    assert program.delegated == []
+    assert diff < 1e-4
+
+
+def test_channel_shuffle_moves_data_once(tmp_path):
+    program, _ = _compile(_build(_channel_shuffle), tmp_path)
+    program.run(np.zeros(SHAPE, np.float32))
+    kinds = [entry.kind for entry in program.last_profile]
+    # Splitting the NHWC channels is free, the Transpose a relabelling, and
+    # merging needs the one transpose that makes the merged map NHWC.
+    assert kinds.count("transpose") == 1, kinds
+
+
+# Delegation.
+
+def test_nodes_outside_the_native_set_run_through_onnxruntime(tmp_path):
+    def make(b):
+        y = b.node("Erf", [_features(b)], "erf")
+        y = b.conv(y, "middle", 8, 3, pads=1, bn="middle.bn", relu="middle.relu")
+        y = b.node("Cos", [y], "cos")
+        y = b.node("Add", [y, "features.relu"], "add")  # a native input from two stages back
+        # A 1-D convolution, through a 3-D view: not a tunable Conv either.
+        y = b.node("Reshape", [y, b.constant("s", np.array([2, 8, 100]))], "rows")
+        w = b.constant("w1d", b.rng.normal(0, 0.3, (4, 8, 3)))
+        return b.node("Relu", [b.node("Conv", [y, w], "conv1d", pads=[1, 1])], "out")
+    program, diff = _max_rel_diff(_build(make), tmp_path)
+    assert [d.nodes for d in program.delegated] == [["erf"], ["cos"], ["conv1d"]]
+    assert [d.op_types for d in program.delegated] == [["Erf"], ["Cos"], ["Conv"]]
+    assert diff < 1e-4
+    kinds = {e.kind.split(":")[0] for e in program.last_profile}
+    assert "delegated to onnxruntime" in kinds and any(k.startswith("conv ") for k in kinds)
+
+
+def test_constant_subgraphs_are_folded(tmp_path):
+    """Weights behind ConstantOfShape / Unsqueeze, a shape computed by Shape."""
+    def make(b):
+        x = _features(b)
+        shape = b.constant("wshape", np.array([8, 8, 1, 1]))
+        w = b.node("ConstantOfShape", [shape], "w", value=helper.make_tensor(
+            "v", TensorProto.FLOAT, [1], [0.1]))
+        y = b.node("Conv", [x, w], "conv", channels=8)
+        s = b.node("Unsqueeze", [b.constant("s", b.rng.uniform(0.5, 1.5, (8,))),
+                                 b.constant("ax", np.array([1, 2]))], "unsq")
+        y = b.node("Mul", [y, s], "mul")
+        return b.node("Reshape", [y, b.node("Shape", [x], "shape")], "same_shape")
+    program, diff = _max_rel_diff(_build(make), tmp_path)
+    assert program.delegated == [] and diff < 1e-4
+
+
+# The program as a whole.
+
+def test_arena_is_smaller_than_all_activations(tmp_path):
+    model = zoo.build("resnet18")
+    program, _ = _compile(model, tmp_path)
+    inferred = load_model(tmp_path / "model.onnx")
+    activations = sum(4 * np.prod([d.dim_value for d in vi.type.tensor_type.shape.dim])
+                      for vi in inferred.graph.value_info)
+    assert program.arena_bytes < activations / 4
+
+
+def test_run_checks_its_inputs(tmp_path):
+    program, _ = _compile(_build(_activations), tmp_path)
+    x = np.zeros(SHAPE, np.float32)
+    assert program.run(x)["output"].shape == (2, 8, 10, 10)
+    with pytest.raises(ValueError, match=r"input 'input' must be float32 \[2, 4, 10, 10\], "
+                                         r"got float64"):
+        program.run(x.astype(np.float64))
+    with pytest.raises(ValueError, match=r"must be float32 \[2, 4, 10, 10\], got float32 \[1"):
+        program.run({"input": x[:1]})
+    with pytest.raises(ValueError, match="unknown input"):
+        program.run({"input": x, "other": x})
+
+
+def test_a_conv_missing_from_the_plan_is_named(tmp_path):
+    model = _build(_aliases)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    loaded = load_model(path)
+    configs = _configs(loaded)
+    del configs["other"]
+    with pytest.raises(ValueError, match="no config for Conv node.*other"):
+        compile_model(loaded, configs, BOARD)

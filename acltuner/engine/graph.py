@@ -89,17 +89,10 @@ _SIGNATURES = {
 
 @functools.cache
 def _lib() -> ctypes.CDLL:
-    lib = native.library()
-    for name, (args, res) in _SIGNATURES.items():
-        fn = getattr(lib, name)
-        fn.argtypes = args
-        fn.restype = res
-    return lib
+    return native.bind(native.library(), _SIGNATURES)
 
 
-def _check(rc: int) -> None:
-    if rc != 0:
-        raise EngineError(_lib().acl_last_error().decode())
+_ok = native.ensure_ok
 
 
 def _ints(values: Sequence[int]) -> ctypes.Array:
@@ -127,7 +120,7 @@ class Graph:
         self._handle = None
         ex, _keep = native._exec_c(tuple(core_weights), workloads)
         handle = ctypes.c_void_p()
-        _check(_lib().acl_graph_create(arena_floats, ctypes.byref(ex), ctypes.byref(handle)))
+        _ok(_lib().acl_graph_create(arena_floats, ctypes.byref(ex), ctypes.byref(handle)))
         self._handle = handle
         # A view of engine memory: valid until close().
         self.arena = np.ctypeslib.as_array(_lib().acl_graph_arena(handle), shape=(arena_floats,))
@@ -151,7 +144,7 @@ class Graph:
         weight = native._as_f32(weight, shape.weight_shape, "weight")
         bias = None if bias is None else native._as_f32(bias, (shape.oc,), "bias")
         ex, _keep = native._exec_c(config.core_weights, config.workloads)
-        _check(_lib().acl_graph_conv(
+        _ok(_lib().acl_graph_conv(
             self._h(), ctypes.byref(native._shape_c(shape)), config.algorithm.encode(),
             (config.ukernel or "").encode(), ctypes.byref(ex), native._fptr(weight),
             native._fptr(bias), ctypes.byref(_tensor_c(x)),
@@ -162,13 +155,13 @@ class Graph:
               b: float = 0.0) -> None:
         """relu, clip (a=min, b=max), leaky_relu (a=alpha), sigmoid, hard_sigmoid
         (a=alpha, b=beta), hard_swish or copy; out may be x (in place)."""
-        _check(_lib().acl_graph_unary(self._h(), _op(UNARY_OPS, "unary", op), a, b,
+        _ok(_lib().acl_graph_unary(self._h(), _op(UNARY_OPS, "unary", op), a, b,
                                       ctypes.byref(_tensor_c(x)),
                                       ctypes.byref(_tensor_c(out))))
 
     def binary(self, op: str, a: Tensor, b: Tensor, out: Tensor) -> None:
         """add, mul, sub or div with numpy broadcasting at equal ranks."""
-        _check(_lib().acl_graph_binary(self._h(), _op(BINARY_OPS, "binary", op),
+        _ok(_lib().acl_graph_binary(self._h(), _op(BINARY_OPS, "binary", op),
                                        ctypes.byref(_tensor_c(a)), ctypes.byref(_tensor_c(b)),
                                        ctypes.byref(_tensor_c(out))))
 
@@ -178,7 +171,7 @@ class Graph:
              count_include_pad: bool = False) -> None:
         """NHWC max or average pooling; pads are top, left, bottom, right.  out's
         spatial dims may be the floor or the ceil (ceil_mode) output size."""
-        _check(_lib().acl_graph_pool(self._h(), _op(POOL_OPS, "pool", op), *kernel,
+        _ok(_lib().acl_graph_pool(self._h(), _op(POOL_OPS, "pool", op), *kernel,
                                      *strides, *dilations, _exactly(pads, 4, "pool pads"),
                                      int(count_include_pad),
                                      ctypes.byref(_tensor_c(x)),
@@ -186,19 +179,19 @@ class Graph:
 
     def global_average_pool(self, x: Tensor, out: Tensor) -> None:
         """[N, H, W, C] -> [N, 1, 1, C]."""
-        _check(_lib().acl_graph_global_average_pool(self._h(), ctypes.byref(_tensor_c(x)),
+        _ok(_lib().acl_graph_global_average_pool(self._h(), ctypes.byref(_tensor_c(x)),
                                                     ctypes.byref(_tensor_c(out))))
 
     def concat(self, axis: int, ins: Sequence[Tensor], out: Tensor) -> None:
         """ins share out's dims but along axis (negative counts from the end)."""
         tensors = (_TensorC * max(len(ins), 1))(*(_tensor_c(t) for t in ins))
-        _check(_lib().acl_graph_concat(self._h(), axis, len(ins), tensors,
+        _ok(_lib().acl_graph_concat(self._h(), axis, len(ins), tensors,
                                        ctypes.byref(_tensor_c(out))))
 
     def transpose(self, perm: Sequence[int], x: Tensor, out: Tensor) -> None:
         """out.dims[i] = x.dims[perm[i]], as numpy.transpose."""
         perm = _exactly(perm, len(x.dims), "transpose perm")
-        _check(_lib().acl_graph_transpose(self._h(), perm, ctypes.byref(_tensor_c(x)),
+        _ok(_lib().acl_graph_transpose(self._h(), perm, ctypes.byref(_tensor_c(x)),
                                           ctypes.byref(_tensor_c(out))))
 
     def matmul(self, ukernel: str, b: np.ndarray, bias: np.ndarray | None, x: Tensor,
@@ -209,26 +202,26 @@ class Graph:
             raise ValueError(f"matmul: B must be K x N, got shape {b.shape}")
         k, n = b.shape
         bias = None if bias is None else native._as_f32(bias, (n,), "bias")
-        _check(_lib().acl_graph_matmul(self._h(), ukernel.encode(), k, n, native._fptr(b),
+        _ok(_lib().acl_graph_matmul(self._h(), ukernel.encode(), k, n, native._fptr(b),
                                        native._fptr(bias), ctypes.byref(_tensor_c(x)),
                                        ctypes.byref(_tensor_c(out))))
 
     def softmax(self, x: Tensor, out: Tensor) -> None:
         """Softmax over the innermost axis; out may be x (in place)."""
-        _check(_lib().acl_graph_softmax(self._h(), ctypes.byref(_tensor_c(x)),
+        _ok(_lib().acl_graph_softmax(self._h(), ctypes.byref(_tensor_c(x)),
                                         ctypes.byref(_tensor_c(out))))
 
     def lrn(self, size: int, x: Tensor, out: Tensor, alpha: float = 1e-4, beta: float = 0.75,
             bias: float = 1.0) -> None:
         """ONNX LRN across the innermost (channel) axis; defaults are ONNX's."""
-        _check(_lib().acl_graph_lrn(self._h(), size, alpha, beta, bias,
+        _ok(_lib().acl_graph_lrn(self._h(), size, alpha, beta, bias,
                                     ctypes.byref(_tensor_c(x)), ctypes.byref(_tensor_c(out))))
 
     def pad(self, mode: str, pads: Sequence[int], x: Tensor, out: Tensor,
             value: float = 0.0) -> None:
         """ONNX Pad: pads are the begins of every axis, then the ends (negative crops)."""
         pads = _exactly(pads, 2 * len(x.dims), "pad pads")
-        _check(_lib().acl_graph_pad(self._h(), _op(PAD_MODES, "pad", mode), value, pads,
+        _ok(_lib().acl_graph_pad(self._h(), _op(PAD_MODES, "pad", mode), value, pads,
                                     ctypes.byref(_tensor_c(x)),
                                     ctypes.byref(_tensor_c(out))))
 
@@ -241,7 +234,7 @@ class Graph:
     def run(self) -> list[float]:
         """Runs every node in order; returns each one's wall time in ms."""
         times = (ctypes.c_double * max(self.node_count, 1))()
-        _check(_lib().acl_graph_run(self._h(), times))
+        _ok(_lib().acl_graph_run(self._h(), times))
         return list(times[:self.node_count])
 
     def close(self) -> None:

@@ -111,15 +111,20 @@ def library() -> ctypes.CDLL:
     if not path.exists():
         raise EngineError(f"native engine not found at {path}: install acltuner with "
                           f"'pip install .' (it builds the engine) or set ACLTUNER_NATIVE_DIR")
-    lib = ctypes.CDLL(str(path))
-    for name, (args, res) in _SIGNATURES.items():
+    return bind(ctypes.CDLL(str(path)), _SIGNATURES)
+
+
+def bind(lib: ctypes.CDLL, signatures: dict) -> ctypes.CDLL:
+    """Declares the argument and result types of the library's functions."""
+    for name, (args, res) in signatures.items():
         fn = getattr(lib, name)
         fn.argtypes = args
         fn.restype = res
     return lib
 
 
-def _check(rc: int) -> None:
+def ensure_ok(rc: int) -> None:
+    """Raises the engine's one-line error for a failed call."""
     if rc != 0:
         raise EngineError(library().acl_last_error().decode())
 
@@ -150,7 +155,7 @@ def ukernels() -> list[UkernelInfo]:
     out = []
     for i in range(lib.acl_ukernel_count()):
         info = _UkernelInfoC()
-        _check(lib.acl_ukernel_get(i, ctypes.byref(info)))
+        ensure_ok(lib.acl_ukernel_get(i, ctypes.byref(info)))
         out.append(UkernelInfo(info.name.decode(), info.isa.decode(), info.style.decode(),
                                info.mr, info.nr, info.kmin, info.kmax, info.n_multiple))
     return out
@@ -203,7 +208,7 @@ class Conv:
         weight = _as_f32(weight, shape.weight_shape, "weight")
         bias = None if bias is None else _as_f32(bias, (shape.oc,), "bias")
         handle = ctypes.c_void_p()
-        _check(library().acl_conv_create(ctypes.byref(_shape_c(shape)), algorithm.encode(),
+        ensure_ok(library().acl_conv_create(ctypes.byref(_shape_c(shape)), algorithm.encode(),
                                          (ukernel or "").encode(), _fptr(weight), _fptr(bias),
                                          ctypes.byref(handle)))
         self._handle = handle
@@ -230,7 +235,7 @@ class Conv:
             out = np.empty(self.shape.output_shape, dtype=np.float32)
         ex, _keep = _exec_c(core_weights, workloads)
         times = _StageTimesC()
-        _check(library().acl_conv_run(self._handle, ctypes.byref(ex), _fptr(x), _fptr(residual),
+        ensure_ok(library().acl_conv_run(self._handle, ctypes.byref(ex), _fptr(x), _fptr(residual),
                                       _fptr(out), ctypes.byref(times)))
         return out, _times(times)
 
@@ -256,7 +261,7 @@ class Gemm:
         b = np.ascontiguousarray(b, dtype=np.float32)
         self.k, self.n = b.shape
         handle = ctypes.c_void_p()
-        _check(library().acl_gemm_create(ukernel.encode(), self.k, self.n, _fptr(b), self.n,
+        ensure_ok(library().acl_gemm_create(ukernel.encode(), self.k, self.n, _fptr(b), self.n,
                                          ctypes.byref(handle)))
         self._handle = handle
 
@@ -269,7 +274,7 @@ class Gemm:
             out = np.empty((a.shape[0], self.n), dtype=np.float32)
         ex, _keep = _exec_c(core_weights, workloads)
         times = _StageTimesC()
-        _check(library().acl_gemm_run(self._handle, ctypes.byref(ex), a.shape[0], _fptr(a),
+        ensure_ok(library().acl_gemm_run(self._handle, ctypes.byref(ex), a.shape[0], _fptr(a),
                                       self.k, _fptr(out), self.n, ctypes.byref(times)))
         return out, _times(times)
 

@@ -108,6 +108,7 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
     if (njobs < 0 || (njobs > 0 && !jobs)) return acl_fail("GEMM batch has no jobs");
     const acl_ukernel *uk = NULL;
     long long tiles = 0;
+    int min_panels = INT_MAX;
     for (int j = 0; j < njobs; j++) {
         const acl_gemm_job *job = &jobs[j];
         if (!job->b || !job->b->uk || !job->b->data)
@@ -125,13 +126,18 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
         if (uk->style == ACL_STYLE_INTERLEAVED && !job->a_packed)
             return acl_fail("GEMM job %d: %s needs an A packing buffer", j, uk->name);
         tiles += job_tiles(job);
+        min_panels = acl_min(min_panels, acl_div_up(job->b->n, uk->nr));
     }
     if (tiles > INT_MAX) return acl_fail("GEMM batch too large: %lld tiles", tiles);
+    const int nsplit = tiles > 0 && tiles < workloads
+                           ? acl_min(acl_div_up(workloads, (int)tiles), min_panels) : 1;
+    const long long items = tiles * nsplit;
     *batch = (acl_gemm_batch){
         .jobs = jobs,
         .njobs = njobs,
-        .units = (int)acl_min(workloads, (int)tiles),
+        .units = (int)(items < workloads ? items : workloads),
         .tiles_total = (int)tiles,
+        .nsplit = nsplit,
     };
     return 0;
 }
@@ -233,14 +239,14 @@ static void tile_step(const acl_ukernel *uk, size_t kc, const a_operand *a, cons
     copy_block(c, ldc, tile, nr, rows, cols);
 }
 
-/* Computes tiles [t0, t1) of a job: row blocks of MC_ROWS, then K blocks
- * (within each A segment), then N panels, then the tiles of the row block. */
-static void compute_job_tiles(const acl_gemm_job *job, int t0, int t1)
+/* Computes tiles [t0, t1) x N panels [p0, p1) of a job: row blocks of MC_ROWS,
+ * then K blocks (within each A segment), then N panels, then the tiles of the
+ * row block. */
+static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, int p1)
 {
     const acl_packed_b *b = job->b;
     const acl_ukernel *uk = b->uk;
     const int k = job_k(job), mr = uk->mr, nr = uk->nr, n = b->n;
-    const int panels = acl_div_up(n, nr);
     const int interleaved = uk->style == ACL_STYLE_INTERLEAVED;
     const k_segments seg = call_segments(job);
     const int kc_cap = uk->style == ACL_STYLE_SMALLK ? seg.len : KC_TARGET;
@@ -255,7 +261,7 @@ static void compute_job_tiles(const acl_gemm_job *job, int t0, int t1)
                 const int kc = acl_min(kblock, seg.len - c0);
                 const int k0 = s * seg.len + c0;
                 const int first = k0 == 0, last = k0 + kc == k;
-                for (int p = 0; p < panels; p++) {
+                for (int p = p0; p < p1; p++) {
                     const float *bp = b->data + ((size_t)p * k + k0) * nr;
                     const int col0 = p * nr, cols = acl_min(nr, n - col0);
                     for (int t = blk0; t < blk1; t++) {
@@ -281,32 +287,53 @@ static void compute_job_tiles(const acl_gemm_job *job, int t0, int t1)
 
 /* ---- units and stages -------------------------------------------------- */
 
-typedef void (*job_tiles_fn)(const acl_gemm_job *job, int t0, int t1);
+/* Calls fn(job, tile, chunk) for every work item of units [unit_begin,
+ * unit_end); item g * nsplit + c is chunk c of global tile g. */
+typedef void (*item_fn)(const acl_gemm_job *job, int t0, int t1, int chunk, int nsplit);
 
-/* Runs fn over the tiles of units [unit_begin, unit_end), job by job. */
-static void for_unit_tiles(const acl_gemm_batch *batch, int unit_begin, int unit_end,
-                           job_tiles_fn fn)
+static void for_unit_items(const acl_gemm_batch *batch, int unit_begin, int unit_end, item_fn fn)
 {
-    const long long total = batch->tiles_total, units = batch->units;
-    const int g0 = (int)(unit_begin * total / units), g1 = (int)(unit_end * total / units);
-    int base = 0;
-    for (int j = 0; j < batch->njobs && base < g1; j++) {
+    const long long items = (long long)batch->tiles_total * batch->nsplit, units = batch->units;
+    const long long i0 = unit_begin * items / units, i1 = unit_end * items / units;
+    long long base = 0;  /* first item of job j */
+    for (int j = 0; j < batch->njobs && base < i1; j++) {
         const acl_gemm_job *job = &batch->jobs[j];
-        const int n = job->m > 0 ? job_tiles(job) : 0;
-        const int t0 = acl_max(g0, base) - base, t1 = acl_min(g1, base + n) - base;
-        if (t0 < t1) fn(job, t0, t1);
+        const long long n = (job->m > 0 ? job_tiles(job) : 0) * (long long)batch->nsplit;
+        const long long a = acl_max(i0, base) - base, b = (i1 < base + n ? i1 : base + n) - base;
+        if (a < b) {
+            if (batch->nsplit == 1) {
+                fn(job, (int)a, (int)b, 0, 1);  /* whole tiles: keep the row blocking */
+            } else {
+                for (long long i = a; i < b; i++)
+                    fn(job, (int)(i / batch->nsplit), (int)(i / batch->nsplit) + 1,
+                       (int)(i % batch->nsplit), batch->nsplit);
+            }
+        }
         base += n;
     }
 }
 
+static void pack_item(const acl_gemm_job *job, int t0, int t1, int chunk, int nsplit)
+{
+    if (chunk == 0) pack_job_tiles(job, t0, t1);  /* a tile's A is packed once */
+}
+
+static void compute_item(const acl_gemm_job *job, int t0, int t1, int chunk, int nsplit)
+{
+    const int panels = acl_div_up(job->b->n, job->b->uk->nr);
+    const int per = acl_div_up(panels, nsplit);
+    compute_job_block(job, t0, t1, acl_min(chunk * per, panels),
+                      acl_min((chunk + 1) * per, panels));
+}
+
 static void pack_task(void *ctx, int unit_begin, int unit_end, int worker)
 {
-    for_unit_tiles(ctx, unit_begin, unit_end, pack_job_tiles);
+    for_unit_items(ctx, unit_begin, unit_end, pack_item);
 }
 
 static void compute_task(void *ctx, int unit_begin, int unit_end, int worker)
 {
-    for_unit_tiles(ctx, unit_begin, unit_end, compute_job_tiles);
+    for_unit_items(ctx, unit_begin, unit_end, compute_item);
 }
 
 static int run_stage(const acl_gemm_batch *batch, const acl_exec *ex, acl_task_fn fn,

@@ -60,13 +60,17 @@ typedef struct {
 /* Floats of interleaved A panels needed for an M-row job (0 for hybrid). */
 size_t acl_gemm_packed_a_floats(const acl_ukernel *uk, int m, int k);
 
-/* The row-block units a batch is cut into for `workloads`: units are ranges of
- * MR-aligned rows over the concatenated jobs. */
+/* The units a batch is cut into for `workloads`.  Work items are MR-row tiles
+ * over the concatenated jobs; when there are fewer tiles than workloads (a
+ * batch-1 fully connected layer has one), each tile's N panels are cut into
+ * `nsplit` chunks too, so that small-M GEMMs still spread over the cores.  A
+ * unit is a range of items. */
 typedef struct {
     const acl_gemm_job *jobs;
     int njobs;
-    int units;          /* min(workloads, total MR tiles) */
+    int units;          /* min(workloads, items) */
     int tiles_total;
+    int nsplit;         /* N chunks per tile, >= 1 */
 } acl_gemm_batch;
 
 int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njobs, int workloads);

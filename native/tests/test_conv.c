@@ -14,27 +14,11 @@
 #include <string.h>
 
 #include "aclengine.h"
+#include "test_random.h"
 
 #define TOLERANCE 1e-4
 
 static int passed, failed;
-
-/* ---- random numbers (splitmix64: reproducible from --seed) ---------------- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]. */
-static int rnd(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
-
-static float rnd_float(void) { return (float)((rng_next() >> 40) * (2.0 / (1ull << 24)) - 1.0); }
 
 static float *random_floats(size_t count)
 {

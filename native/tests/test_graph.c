@@ -17,29 +17,12 @@
 #include <string.h>
 
 #include "aclgraph.h"
+#include "test_random.h"
 
 #define TOL_EXACT 1e-5      /* one rounding per element, or sums of a few terms */
 #define TOL_GEMM 1e-4       /* long dot products in a different order */
 
 static int passed, failed;
-
-/* ---- random numbers (splitmix64: reproducible from --seed) ---------------- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]. */
-static int rnd(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
-
-/* Uniform in [-1, 1). */
-static float rnd_float(void) { return (float)((rng_next() >> 40) * (2.0 / (1ull << 24)) - 1.0); }
 
 static void fill_random(float *p, size_t n, float scale)
 {

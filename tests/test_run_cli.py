@@ -22,6 +22,7 @@ from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
+from cli_checks import assert_one_line_error
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 LIGHT_MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")]
@@ -45,14 +46,6 @@ def _check(plan, *args) -> dict:
     result = _invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0", "--json", *args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-def _one_line_error(result, *needles):
-    assert result.exit_code != 0
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.output, result.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 # Every zoo model, with the rule-based plan.
@@ -213,18 +206,18 @@ def test_api_returns_what_the_cli_writes(small, tmp_path):
 
 def test_bad_inputs_are_one_line(small, tmp_path):
     _, plan = small
-    _one_line_error(_invoke("run", plan, tmp_path / "missing.npy"), "missing.npy",
+    assert_one_line_error(_invoke("run", plan, tmp_path / "missing.npy"), "missing.npy",
                     "no such input file", "'input'")
     np.save(tmp_path / "wrong.npy", np.zeros((1, 3, 12, 12), np.float32))
-    _one_line_error(_invoke("run", plan, tmp_path / "wrong.npy"), "wrong.npy", "'input'",
+    assert_one_line_error(_invoke("run", plan, tmp_path / "wrong.npy"), "wrong.npy", "'input'",
                     "float32 [1, 8, 12, 12]", "got float32 [1, 3, 12, 12]")
     np.save(tmp_path / "f64.npy", np.zeros((1, 8, 12, 12)))
-    _one_line_error(_invoke("run", plan, tmp_path / "f64.npy"), "f64.npy",
+    assert_one_line_error(_invoke("run", plan, tmp_path / "f64.npy"), "f64.npy",
                     "float32 [1, 8, 12, 12]", "got float64")
-    _one_line_error(_invoke("run", plan, "--input", f"nope={tmp_path / 'f64.npy'}"),
+    assert_one_line_error(_invoke("run", plan, "--input", f"nope={tmp_path / 'f64.npy'}"),
                     "no input 'nope'")
     (tmp_path / "text.npy").write_text("not numpy")
-    _one_line_error(_invoke("run", plan, tmp_path / "text.npy"), "text.npy", "not a .npy")
+    assert_one_line_error(_invoke("run", plan, tmp_path / "text.npy"), "text.npy", "not a .npy")
 
 
 def test_a_plan_for_another_model_is_refused(small):
@@ -233,7 +226,7 @@ def test_a_plan_for_another_model_is_refused(small):
     weight = model.graph.initializer[0]
     weight.raw_data = weight.raw_data[:-4] + b"\0" * 4  # any change of the file
     onnx.save(model, path)
-    _one_line_error(_invoke("run", plan), "changed since tuning", "--force")
+    assert_one_line_error(_invoke("run", plan), "changed since tuning", "--force")
     result = _invoke("run", plan, "--force", "--repeat", "1", "--warmup", "0")
     assert result.exit_code == 0 and "warning: model" in result.output
 
@@ -243,7 +236,7 @@ def test_a_plan_missing_a_conv_is_refused(small):
     data = json.loads(plan.read_text())
     data["nodes"] = [n for n in data["nodes"] if n["node"] != "c2"]
     plan.write_text(json.dumps(data))
-    _one_line_error(_invoke("run", plan), "no config for Conv node", "c2")
+    assert_one_line_error(_invoke("run", plan), "no config for Conv node", "c2")
 
 
 def test_check_fails_above_the_tolerance(small, monkeypatch):

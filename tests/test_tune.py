@@ -19,6 +19,7 @@ from onnx import TensorProto, helper
 from acltuner.cli import main
 from acltuner.tuner.plan import load_plan
 from acltuner.zoo.builder import GraphBuilder
+from cli_checks import assert_one_line_error
 
 
 def _model_a(path):
@@ -47,14 +48,6 @@ def _tune(*args):
 
 def _records(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _one_line_error(result, *needles):
-    assert result.exit_code != 0
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.output, result.output
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 @pytest.fixture
@@ -154,12 +147,12 @@ def test_default_strategy_measures_nothing(models, tmp_path):
 def test_bad_input_is_one_line(tmp_path):
     text = tmp_path / "notes.onnx"
     text.write_text("not a model")
-    _one_line_error(_tune(text, "-o", tmp_path / "p.json"), "notes.onnx")
+    assert_one_line_error(_tune(text, "-o", tmp_path / "p.json"), "notes.onnx")
 
     b = GraphBuilder(input_shape=(1, 3, 8, 8))
     no_conv = tmp_path / "noconv.onnx"
     onnx.save(b.model(b.node("Relu", ["input"], "r"), "g"), no_conv)
-    _one_line_error(_tune(no_conv, "-o", tmp_path / "p.json"), "no 2-D Conv")
+    assert_one_line_error(_tune(no_conv, "-o", tmp_path / "p.json"), "no 2-D Conv")
 
     node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])
     graph = helper.make_graph(
@@ -169,9 +162,9 @@ def test_bad_input_is_one_line(tmp_path):
     dynamic = tmp_path / "dyn.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                                 ir_version=8), dynamic)
-    _one_line_error(_tune(dynamic, "-o", tmp_path / "p.json"), "--input-shape", "x")
+    assert_one_line_error(_tune(dynamic, "-o", tmp_path / "p.json"), "--input-shape", "x")
 
-    _one_line_error(_tune(text, "-o", tmp_path / "p.json", "--board", "odroid-n3"),
+    assert_one_line_error(_tune(text, "-o", tmp_path / "p.json", "--board", "odroid-n3"),
                     "odroid-n3")
 
 
@@ -184,22 +177,22 @@ def test_plan_show_refuses_corrupted_and_mismatched_plans(models, tmp_path):
     assert ok.exit_code == 0 and "c1" in ok.output and "im2col" in ok.output
 
     other_board = CliRunner().invoke(main, ["plan", "show", str(plan_path), "--board", "host"])
-    _one_line_error(other_board, "plan for board split-host", "--force")
+    assert_one_line_error(other_board, "plan for board split-host", "--force")
     forced = CliRunner().invoke(main, ["plan", "show", str(plan_path), "--board", "host",
                                        "--force"])
     assert forced.exit_code == 0 and "warning: plan for board split-host" in forced.output
 
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text(plan_path.read_text()[:-40])
-    _one_line_error(CliRunner().invoke(main, ["plan", "show", str(corrupt)]), "corrupt.json",
+    assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(corrupt)]), "corrupt.json",
                     "not valid JSON")
     data = json.loads(plan_path.read_text())
     data["nodes"][0]["config"]["workloads"] = 0
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps(data))
-    _one_line_error(CliRunner().invoke(main, ["plan", "show", str(wrong)]),
+    assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(wrong)]),
                     "nodes[0].config.workloads")
 
     _model_b(a)  # the model changes after tuning
-    _one_line_error(CliRunner().invoke(main, ["plan", "show", str(plan_path)]),
+    assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(plan_path)]),
                     "changed since tuning")

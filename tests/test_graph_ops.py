@@ -254,13 +254,17 @@ def _kn(uk: native.UkernelInfo) -> tuple[int, int]:
 
 @pytest.mark.parametrize("uk", native.ukernels(), ids=lambda u: u.name)
 @pytest.mark.parametrize("lead", [(1,), (37,), (3, 5)])
-def test_matmul(uk, lead):
+@pytest.mark.parametrize("stored", ["KxN", "NxK"])
+def test_matmul(uk, lead, stored):
     rng = _rng(12)
     k, n = _kn(uk)
     x, b, bias = _uniform(rng, (*lead, k)), _uniform(rng, (k, n)), _uniform(rng, (n,))
     ref = (x.astype(np.float64) @ b + bias) if len(lead) > 1 else ort_node(
         "Gemm", [x.reshape(-1, k)], {"B": b, "C": bias}).reshape(*lead, n)
-    (y,) = run_node(lambda g, i, o: g.matmul(uk.name, b, bias, i[0], o[0]), [x],
+    # NxK: B handed over as the transpose of a contiguous N x K array (Gemm's
+    # transB), which the engine packs without a copy.
+    given = b if stored == "KxN" else np.ascontiguousarray(b.T).T
+    (y,) = run_node(lambda g, i, o: g.matmul(uk.name, given, bias, i[0], o[0]), [x],
                     [(*lead, n)])
     assert_close(y, ref, TRANSCENDENTAL)
 

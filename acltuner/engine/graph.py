@@ -78,7 +78,8 @@ _SIGNATURES = {
     "acl_graph_global_average_pool": ([_G, _T, _T], _INT),
     "acl_graph_concat": ([_G, _INT, _INT, _T, _T], _INT),
     "acl_graph_transpose": ([_G, _INT_P, _T, _T], _INT),
-    "acl_graph_matmul": ([_G, ctypes.c_char_p, _INT, _INT, _FLOAT_P, _FLOAT_P, _T, _T], _INT),
+    "acl_graph_matmul": ([_G, ctypes.c_char_p, _INT, _INT, _FLOAT_P, _INT, _FLOAT_P, _T, _T],
+                         _INT),
     "acl_graph_softmax": ([_G, _T, _T], _INT),
     "acl_graph_lrn": ([_G, _INT, _FLOAT, _FLOAT, _FLOAT, _T, _T], _INT),
     "acl_graph_pad": ([_G, _INT, _FLOAT, _INT_P, _T, _T], _INT),
@@ -196,15 +197,19 @@ class Graph:
 
     def matmul(self, ukernel: str, b: np.ndarray, bias: np.ndarray | None, x: Tensor,
                out: Tensor) -> None:
-        """out[..., N] = x[..., K] @ b[K, N] + bias[N] on the named micro-kernel."""
-        b = np.ascontiguousarray(b, dtype=np.float32)
+        """out[..., N] = x[..., K] @ b[K, N] + bias[N] on the named micro-kernel.
+        b may be the transpose of a contiguous N x K array (Gemm's transB):
+        the engine packs it from there, without a transposed copy."""
+        b = np.asarray(b, dtype=np.float32)
         if b.ndim != 2:
             raise ValueError(f"matmul: B must be K x N, got shape {b.shape}")
         k, n = b.shape
+        transposed = not b.flags.c_contiguous and b.T.flags.c_contiguous
+        stored = b.T if transposed else np.ascontiguousarray(b)
         bias = None if bias is None else native._as_f32(bias, (n,), "bias")
-        _ok(_lib().acl_graph_matmul(self._h(), ukernel.encode(), k, n, native._fptr(b),
-                                       native._fptr(bias), ctypes.byref(_tensor_c(x)),
-                                       ctypes.byref(_tensor_c(out))))
+        _ok(_lib().acl_graph_matmul(self._h(), ukernel.encode(), k, n, native._fptr(stored),
+                                       int(transposed), native._fptr(bias),
+                                       ctypes.byref(_tensor_c(x)), ctypes.byref(_tensor_c(out))))
 
     def softmax(self, x: Tensor, out: Tensor) -> None:
         """Softmax over the innermost axis; out may be x (in place)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from acltuner.board.model import Board
@@ -13,16 +14,20 @@ from acltuner.engine.config import ExecConfig
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.simplify import simplify
-from acltuner.taskgen.model import load_model
+from acltuner.taskgen.model import load_model_detached
 from acltuner.tuner.plan import Plan, check_plan, load_plan
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,
-                  warnings: list[str] | None = None, plan: Plan | None = None) -> Program:
+                  warnings: list[str] | None = None, plan: Plan | None = None,
+                  weights: dict[str, np.ndarray] | None = None) -> Program:
     """`model` (shapes inferred, as load_model returns it; simplified in place)
-    with a config per Conv node name."""
-    model = simplify(model)
-    stages, g = lower(model, configs)
+    with a config per Conv node name.  With load_model_detached's model and
+    weights, the weights dict is emptied: each weight is freed once packed."""
+    model = simplify(model, weights)
+    stages, g = lower(model, configs, weights)
+    if weights is not None:
+        weights.clear()  # g holds what is still needed, and lets it go while packing
     return Program(model, g, stages, board, warnings, plan)
 
 
@@ -36,5 +41,6 @@ def load(plan_path: str | os.PathLike, *, force: bool = False,
     if not Path(plan.model_path).is_file():
         raise ValueError(f"{plan_path}: its model {plan.model_path} is not a file")
     warnings = check_plan(plan, plan.model_path, target.fingerprint, native.version(), force)
-    model = load_model(plan.model_path, plan.input_shapes)
-    return compile_model(model, {n.node: n.config for n in plan.nodes}, target, warnings, plan)
+    model, weights = load_model_detached(plan.model_path, plan.input_shapes)
+    return compile_model(model, {n.node: n.config for n in plan.nodes}, target, warnings, plan,
+                         weights)

@@ -35,8 +35,8 @@ MAX_RANK = 6
 class Lowering:
     """The stages built so far and the tensors of the current native stage."""
 
-    def __init__(self, model: onnx.ModelProto):
-        self.g = OnnxGraph(model)
+    def __init__(self, model: onnx.ModelProto, weights: dict[str, np.ndarray] | None):
+        self.g = OnnxGraph(model, weights)
         self.stages: list[Stage] = []
         self.stage = NativeStage()
         self.producer: dict[str, NativeStage] = {}  # tensors computed natively, by stage
@@ -199,11 +199,13 @@ def _native_action(g: OnnxGraph, node: onnx.NodeProto):
     return handler(g, node)
 
 
-def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig]) -> tuple[list[Stage], OnnxGraph]:
+def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
+          weights: dict[str, np.ndarray] | None = None) -> tuple[list[Stage], OnnxGraph]:
     """The stages running `model` (simplified, shapes inferred) with conv configs by
-    node name, and the model's tensors (types, constants) they refer to."""
-    low = Lowering(model)
-    convs, _ = conv_nodes(model)  # non-2-D convolutions have no handler: delegated
+    node name, and the model's tensors (types, constants) they refer to
+    (weights: as OnnxGraph's)."""
+    low = Lowering(model, weights)
+    convs, _ = conv_nodes(model, weights)  # non-2-D convolutions have no handler: delegated
     missing = [c.name for c in convs if c.name not in configs]
     if missing:
         raise ValueError(f"the plan has no config for Conv node(s) {', '.join(missing[:5])}"

@@ -3,11 +3,14 @@ delegated segments, the --check reference) and sub-model building blocks."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import onnx
-import onnxruntime as ort
 
 from acltuner.taskgen.graph import OnnxGraph
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 _ERRORS_ONLY = 3  # onnxruntime's severity levels: 0 verbose ... 3 error
 
@@ -16,6 +19,10 @@ def session(model: onnx.ModelProto | str | os.PathLike,
             threads: int | None = None) -> ort.InferenceSession:
     """A CPU session for a model or a model file, logging errors only (its
     optimizer warns about every node it cannot remove)."""
+    # Imported on first use: a model the engine runs entirely never loads
+    # onnxruntime, which costs tens of MB of resident memory.
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.log_severity_level = _ERRORS_ONLY
     if threads:

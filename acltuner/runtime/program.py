@@ -34,15 +34,19 @@ def default_exec(board: Board) -> tuple[tuple[int, ...], int]:
 
 
 class NativeRunner:
-    """One native stage as a graph: constants written and weights packed at build."""
+    """One native stage as a graph: constants written and weights packed at
+    build.  The stage gives up its constants and weights as they are packed
+    (the engine keeps its own copies), so that each is freed right after."""
 
     def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int):
         self.arena_floats = plan_arena(stage)
         self.graph = Graph(self.arena_floats, core_weights, workloads)
         for b in stage.constants:
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
+            b.constant = None
         for op in stage.ops:
             _emit(self.graph, op)
+            op.args = {}
         self.labels = [(op.node, op.what) for op in stage.ops]
         self.imports = [(name, _tensor(v), v.perm) for name, v in stage.imports.items()]
         self.exports = [(name, _tensor(v), inverse(v.perm)) for name, v in stage.exports.items()]
@@ -100,8 +104,12 @@ class Program:
                        for i in model.graph.input}
         self.outputs = [o.name for o in model.graph.output]
         self._constants = {t: g.constants[t] for t in self.outputs if t in g.constants}
+        delegated = {id(s): DelegatedRunner(model, g, s, threads) for s in stages
+                     if not isinstance(s, NativeStage)}
+        # From here on each weight is referenced by the operation packing it only.
+        g.constants.clear()
         self._stages = [NativeRunner(s, weights, workloads) if isinstance(s, NativeStage)
-                        else DelegatedRunner(model, g, s, threads) for s in stages]
+                        else delegated[id(s)] for s in stages]
         self.delegated = [Delegation(s.node_names, s.op_types) for s in self._stages
                           if isinstance(s, DelegatedRunner)]
         self.arena_bytes = FLOAT_BYTES * sum(s.arena_floats for s in self._stages

@@ -58,10 +58,12 @@ def _evaluate(model: onnx.ModelProto, g: OnnxGraph, nodes: list[onnx.NodeProto],
     return dict(zip(wanted, session(sub).run(wanted, {})))
 
 
-def simplify(model: onnx.ModelProto) -> onnx.ModelProto:
+def simplify(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = None
+             ) -> onnx.ModelProto:
     """The model, changed in place: dead nodes dropped, constant subgraphs folded
-    into initializers."""
-    g = OnnxGraph(model)
+    into initializers (weights: as OnnxGraph's; those of dropped initializers
+    are dropped from it too)."""
+    g = OnnxGraph(model, weights)
     nodes = _live_nodes(model.graph)
     constants = dict(g.constants)
     known = set(constants)  # constants, and outputs of nodes to fold
@@ -91,6 +93,8 @@ def simplify(model: onnx.ModelProto) -> onnx.ModelProto:
     _keep(graph.input, lambda i: i.name not in constants)
     _keep(graph.initializer, lambda t: t.name in needed)
     kept = {t.name for t in graph.initializer}
+    for t in set(weights or {}) - kept:
+        del weights[t]
     graph.initializer.extend(numpy_helper.from_array(np.asarray(constants[t]), t)
                              for t in sorted(needed & constants.keys() - kept))
     return model

@@ -12,6 +12,7 @@ engine does not run to onnxruntime.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,9 +49,12 @@ def _is(node: onnx.NodeProto | None, op: str) -> bool:
 
 
 class OnnxGraph:
-    """Consumers, constants and inferred types of a model's main graph."""
+    """Consumers, constants and inferred types of a model's main graph.
 
-    def __init__(self, model: onnx.ModelProto):
+    weights: arrays of initializers whose data was taken out of the model
+    (load_model_detached), shared rather than copied."""
+
+    def __init__(self, model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None = None):
         graph = model.graph
         self.opset = next((o.version for o in model.opset_import
                            if o.domain in DEFAULT_DOMAINS), 1)
@@ -63,7 +67,9 @@ class OnnxGraph:
             # A subgraph (If, Loop) may read any outer tensor: count it as a consumer.
             for t in subgraph_names(node):
                 self.consumers[t].append(node)
-        self.constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        weights = weights or {}
+        self.constants = {t.name: weights[t.name] if t.name in weights else numpy_helper.to_array(t)
+                          for t in graph.initializer}
         for node in graph.node:
             if _is(node, "Constant") and node.attribute:
                 value = helper.get_attribute_value(node.attribute[0])
@@ -144,7 +150,7 @@ def _constant(g: OnnxGraph, node: onnx.NodeProto, index: int, what: str) -> np.n
     if t not in g.constants:
         raise ModelError(f"Conv node '{node_name(node)}': {what} '{t}' is not a constant "
                          f"(initializer or Constant node); only fixed weights can be tuned")
-    return g.constants[t].astype(np.float32)
+    return np.asarray(g.constants[t], dtype=np.float32)  # shared, not copied: never written
 
 
 def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
@@ -200,10 +206,11 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     return ConvNode(name, shape, weight, bias, x, out, residual, fused)
 
 
-def conv_nodes(model: onnx.ModelProto) -> tuple[list[ConvNode], list[str]]:
+def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None = None
+               ) -> tuple[list[ConvNode], list[str]]:
     """Every tunable Conv of a shape-inferred model in graph order, and one line
-    for each Conv that is not tunable."""
-    g = OnnxGraph(model)
+    for each Conv that is not tunable (weights: as OnnxGraph's)."""
+    g = OnnxGraph(model, weights)
     nodes: list[ConvNode] = []
     skipped: list[str] = []
     claimed: set[str] = set()

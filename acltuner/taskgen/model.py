@@ -2,12 +2,16 @@
 shapes and shape inference, with one-line errors that name the file."""
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import shape_inference
+from onnx import TensorProto, numpy_helper, shape_inference
+
+from acltuner.taskgen import wire
 
 # Domains whose operators onnx can infer shapes for; others (e.g. com.microsoft)
 # make strict inference fail although onnxruntime runs them.
@@ -109,13 +113,7 @@ def _infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
         raise ModelError(f"{path}: shape inference failed: {_first_line(e)}") from None
 
 
-def load_model(path: str | Path,
-               input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> onnx.ModelProto:
-    """The model at `path` with static input shapes and every tensor's shape inferred.
-
-    input_shapes fixes dynamic input dims (and must agree with static ones);
-    every input must end up fully static."""
-    path = Path(path)
+def _read(path: Path) -> onnx.ModelProto:
     if not path.is_file():
         raise ModelError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
     try:
@@ -126,6 +124,17 @@ def load_model(path: str | Path,
         raise ModelError(f"{path}: cannot load the model: {_first_line(e)}") from None
     if not model.ir_version or not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no IR version or graph)")
+    return model
+
+
+def load_model(path: str | Path,
+               input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> onnx.ModelProto:
+    """The model at `path` with static input shapes and every tensor's shape inferred.
+
+    input_shapes fixes dynamic input dims (and must agree with static ones);
+    every input must end up fully static."""
+    path = Path(path)
+    model = _read(path)
     _fix_input_shapes(model, path, input_shapes or {})
     model = _infer(model, path)
     # Checked after inference, which fills in graph outputs declared without a
@@ -135,3 +144,93 @@ def load_model(path: str | Path,
     except onnx.checker.ValidationError as e:
         raise ModelError(f"{path}: invalid ONNX model: {_first_line(e)}") from None
     return model
+
+
+# Weights are floating point; integer initializers may be shapes, which
+# inference reads, so they stay in the model.
+_WEIGHT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_STUB = "detached-weights"  # where a detached tensor claims to be stored
+
+
+def _mark_detached(t: onnx.TensorProto) -> None:
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    t.external_data.add(key="location", value=_STUB)
+
+
+def _bad_data(path: Path, t: onnx.TensorProto) -> ModelError:
+    return ModelError(f"{path}: invalid ONNX model: initializer '{t.name}' does not hold the "
+                      f"data its type and dims need")
+
+
+def _detach(model: onnx.ModelProto, path: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A parsed model without its weights' data, and the weights as arrays.
+    The model is rebuilt from its serialization: protobuf frees a message's
+    memory only as a whole."""
+    weights: dict[str, np.ndarray] = {}
+    for t in model.graph.initializer:
+        if t.data_type in _WEIGHT_TYPES and t.HasField("raw_data"):
+            try:
+                weights[t.name] = numpy_helper.to_array(t)
+            except ValueError:
+                raise _bad_data(path, t) from None
+            _mark_detached(t)
+    return onnx.ModelProto.FromString(model.SerializeToString()), weights
+
+
+def _read_detached(path: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] | None:
+    """The model parsed without its initializers' raw data, and the weights
+    read from the file one by one; None when the file needs onnx.load (not
+    parseable this way, or with external data)."""
+    try:
+        stub, spans = wire.split_raw_data(path)
+        model = onnx.ModelProto.FromString(stub)
+    except (OSError, ValueError, DecodeError):
+        return None
+    if not model.ir_version or not model.HasField("graph") or any(
+            t.data_location == TensorProto.EXTERNAL for t in model.graph.initializer):
+        return None
+    weights: dict[str, np.ndarray] = {}
+    for index, offset, length in spans:
+        t = model.graph.initializer[index]
+        if t.data_type in _WEIGHT_TYPES:
+            try:
+                weights[t.name] = wire.read_array(
+                    path, offset, length, onnx.helper.tensor_dtype_to_np_dtype(t.data_type),
+                    tuple(t.dims))
+            except ValueError:
+                raise _bad_data(path, t) from None
+            _mark_detached(t)
+        else:  # small integer tensors (shapes...) stay in the model
+            with open(path, "rb") as f:
+                f.seek(offset)
+                t.raw_data = f.read(length)
+    return model, weights
+
+
+def _check_detached(model: onnx.ModelProto, path: Path) -> None:
+    """The checker on a detached model: from a file next to an (empty) stub of
+    the weights, as it checks that external data exists."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / _STUB).touch()
+        stub = Path(tmp) / "model.onnx"
+        stub.write_bytes(model.SerializeToString())
+        try:
+            onnx.checker.check_model(str(stub))
+        except onnx.checker.ValidationError as e:
+            raise ModelError(f"{path}: invalid ONNX model: "
+                             f"{_first_line(e).replace(str(stub), str(path))}") from None
+
+
+def load_model_detached(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | None = None
+                        ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """load_model for running a model: the same checks, but the floating-point
+    initializers come out of the model as arrays by name (their TensorProtos
+    keep name, type and dims), so that each can be freed once packed and
+    inference and the checker do not copy them."""
+    path = Path(path)
+    model, weights = _read_detached(path) or _detach(_read(path), path)
+    _fix_input_shapes(model, path, input_shapes or {})
+    model = _infer(model, path)
+    _check_detached(model, path)
+    return model, weights

@@ -85,11 +85,14 @@ int acl_graph_concat(acl_graph *g, int axis, int n, const acl_tensor *ins, const
 int acl_graph_transpose(acl_graph *g, const int *perm, const acl_tensor *in,
                         const acl_tensor *out);
 
-/* out[M, N] = in[M, K] x B + bias; B given as K x N row-major (packed now);
- * bias: N floats or NULL (copied).  in is [..., K] and out [..., N] with the
- * same leading dims, M their product; ukernel must accept K and N. */
+/* out[M, N] = in[M, K] x B + bias; B given as K x N row-major, or as its
+ * transpose (N x K row-major, as Gemm's transB stores it) when b_transposed
+ * (packed now either way); bias: N floats or NULL (copied).  in is [..., K]
+ * and out [..., N] with the same leading dims, M their product; ukernel must
+ * accept K and N. */
 int acl_graph_matmul(acl_graph *g, const char *ukernel, int k, int n, const float *b,
-                     const float *bias, const acl_tensor *in, const acl_tensor *out);
+                     int b_transposed, const float *bias, const acl_tensor *in,
+                     const acl_tensor *out);
 
 /* Softmax over the innermost axis of in (the compiler transposes others there). */
 int acl_graph_softmax(acl_graph *g, const acl_tensor *in, const acl_tensor *out);

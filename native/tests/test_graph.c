@@ -646,7 +646,7 @@ typedef struct {
 static int add_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const matmul_spec *s = spec;
-    return acl_graph_matmul(g, s->ukernel, s->k, s->n, s->b, s->bias, &s->in, &s->out);
+    return acl_graph_matmul(g, s->ukernel, s->k, s->n, s->b, 0, s->bias, &s->in, &s->out);
 }
 
 static void matmul_case(int big)
@@ -865,7 +865,7 @@ static void check_errors(void)
     const int pad_neg[8] = {0, 0, -7, 0, 0, 0, 0, 0};
     expect_error(acl_graph_pad(g, ACL_PAD_REFLECT, 0, pad_neg, &a, &out96), "empty");
     float weights[64 * 8] = {0};
-    expect_error(acl_graph_matmul(g, "no-such-kernel", 64, 8, weights, NULL, &a, &b),
+    expect_error(acl_graph_matmul(g, "no-such-kernel", 64, 8, weights, 0, NULL, &a, &b),
                  "unknown micro-kernel");
     acl_conv_shape shape = {.n = 1, .h = 7, .w = 7, .c = 32, .oc = 8, .kh = 1, .kw = 1,
                             .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};

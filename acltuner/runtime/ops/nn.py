@@ -132,7 +132,7 @@ def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray |
     ukernel = matmul_ukernel(m, k, n)
     low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}",
              {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
-             ukernel=ukernel, b=np.ascontiguousarray(b, dtype=np.float32),
+             ukernel=ukernel, b=np.asarray(b, dtype=np.float32),  # packed from a view
              bias=None if bias is None else np.ascontiguousarray(bias, dtype=np.float32))
     return yv
 

@@ -58,7 +58,8 @@ static int check_tensors(const acl_graph *g, int k, int n, const acl_tensor *in,
 }
 
 int acl_graph_matmul(acl_graph *g, const char *ukernel, int k, int n, const float *b,
-                     const float *bias, const acl_tensor *in, const acl_tensor *out)
+                     int b_transposed, const float *bias, const acl_tensor *in,
+                     const acl_tensor *out)
 {
     if (!g) return acl_fail("matmul: no program given");
     if (!b) return acl_fail("matmul: no B matrix given");
@@ -72,7 +73,9 @@ int acl_graph_matmul(acl_graph *g, const char *ukernel, int k, int n, const floa
     matmul_params *p = calloc(1, sizeof *p);
     if (!p) return acl_fail("matmul: out of memory");
     const size_t a_floats = acl_gemm_packed_a_floats(uk, (int)m, k);
-    int rc = acl_pack_b(uk, 1, k, n, b, 1, n, 0, &p->b);
+    /* Packed straight from either layout: no transposed copy of a large B. */
+    int rc = b_transposed ? acl_pack_b(uk, 1, k, n, b, k, 1, 0, &p->b)
+                          : acl_pack_b(uk, 1, k, n, b, 1, n, 0, &p->b);
     if (rc == 0 && bias && !(p->bias = acl_alloc((size_t)n * sizeof(float)))) rc = -1;
     if (rc == 0 && a_floats && !(p->a_packed = acl_alloc(a_floats * sizeof(float)))) rc = -1;
     if (rc == 0) {

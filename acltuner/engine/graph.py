@@ -84,6 +84,7 @@ _SIGNATURES = {
     "acl_graph_lrn": ([_G, _INT, _FLOAT, _FLOAT, _FLOAT, _T, _T], _INT),
     "acl_graph_pad": ([_G, _INT, _FLOAT, _INT_P, _T, _T], _INT),
     "acl_graph_node_count": ([_G], _INT),
+    "acl_graph_order": ([_G, _INT_P], _INT),
     "acl_graph_run": ([_G, ctypes.POINTER(ctypes.c_double)], _INT),
 }
 
@@ -235,6 +236,10 @@ class Graph:
     @property
     def node_count(self) -> int:
         return _lib().acl_graph_node_count(self._h())
+
+    def order(self, order: Sequence[int]) -> None:
+        """Run order: the node added order[i]-th (from 0) runs i-th."""
+        _ok(_lib().acl_graph_order(self._h(), _exactly(order, self.node_count, "graph order")))
 
     def run(self) -> list[float]:
         """Runs every node in order; returns each one's wall time in ms."""

@@ -44,9 +44,13 @@ class NativeRunner:
         for b in stage.constants:
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
             b.constant = None
-        for op in stage.ops:
-            _emit(self.graph, op)
-            op.args = {}
+        # Largest weights first: each is freed as soon as it is packed, before
+        # the next one's packed copy is made.
+        order = sorted(range(len(stage.ops)), key=lambda i: -_weight_bytes(stage.ops[i]))
+        for i in order:
+            _emit(self.graph, stage.ops[i])
+            stage.ops[i].args = {}
+        self.graph.order(sorted(range(len(order)), key=order.__getitem__))
         self.labels = [(op.node, op.what) for op in stage.ops]
         self.imports = [(name, _tensor(v), v.perm) for name, v in stage.imports.items()]
         self.exports = [(name, _tensor(v), inverse(v.perm)) for name, v in stage.exports.items()]
@@ -66,6 +70,10 @@ class NativeRunner:
         profile.extend(ProfileEntry(node, what, ms)
                        for (node, what), ms in zip(self.labels, node_ms))
         return copies * 1e3
+
+
+def _weight_bytes(op: Op) -> int:
+    return sum(a.nbytes for a in op.args.values() if isinstance(a, np.ndarray))
 
 
 def _tensor(v: Value) -> Tensor:

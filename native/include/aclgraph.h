@@ -107,6 +107,11 @@ int acl_graph_pad(acl_graph *g, int mode, float value, const int *pads, const ac
                   const acl_tensor *out);
 
 int acl_graph_node_count(const acl_graph *g);
+
+/* Puts the nodes in run order: the node added order[i]-th (from 0) runs
+ * i-th.  Lets a compiler add (and pack) the nodes with the largest weights
+ * first, freeing its copies early, whatever order they run in. */
+int acl_graph_order(acl_graph *g, const int *order);
 /* Runs every operation, allocating nothing; node_ms (node_count doubles, or
  * NULL) gets each one's time. */
 int acl_graph_run(acl_graph *g, double *node_ms);

@@ -66,6 +66,28 @@ float *acl_graph_arena(acl_graph *g) { return g ? g->arena : NULL; }
 
 int acl_graph_node_count(const acl_graph *g) { return g ? g->count : 0; }
 
+int acl_graph_order(acl_graph *g, const int *order)
+{
+    if (!g || !order) return acl_fail("graph: acl_graph_order needs a program and an order");
+    if (g->count == 0) return 0;
+    graph_node *ordered = malloc((size_t)g->count * sizeof *ordered);
+    char *seen = calloc((size_t)g->count, 1);
+    int rc = ordered && seen ? 0 : acl_fail("graph: out of memory ordering nodes");
+    for (int i = 0; rc == 0 && i < g->count; i++) {
+        if (order[i] < 0 || order[i] >= g->count || seen[order[i]])
+            rc = acl_fail("graph: order must be a permutation of 0..%d; entry %d is %d",
+                          g->count - 1, i, order[i]);
+        else {
+            seen[order[i]] = 1;
+            ordered[i] = g->nodes[order[i]];
+        }
+    }
+    if (rc == 0) memcpy(g->nodes, ordered, (size_t)g->count * sizeof *ordered);
+    free(ordered);
+    free(seen);
+    return rc;
+}
+
 int graph_add(acl_graph *g, graph_run_fn run, graph_release_fn release, void *params)
 {
     graph_node node = {run, release, params};

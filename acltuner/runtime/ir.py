@@ -9,6 +9,7 @@ is tracked per buffer.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,11 +41,19 @@ class Value:
         return math.prod(self.shape)
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """An argument computed when its operation is built (a folded weight), so
+    that such arrays exist one at a time, each freed once packed."""
+    make: Callable[[], np.ndarray]
+    nbytes: int
+
+
 @dataclass(eq=False)
 class Op:
     """One call of the native graph API: `kind` is the method, `tensors` its
     tensor arguments by parameter name ("out" is written, the rest read),
-    `args` the others.  `node` and `what` label it in profiles."""
+    `args` the others (Deferred ones computed when built).  `node` and `what` label it in profiles."""
     kind: str
     node: str
     what: str

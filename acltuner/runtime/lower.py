@@ -23,7 +23,7 @@ from onnx import TensorProto
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.runtime import ops
-from acltuner.runtime.ir import Buffer, DelegatedSegment, NativeStage, Op, Stage, Value
+from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
 from acltuner.taskgen.graph import DEFAULT_DOMAINS, ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
@@ -174,7 +174,9 @@ def _conv_action(conv: ConvNode, config: ExecConfig):
         n, oh, ow, oc = conv.shape.output_shape
         out = low.new(conv.output, (n, oc, oh, ow), NHWC)
         low.emit("conv", conv.name, f"conv {config}", {"x": x, "residual": residual, "out": out},
-                 shape=conv.shape, config=config, weight=conv.weight, bias=conv.bias)
+                 shape=conv.shape, config=config,
+                 weight=Deferred(lambda: conv.weight, conv.conv_weight.nbytes),
+                 bias=conv.bias)
     return lower
 
 

@@ -17,7 +17,7 @@ from acltuner.board.model import Board
 from acltuner.engine.graph import Graph, Tensor
 from acltuner.runtime.arena import plan_arena
 from acltuner.runtime.delegate import DelegatedRunner
-from acltuner.runtime.ir import NativeStage, Op, Stage, Value
+from acltuner.runtime.ir import Deferred, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import inverse
 from acltuner.runtime.profile import HOST_COPIES, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph
@@ -73,7 +73,7 @@ class NativeRunner:
 
 
 def _weight_bytes(op: Op) -> int:
-    return sum(a.nbytes for a in op.args.values() if isinstance(a, np.ndarray))
+    return sum(a.nbytes for a in op.args.values() if isinstance(a, (np.ndarray, Deferred)))
 
 
 def _tensor(v: Value) -> Tensor:
@@ -83,7 +83,8 @@ def _tensor(v: Value) -> Tensor:
 def _emit(graph: Graph, op: Op) -> None:
     tensors = {name: None if t is None else [_tensor(v) for v in t] if isinstance(t, list)
                else _tensor(t) for name, t in op.tensors.items()}
-    getattr(graph, op.kind)(**op.args, **tensors)
+    args = {k: a.make() if isinstance(a, Deferred) else a for k, a in op.args.items()}
+    getattr(graph, op.kind)(**args, **tensors)
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,31 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 class ConvNode:
     name: str
     shape: ConvShape  # with the fused epilogue (act, bounds, has_residual)
-    weight: np.ndarray  # OIHW float32, BatchNormalization folded in
-    bias: np.ndarray | None  # float32, None when there is neither bias nor BN
+    conv_weight: np.ndarray  # the Conv's own OIHW float32 weight
+    conv_bias: np.ndarray | None  # the Conv's own float32 bias
     input: str
     output: str  # the last fused node's output
     residual: str | None
     fused: list[str] = field(default_factory=list)
+    bn: tuple[np.ndarray, np.ndarray] | None = None  # a fused BatchNormalization's scale, shift
+
+    # Folded on each access rather than stored, so that a model's folded
+    # weights need not all exist at once (whole-model runs pack one at a time).
+    @property
+    def weight(self) -> np.ndarray:
+        """OIHW float32, BatchNormalization folded in."""
+        if self.bn is None:
+            return self.conv_weight
+        return (self.conv_weight * self.bn[0][:, None, None, None]).astype(np.float32)
+
+    @property
+    def bias(self) -> np.ndarray | None:
+        """float32, BatchNormalization folded in; None when there is neither bias nor BN."""
+        if self.bn is None:
+            return self.conv_bias
+        scale, shift = self.bn
+        return ((0.0 if self.conv_bias is None else self.conv_bias) * scale + shift).astype(
+            np.float32)
 
 
 def node_name(node: onnx.NodeProto) -> str:
@@ -173,9 +192,6 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     bn = g.sole_consumer(out)
     affine = bn_affine(g, bn, weight.shape[0]) if _is(bn, "BatchNormalization") else None
     if affine is not None:
-        scale, shift = affine
-        weight = (weight * scale[:, None, None, None]).astype(np.float32)
-        bias = ((0.0 if bias is None else bias) * scale + shift).astype(np.float32)
         fused.append(node_name(bn))
         out = bn.output[0]
 
@@ -203,7 +219,7 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
 
     shape = conv_shape(node, x_shape, weight.shape, act=act, act_min=bounds[0],
                        act_max=bounds[1], has_residual=residual is not None)
-    return ConvNode(name, shape, weight, bias, x, out, residual, fused)
+    return ConvNode(name, shape, weight, bias, x, out, residual, fused, affine)
 
 
 def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None = None

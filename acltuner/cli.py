@@ -7,6 +7,7 @@ import click
 
 from acltuner import __version__
 from acltuner.engine import native
+from acltuner.engine.launcher import LauncherError
 
 
 class _Group(click.Group):
@@ -15,7 +16,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (native.EngineError, ValueError, OSError) as e:
+        except (native.EngineError, LauncherError, ValueError, OSError) as e:
             raise click.ClickException(str(e)) from None
 
 
@@ -314,6 +315,68 @@ def board_detect(root: str, as_json: bool, output: str | None) -> None:
     click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)
 
 
+_BOARD_OPTION = click.option(
+    "--board", "board_name", required=True, metavar="NAME|FILE",
+    help="A board from 'acltuner board list' or a board YAML file.")
+_HOST_HELP = ("ssh destination as your ssh config knows it (alias, user@host); ssh runs with "
+              "your keys and agent, never prompts, and honours $ACLTUNER_SSH_CONFIG (ssh -F).")
+
+
+@main.command("build")
+@_BOARD_OPTION
+@click.option("--build-dir", type=click.Path(file_okay=False), default=None,
+              help="Build folder [default: build/board-NAME in a source checkout, else "
+                   "~/.cache/acltuner/build/board-NAME].")
+def build(board_name: str, build_dir: str | None) -> None:
+    """Build the engine and acl-launcher for a board.
+
+    An AArch64 board is cross-compiled (gcc-aarch64-linux-gnu, the board's
+    compiler_flags); an x86_64 board is built for this machine.  The folder is
+    kept per board, so a build with nothing changed is quick.  The launcher is
+    statically linked: it is the one file `acltuner deploy` copies.  The last
+    line printed is the launcher's path.
+
+    \b
+    Example:
+      acltuner build --board odroid-n2plus
+    """
+    from acltuner.board.registry import load_board
+    from acltuner.engine.build import build_for_board
+    b = load_board(board_name)
+    target = " ".join([b.isa, *b.compiler_flags])
+    click.echo(f"building the engine for board {b.name} ({target})", err=True)
+    click.echo(str(build_for_board(b, build_dir)))
+
+
+@main.command("deploy")
+@_BOARD_OPTION
+@click.option("--host", required=True, help=_HOST_HELP)
+@click.option("--build-dir", type=click.Path(file_okay=False), default=None,
+              help="Build folder (see 'acltuner build').")
+def deploy(board_name: str, host: str, build_dir: str | None) -> None:
+    """Build the board's launcher, copy it to HOST and check it there.
+
+    The launcher goes to ~/.cache/acltuner/VERSION/ on HOST ($ACLTUNER_REMOTE_DIR
+    instead of ~/.cache/acltuner), copied only when it changed, and is started
+    through the board's launcher_wrapper: its protocol and engine version must
+    equal this acltuner's, its ISA the board's, and HOST must have every core
+    the board file uses.
+
+    \b
+    Example:
+      acltuner deploy --board odroid-n2plus --host odroid
+      acltuner tune resnet18.onnx -o r18.plan.json --board odroid-n2plus --host odroid
+    """
+    from acltuner.board.registry import load_board
+    from acltuner.remote.deploy import deploy as deploy_to
+    b = load_board(board_name)
+    d = deploy_to(b, host, build_dir)
+    state = "copied to" if d.copied else "already on"
+    click.echo(f"{d.local} {state} {host}:{d.remote}")
+    click.echo(f"{host}: acl-launcher {d.hello['version']}, {d.hello['isa']} kernels, "
+               f"{d.hello['cpus']} cpus: ready for board {b.name}")
+
+
 @main.command("tasks")
 @click.argument("model", metavar="MODEL.onnx")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
@@ -444,8 +507,11 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="Tuner config YAML (default: configs/tuner.yaml).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
+@click.option("--host", default=None, help="Measure on this ssh host, where 'acltuner deploy' "
+                                           "put the board's launcher; a dropped connection is "
+                                           "reconnected and the tune goes on.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed):
+         input_shapes, config_path, seed, host):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -463,12 +529,13 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune resnet18.onnx -o resnet18.plan.json
       acltuner tune model.onnx -o plan.json --board split-host --trials 60
       acltuner tune model.onnx -o default.plan.json --strategy default
+      acltuner tune model.onnx -o plan.json --board odroid-n2plus --host odroid
     """
     from acltuner.tuner.session import run_tune
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
-                 input_shapes=input_shapes, config_path=config_path, seed=seed)
+                 input_shapes=input_shapes, config_path=config_path, seed=seed, host=host)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)

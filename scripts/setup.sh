@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(gcc make gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user openssh-server
+APT_PACKAGES=(gcc make cmake gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user openssh-server
               openssh-client python3-venv)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -350,7 +350,7 @@ def build(board_name: str, build_dir: str | None) -> None:
 
 @main.command("deploy")
 @_BOARD_OPTION
-@click.option("--host", required=True, help=_HOST_HELP)
+@click.option("--host", required=True, metavar="HOST", help=_HOST_HELP)
 @click.option("--build-dir", type=click.Path(file_okay=False), default=None,
               help="Build folder (see 'acltuner build').")
 def deploy(board_name: str, host: str, build_dir: str | None) -> None:
@@ -507,7 +507,7 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="Tuner config YAML (default: configs/tuner.yaml).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
-@click.option("--host", default=None, help="Measure on this ssh host, where 'acltuner deploy' "
+@click.option("--host", default=None, metavar="HOST", help="Measure on this ssh host, where 'acltuner deploy' "
                                            "put the board's launcher; a dropped connection is "
                                            "reconnected and the tune goes on.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,

@@ -507,9 +507,9 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="Tuner config YAML (default: configs/tuner.yaml).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
-@click.option("--host", default=None, metavar="HOST", help="Measure on this ssh host, where 'acltuner deploy' "
-                                           "put the board's launcher; a dropped connection is "
-                                           "reconnected and the tune goes on.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Measure on this ssh host, where 'acltuner deploy' put the board's "
+                   "launcher; a dropped connection is reconnected and the tune goes on.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
          input_shapes, config_path, seed, host):
     """Tune every convolution of MODEL.onnx on a board and write a plan.

@@ -21,12 +21,13 @@ import onnx
 import pytest
 from click.testing import CliRunner
 
+from acltuner.board.registry import load_board
 from acltuner.cli import main
 from acltuner.engine.build import missing_tools
+from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.remote import ssh
 from acltuner.remote.launcher import RemoteLauncherClient, remote_launcher_command
 from acltuner.remote.layout import engine_version
-from acltuner.board.registry import load_board
 from acltuner.tuner.plan import load_plan
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
@@ -298,7 +299,6 @@ def test_remote_client_repeats_a_request_the_drop_interrupted(sshd, deployed):
     """The connection drops while a measurement is in flight: the same request is
     answered by a fresh connection with the task loaded again, not reported as
     a failed config."""
-    from acltuner.engine.config import ConvShape, ExecConfig
     board = load_board(QEMU_BOARD)
     shape = ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3)
     config = ExecConfig("reference", None, (1, 1), 2)

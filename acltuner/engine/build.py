@@ -103,7 +103,8 @@ def board_build_dir(board_name: str) -> Path:
     if native_sources() == REPO_NATIVE:
         base = REPO_NATIVE.parent / "build"
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "acltuner" / "build"
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        base = cache / "acltuner" / "build"
     return base / f"board-{board_name}"
 
 

@@ -129,10 +129,12 @@ class Sshd:
         return killed
 
     def stop(self) -> None:
-        ssh.close_connection(HOST)
-        self.drop_connections()
-        self.proc.terminate()
-        self.proc.wait(10)
+        try:
+            ssh.close_connection(HOST)
+            self.drop_connections()
+        finally:
+            self.proc.terminate()
+            self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")

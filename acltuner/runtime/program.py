@@ -36,9 +36,10 @@ def default_exec(board: Board) -> tuple[tuple[int, ...], int]:
 class NativeRunner:
     """One native stage as a graph: constants written and weights packed at build."""
 
-    def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int):
+    def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int,
+                 make_graph=Graph):
         self.arena_floats = plan_arena(stage)
-        self.graph = Graph(self.arena_floats, core_weights, workloads)
+        self.graph = make_graph(self.arena_floats, core_weights, workloads)
         for b in stage.constants:
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
         for op in stage.ops:
@@ -90,7 +91,7 @@ class Program:
     model (NCHW); last_profile holds the latest run's time per operation."""
 
     def __init__(self, model: onnx.ModelProto, g: OnnxGraph, stages: list[Stage], board: Board,
-                 warnings: list[str] | None = None, plan: Plan | None = None):
+                 warnings: list[str] | None = None, plan: Plan | None = None, make_graph=Graph):
         self.warnings = list(warnings or [])  # how the plan differs, when forced
         self.plan = plan  # the plan it was loaded from, if any
         weights, workloads = default_exec(board)
@@ -100,7 +101,8 @@ class Program:
                        for i in model.graph.input}
         self.outputs = [o.name for o in model.graph.output]
         self._constants = {t: g.constants[t] for t in self.outputs if t in g.constants}
-        self._stages = [NativeRunner(s, weights, workloads) if isinstance(s, NativeStage)
+        self._stages = [NativeRunner(s, weights, workloads, make_graph)
+                        if isinstance(s, NativeStage)
                         else DelegatedRunner(model, g, s, threads) for s in stages]
         self.delegated = [Delegation(s.node_names, s.op_types) for s in self._stages
                           if isinstance(s, DelegatedRunner)]

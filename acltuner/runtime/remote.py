@@ -68,9 +68,10 @@ class RemoteProgram:
         stage = self._stage
         if stage is None:
             raise ValueError("the model computes nothing natively: every output is a constant")
-        result = stage.graph.run(
-            [(t, np.ascontiguousarray(env[name].transpose(perm))) for name, t, perm in stage.imports],
-            [t for _, t, _ in stage.exports], repeat=repeat, warmup=warmup)
+        imports = [(t, np.ascontiguousarray(env[name].transpose(perm)))
+                   for name, t, perm in stage.imports]
+        result = stage.graph.run(imports, [t for _, t, _ in stage.exports], repeat=repeat,
+                                 warmup=warmup)
         for (name, _, back), y in zip(stage.exports, result.outputs):
             env[name] = np.ascontiguousarray(y.transpose(back))
         profile = [ProfileEntry(node, what, ms) for (node, what), ms in zip(stage.labels,

@@ -220,7 +220,8 @@ static int op_conv(const json_value *r)
         request_member(r, "config", REQUIRED, JSON_OBJECT, &config) ||
         request_check_fields(config, "config", config_fields) ||
         request_string(config, "algorithm", REQUIRED, 0, &algorithm) ||
-        request_string(config, "ukernel", OPTIONAL, 1, &ukernel) || read_exec(config, weights, &ex) ||
+        request_string(config, "ukernel", OPTIONAL, 1, &ukernel) ||
+        read_exec(config, weights, &ex) ||
         read_tensor(r, "x", REQUIRED, &x, NULL) ||
         read_tensor(r, "residual", OPTIONAL, &residual, &has_residual) ||
         read_tensor(r, "out", REQUIRED, &out, NULL))
@@ -384,7 +385,8 @@ static int op_lrn(const json_value *r)
     acl_tensor x, out;
     if (request_check_fields(r, "graph_op lrn", fields) ||
         request_int(r, "size", REQUIRED, 1, &size) ||
-        request_double(r, "alpha", OPTIONAL, &alpha) || request_double(r, "beta", OPTIONAL, &beta) ||
+        request_double(r, "alpha", OPTIONAL, &alpha) ||
+        request_double(r, "beta", OPTIONAL, &beta) ||
         request_double(r, "bias", OPTIONAL, &bias) || read_tensor(r, "x", REQUIRED, &x, NULL) ||
         read_tensor(r, "out", REQUIRED, &out, NULL))
         return -1;
@@ -473,22 +475,23 @@ static int read_regions(const json_value *request, const char *key, int inputs, 
     rs->count = list->array.count;
     for (size_t i = 0; i < rs->count; i++) {
         const json_value *v = &list->array.items[i];
-        region *g = &rs->items[i];
+        region *r = &rs->items[i];
         long long offset = 0, floats = 0;
         char where[48];
         snprintf(where, sizeof where, "%s[%zu]", key, i);
         int rc = request_check_fields(v, where, inputs ? input_fields : output_fields) ||
                  request_integer(v, "offset", REQUIRED, 0, MAX_JSON_INT, &offset);
-        if (rc == 0 && inputs) rc = read_floats(v, "data", REQUIRED, SIZE_MAX, &g->data, &g->floats);
+        if (rc == 0 && inputs)
+            rc = read_floats(v, "data", REQUIRED, SIZE_MAX, &r->data, &r->floats);
         if (rc == 0 && !inputs) {
             rc = request_integer(v, "floats", REQUIRED, 1, MAX_JSON_INT, &floats);
-            g->floats = (size_t)floats;
+            r->floats = (size_t)floats;
         }
-        if (rc == 0) rc = check_region(offset, g->floats);
-        if (rc == 0 && !inputs && !(g->data = alloc_floats(g->floats)))
+        if (rc == 0) rc = check_region(offset, r->floats);
+        if (rc == 0 && !inputs && !(r->data = alloc_floats(r->floats)))
             rc = request_fail("out of memory (%lld floats)", floats);
         if (rc) return fail_in(where);
-        g->offset = (size_t)offset;
+        r->offset = (size_t)offset;
     }
     return 0;
 }
@@ -520,12 +523,14 @@ static double run_once(const regions *in, regions *out, double *node_ms, double 
     float *arena = acl_graph_arena(graph);
     long long start = now_ns();
     for (size_t i = 0; i < in->count; i++)
-        memcpy(arena + in->items[i].offset, in->items[i].data, in->items[i].floats * sizeof(float));
+        memcpy(arena + in->items[i].offset, in->items[i].data,
+               in->items[i].floats * sizeof(float));
     long long ran = now_ns();
     if (acl_graph_run(graph, node_ms)) return request_fail("%s", acl_last_error());
     long long copied = now_ns();
     for (size_t i = 0; i < out->count; i++)
-        memcpy(out->items[i].data, arena + out->items[i].offset, out->items[i].floats * sizeof(float));
+        memcpy(out->items[i].data, arena + out->items[i].offset,
+               out->items[i].floats * sizeof(float));
     long long end = now_ns();
     *copy_ms = (double)((ran - start) + (end - copied)) / 1e6;
     return (double)(end - start) / 1e6;

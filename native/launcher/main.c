@@ -135,8 +135,8 @@ static int dispatch(task *t, const json_value *request, json_writer *w, int *qui
             *quit = commands[i].handle == handle_quit;
             return commands[i].handle(t, request, w);
         }
-    return request_fail("unknown command \"%s\" (expected hello, load, measure, check, graph_create, "
-                        "graph_write, graph_op, graph_run or quit)", cmd);
+    return request_fail("unknown command \"%s\" (expected hello, load, measure, check, "
+                        "graph_create, graph_write, graph_op, graph_run or quit)", cmd);
 }
 
 static void write_error(json_writer *w, const char *error)

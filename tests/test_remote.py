@@ -245,6 +245,34 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
         assert len(node.config.core_weights) == 2  # the board's cpu0 and cpu1
 
 
+def test_run_the_plan_on_the_board_and_check_it_here(sshd, deployed, tmp_path):
+    model = _model(tmp_path / "small.onnx")
+    plan_path = tmp_path / "small.plan.json"
+    tuned = _cli("tune", model, "-o", plan_path, "--board", QEMU_BOARD, "--host", HOST,
+                 "--strategy", "default")
+    assert tuned.exit_code == 0, tuned.output
+    result = _cli("run", plan_path, "--host", HOST, "--check", "--json", "--profile",
+                  "--repeat", "2", "--warmup", "0")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    assert report["max_rel_diff"] <= 1e-4 and report["delegated"] == []
+    assert 0 < report["p10_ms"] <= report["median_ms"] <= report["p90_ms"]
+    # The convolutions ran on the board's engine, with the plan's NEON micro-kernels.
+    kinds = {n["node"]: n["kind"] for n in report["nodes"]}
+    for node in load_plan(plan_path).nodes:
+        assert node.config.ukernel.endswith("-neon")
+        assert f"{node.config.algorithm}/{node.config.ukernel}/" in kinds[node.node]
+
+
+def test_run_on_a_host_without_the_launcher_says_to_deploy(sshd, tmp_path, monkeypatch):
+    model = _model(tmp_path / "small.onnx")
+    plan_path = tmp_path / "small.plan.json"
+    assert _cli("tune", model, "-o", plan_path, "--strategy", "default").exit_code == 0
+    monkeypatch.setenv("ACLTUNER_REMOTE_DIR", str(tmp_path / "empty"))
+    result = _cli("run", plan_path, "--host", HOST, "--board", QEMU_BOARD, "--force")
+    assert_one_line_error(result, "run acltuner deploy")
+
+
 def test_unreachable_host_is_one_line(sshd):
     result = _cli("deploy", "--board", QEMU_BOARD, "--host", "closed")
     assert_one_line_error(result, "cannot reach closed over ssh",

@@ -128,7 +128,8 @@ def test_aarch64_launcher_under_qemu_runs_the_plan(tmp_path):
     with LauncherClient(command, timeout_s=300) as client:
         assert client.hello_info["isa"] == "neon"
         plan_path, model_path = make_plan(model, client, tmp_path, "every_kind")
-    with RemoteProgram(plan_path, command) as remote:
+    with LauncherClient(command, timeout_s=300) as client:
+        remote = RemoteProgram(plan_path, client)
         inputs = random_inputs(remote.program)
         run = remote.run(inputs, repeat=2, warmup=0)
         again = remote.run({k: v * 0.5 for k, v in inputs.items()}, repeat=1, warmup=0)

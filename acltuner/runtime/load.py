@@ -7,7 +7,6 @@ from pathlib import Path
 import onnx
 
 from acltuner.board.model import Board
-from acltuner.board.registry import load_board
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import Graph
@@ -18,7 +17,7 @@ from acltuner.runtime.simplify import simplify
 from acltuner.runtime.target import Target
 from acltuner.taskgen.graph import node_name
 from acltuner.taskgen.model import load_model
-from acltuner.tuner.plan import Plan, check_plan, load_plan
+from acltuner.tuner.plan import Plan, check_plan, load_plan, plan_board
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,
@@ -49,7 +48,7 @@ def load(plan_path: str | os.PathLike, *, force: bool = False,
     the differences as Program.warnings.  make_graph and native_only: as in
     compile_model."""
     plan = load_plan(plan_path)
-    target = load_board(board if board is not None else plan.board_name)
+    target = plan_board(plan, board)
     if not Path(plan.model_path).is_file():
         raise ValueError(f"{plan_path}: its model {plan.model_path} is not a file")
     version = engine.version if engine else native.version()

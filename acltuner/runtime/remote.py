@@ -33,32 +33,18 @@ class RemoteRun:
 
 
 class RemoteProgram:
-    """A plan's model built into the graph of the launcher `launcher_command`
-    starts; `program` describes it (inputs, outputs, arena_bytes, warnings).
-    Close it (or use `with`) to stop the launcher."""
+    """A plan's model built into the graph of a running launcher (`client`,
+    which the caller keeps and closes: a local one, or a board's over ssh);
+    `program` describes it (inputs, outputs, arena_bytes, warnings)."""
 
-    def __init__(self, plan_path: str | os.PathLike, launcher_command: Sequence[str], *,
-                 force: bool = False, board: str | os.PathLike | None = None,
-                 timeout_s: float = 600.0):
-        self.client = LauncherClient(launcher_command, timeout_s=timeout_s)
-        try:
-            self.program: Program = load(
-                plan_path, force=force, board=board, engine=launcher_target(self.client),
-                make_graph=functools.partial(LauncherGraph, self.client), native_only=True)
-        except BaseException:
-            self.client.close()
-            raise
+    def __init__(self, plan_path: str | os.PathLike, client: LauncherClient, *,
+                 force: bool = False, board: str | os.PathLike | None = None):
+        self.client = client
+        self.program: Program = load(
+            plan_path, force=force, board=board, engine=launcher_target(client),
+            make_graph=functools.partial(LauncherGraph, client), native_only=True)
         # Without delegated segments there is one native stage at most.
         self._stage = next(iter(self.program._stages), None)
-
-    def __enter__(self) -> "RemoteProgram":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.client.close()
 
     def run(self, inputs: dict[str, np.ndarray] | np.ndarray, repeat: int = 20,
             warmup: int = 3) -> RemoteRun:
@@ -90,7 +76,7 @@ def run_remote(plan_path: str | os.PathLike, launcher_command: Sequence[str],
     """The plan run `repeat` times inside the launcher; inputs default to the
     seeded random ones `acltuner run` uses.  Returns the run, the program (for
     reports) and the inputs it ran on (for a --check against onnxruntime)."""
-    with RemoteProgram(plan_path, launcher_command, force=force, board=board,
-                       timeout_s=timeout_s) as remote:
+    with LauncherClient(launcher_command, timeout_s=timeout_s) as client:
+        remote = RemoteProgram(plan_path, client, force=force, board=board)
         inputs = random_inputs(remote.program) if inputs is None else inputs
         return remote.run(inputs, repeat, warmup), remote.program, inputs

@@ -7,6 +7,7 @@ import click
 
 from acltuner import __version__
 from acltuner.engine import native
+from acltuner.engine.launcher import LauncherError
 
 
 class _Group(click.Group):
@@ -15,7 +16,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (native.EngineError, ValueError, OSError) as e:
+        except (native.EngineError, LauncherError, ValueError, OSError) as e:
             raise click.ClickException(str(e)) from None
 
 
@@ -314,6 +315,68 @@ def board_detect(root: str, as_json: bool, output: str | None) -> None:
     click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)
 
 
+_BOARD_OPTION = click.option(
+    "--board", "board_name", required=True, metavar="NAME|FILE",
+    help="A board from 'acltuner board list' or a board YAML file.")
+_HOST_HELP = ("ssh destination as your ssh config knows it (alias, user@host); ssh runs with "
+              "your keys and agent, never prompts, and honours $ACLTUNER_SSH_CONFIG (ssh -F).")
+
+
+@main.command("build")
+@_BOARD_OPTION
+@click.option("--build-dir", type=click.Path(file_okay=False), default=None,
+              help="Build folder [default: build/board-NAME in a source checkout, else "
+                   "~/.cache/acltuner/build/board-NAME].")
+def build(board_name: str, build_dir: str | None) -> None:
+    """Build the engine and acl-launcher for a board.
+
+    An AArch64 board is cross-compiled (gcc-aarch64-linux-gnu, the board's
+    compiler_flags); an x86_64 board is built for this machine.  The folder is
+    kept per board, so a build with nothing changed is quick.  The launcher is
+    statically linked: it is the one file `acltuner deploy` copies.  The last
+    line printed is the launcher's path.
+
+    \b
+    Example:
+      acltuner build --board odroid-n2plus
+    """
+    from acltuner.board.registry import load_board
+    from acltuner.engine.build import build_for_board
+    b = load_board(board_name)
+    target = " ".join([b.isa, *b.compiler_flags])
+    click.echo(f"building the engine for board {b.name} ({target})", err=True)
+    click.echo(str(build_for_board(b, build_dir)))
+
+
+@main.command("deploy")
+@_BOARD_OPTION
+@click.option("--host", required=True, metavar="HOST", help=_HOST_HELP)
+@click.option("--build-dir", type=click.Path(file_okay=False), default=None,
+              help="Build folder (see 'acltuner build').")
+def deploy(board_name: str, host: str, build_dir: str | None) -> None:
+    """Build the board's launcher, copy it to HOST and check it there.
+
+    The launcher goes to ~/.cache/acltuner/VERSION/ on HOST ($ACLTUNER_REMOTE_DIR
+    instead of ~/.cache/acltuner), copied only when it changed, and is started
+    through the board's launcher_wrapper: its protocol and engine version must
+    equal this acltuner's, its ISA the board's, and HOST must have every core
+    the board file uses.
+
+    \b
+    Example:
+      acltuner deploy --board odroid-n2plus --host odroid
+      acltuner tune resnet18.onnx -o r18.plan.json --board odroid-n2plus --host odroid
+    """
+    from acltuner.board.registry import load_board
+    from acltuner.remote.deploy import deploy as deploy_to
+    b = load_board(board_name)
+    d = deploy_to(b, host, build_dir)
+    state = "copied to" if d.copied else "already on"
+    click.echo(f"{d.local} {state} {host}:{d.remote}")
+    click.echo(f"{host}: acl-launcher {d.hello['version']}, {d.hello['isa']} kernels, "
+               f"{d.hello['cpus']} cpus: ready for board {b.name}")
+
+
 @main.command("tasks")
 @click.argument("model", metavar="MODEL.onnx")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
@@ -401,10 +464,9 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
     Example:
       acltuner plan show resnet18.plan.json
     """
-    from acltuner.board.registry import load_board
-    from acltuner.tuner.plan import check_plan, load_plan
+    from acltuner.tuner.plan import check_plan, load_plan, plan_board
     p = load_plan(plan_path)
-    board = load_board(board_name or p.board_name)
+    board = plan_board(p, board_name)
     for warning in check_plan(p, p.model_path, board.fingerprint, native.version(), force):
         click.echo(f"warning: {warning}", err=True)
     if as_json:
@@ -444,8 +506,11 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="Tuner config YAML (default: configs/tuner.yaml).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Measure on this ssh host, where 'acltuner deploy' put the board's "
+                   "launcher; a dropped connection is reconnected and the tune goes on.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed):
+         input_shapes, config_path, seed, host):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -463,12 +528,13 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune resnet18.onnx -o resnet18.plan.json
       acltuner tune model.onnx -o plan.json --board split-host --trials 60
       acltuner tune model.onnx -o default.plan.json --strategy default
+      acltuner tune model.onnx -o plan.json --board odroid-n2plus --host odroid
     """
     from acltuner.tuner.session import run_tune
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
-                 input_shapes=input_shapes, config_path=config_path, seed=seed)
+                 input_shapes=input_shapes, config_path=config_path, seed=seed, host=host)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
@@ -500,8 +566,11 @@ CHECK_TOLERANCE = 1e-3
               help="The board running the plan (default: the plan's own board).")
 @click.option("--force", is_flag=True,
               help="Run a plan whose model, board or engine differ, with warnings.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
+                   "and report the board's latency (--check still compares here).")
 def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as_json,
-        board_name, force):
+        board_name, force, host):
     """Run a plan's whole model natively with its tuned convolutions.
 
     Every convolution runs with the plan's config; the other operators run on
@@ -510,23 +579,24 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as
     the peak RSS and, with --check, the largest difference from onnxruntime:
     max |diff| / max |reference|.
 
+    With --host the whole model runs on the board, in its launcher (the model
+    must then run entirely natively): the latency, profile and peak RSS are the
+    board's; inputs and outputs travel over ssh.
+
     \b
     Examples:
       acltuner run resnet18.plan.json --check
       acltuner run model.plan.json image.npy --output logits.npy --profile
+      acltuner run r18.plan.json --host odroid --check
     """
     import numpy as np
 
-    from acltuner.runtime import load
-    from acltuner.runtime.inputs import random_inputs, read_inputs
-    from acltuner.runtime.measure import check as compare, peak_rss_mb, time_runs
+    from acltuner.runtime.measure import check as compare
     from acltuner.runtime.profile import summarize
     from acltuner.runtime.report import render_json, render_text
-    program = load(plan_path, force=force, board=board_name)
-    for warning in program.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    inputs = read_inputs(program, list(named), list(files)) or random_inputs(program)
-    latency, outputs = time_runs(program, inputs, repeat, warmup)
+    args = (plan_path, list(named), list(files), repeat, warmup, force, board_name)
+    program, inputs, latency, outputs, rss_mb = (_run_on_host(host, *args) if host
+                                                 else _run_here(*args))
     diff = None
     if check:
         diff = compare(program.plan.model_path, inputs, outputs)
@@ -537,13 +607,45 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as
             np.savez(output_path, **outputs)
     nodes = summarize(latency.profiles)
     if as_json:
-        click.echo(render_json(latency, peak_rss_mb(), program, nodes, diff, profile))
+        click.echo(render_json(latency, rss_mb, program, nodes, diff, profile))
     else:
-        click.echo(render_text(latency, repeat, warmup, peak_rss_mb(), program, nodes, diff,
-                               profile))
+        click.echo(render_text(latency, repeat, warmup, rss_mb, program, nodes, diff, profile))
     if diff is not None and diff.max_rel > CHECK_TOLERANCE:
         raise click.ClickException(f"check failed: max relative difference {diff.max_rel:.3g} "
                                    f"> {CHECK_TOLERANCE:g}")
+
+
+def _warn(program) -> None:
+    for warning in program.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _run_here(plan_path, named, files, repeat, warmup, force, board_name):
+    """The plan in this process: (program, inputs, latency, outputs, peak RSS MB)."""
+    from acltuner.runtime import load
+    from acltuner.runtime.inputs import random_inputs, read_inputs
+    from acltuner.runtime.measure import peak_rss_mb, time_runs
+    program = load(plan_path, force=force, board=board_name)
+    _warn(program)
+    inputs = read_inputs(program, named, files) or random_inputs(program)
+    latency, outputs = time_runs(program, inputs, repeat, warmup)
+    return program, inputs, latency, outputs, peak_rss_mb()
+
+
+def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_name):
+    """The plan inside the launcher on `host`, timed there; the same tuple, with
+    the launcher's peak RSS."""
+    from acltuner.remote.launcher import RemoteLauncherClient
+    from acltuner.runtime.inputs import random_inputs, read_inputs
+    from acltuner.runtime.remote import RemoteProgram
+    from acltuner.tuner.plan import load_plan, plan_board
+    board = plan_board(load_plan(plan_path), board_name)
+    with RemoteLauncherClient(board, host, timeout_s=600) as client:
+        remote = RemoteProgram(plan_path, client, force=force, board=board_name)
+        _warn(remote.program)
+        inputs = read_inputs(remote.program, named, files) or random_inputs(remote.program)
+        result = remote.run(inputs, repeat, warmup)
+    return remote.program, inputs, result.latency, result.outputs, result.peak_rss_mb
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian/Ubuntu machine for acltuner: the system packages (a C
-# compiler, and the AArch64 cross compiler and qemu that the board tests use), a
+# compiler, and the AArch64 cross compiler, qemu and sshd that the board tests use), a
 # virtualenv in .venv, and acltuner itself, whose install builds the native engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(gcc make gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-venv)
+APT_PACKAGES=(gcc make cmake gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user openssh-server
+              openssh-client python3-venv)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,7 +21,8 @@ from conv_oracle import random_tensors, reference_conv, rel_err
 from engine_backends import QEMU, aarch64_launcher
 
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.engine.launcher import LauncherClient, LauncherError, default_launcher_path
+from acltuner.engine.launcher import PROTOCOL_VERSION, LauncherClient, LauncherError, \
+    default_launcher_path
 
 REL_TOL = 1e-4
 # Enough repeats to exercise the statistics, few enough to keep tests quick.
@@ -90,7 +91,7 @@ def seeded_uniform(seed: int, stream: int, n: int) -> np.ndarray:
 
 def test_hello_lists_algorithms_and_ukernels(client):
     info = client.hello_info
-    assert info["ok"] and info["protocol"] == 1
+    assert info["ok"] and info["protocol"] == PROTOCOL_VERSION
     assert info["version"] and info["isa"] in {"avx512", "avx2", "neon", "generic"}
     assert info["cpus"] >= 1
     assert "reference" in client.algorithms
@@ -323,7 +324,7 @@ loaded = False
 for line in sys.stdin:
     request = json.loads(line)
     if request["cmd"] == "hello":
-        answer = {"ok": True, "protocol": 1, "algorithms": [], "ukernels": []}
+        answer = {"ok": True, "protocol": 2, "algorithms": [], "ukernels": []}
     elif request["cmd"] == "load":
         loaded, answer = True, {"ok": True}
     elif request["cmd"] == "quit":

@@ -54,7 +54,7 @@ def test_a_program_keeps_no_weights_once_packed(planned):
     plan = load_plan(plan_path)
     model, weights = load_model_detached(model_path)
     model = simplify(model, weights)
-    stages, g = lower(model, {n.node: n.config for n in plan.nodes}, weights)
+    stages, g = lower(model, {n.node: n.config for n in plan.nodes}, weights=weights)
     weights.clear()
     Program(model, g, stages, load_board("split-host"))
     assert g.constants == {}

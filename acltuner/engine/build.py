@@ -1,17 +1,40 @@
 """Builds the native engine with CMake outside the Python package build: the
-AArch64 cross build for boards (and for the qemu-run tests)."""
+launcher and library for a board (cross-compiled for AArch64 boards), and the
+C test programs."""
 from __future__ import annotations
 
+import importlib.resources
+import os
+import platform
 import shutil
 import subprocess
 from pathlib import Path
 
 REPO_NATIVE = Path(__file__).resolve().parents[2] / "native"
-AARCH64_TOOLCHAIN = REPO_NATIVE / "cmake" / "aarch64-linux-gnu.cmake"
+# Relative to the engine's sources, wherever they are (see native_sources).
+AARCH64_TOOLCHAIN = Path("cmake") / "aarch64-linux-gnu.cmake"
+BOARD_TARGETS = ["aclengine", "acl-launcher"]
 
 
-class BuildError(RuntimeError):
+class BuildError(OSError):
     """A failed build; the message ends with the tail of the build log."""
+
+
+def native_sources() -> Path:
+    """The engine's C sources: the source tree of a checkout or an editable
+    install, else the copy a wheel installs inside the package."""
+    if (REPO_NATIVE / "CMakeLists.txt").is_file():
+        return REPO_NATIVE
+    packaged = Path(str(importlib.resources.files("acltuner") / "native"))
+    if (packaged / "CMakeLists.txt").is_file():
+        return packaged
+    raise BuildError(f"cannot build the engine: its sources are in neither {REPO_NATIVE} nor "
+                     f"{packaged}; reinstall acltuner from its source tree")
+
+
+def host_isa() -> str:
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                      platform.machine().lower())
 
 
 def missing_tools(tools=("cmake", "aarch64-linux-gnu-gcc")) -> list[str]:
@@ -28,6 +51,17 @@ def _run(cmd: list[str], log: Path) -> None:
         raise BuildError(f"'{' '.join(cmd[:3])} ...' failed (exit {rc}), log {log}:\n{tail}")
 
 
+def _cached_flags(build_dir: Path) -> str | None:
+    """ACL_CPU_FLAGS of a configured build folder, None when not configured."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return None
+    for line in cache.read_text().splitlines():
+        if line.startswith("ACL_CPU_FLAGS:"):
+            return line.split("=", 1)[1]
+    return ""
+
+
 def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = None,
                 cpu_flags: str = "") -> list[Path]:
     """Configures build_dir once (for the toolchain's target, or the host) and builds
@@ -36,14 +70,23 @@ def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = No
     if missing:
         raise BuildError(f"cannot build the engine: {', '.join(missing)} not found "
                          f"(on Debian: apt-get install cmake gcc-aarch64-linux-gnu)")
+    sources = native_sources()
+    build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "build.log"
     log.write_text("")
-    if not (build_dir / "CMakeCache.txt").exists():
-        configure = ["cmake", "-S", str(REPO_NATIVE), "-B", str(build_dir),
+    flags = _cached_flags(build_dir)
+    if flags is not None and toolchain and flags != cpu_flags:
+        # The flags only reach the compiler at the first configure: start afresh.
+        (build_dir / "CMakeCache.txt").unlink()
+        shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
+        flags = None
+    if flags is None:
+        configure = ["cmake", "-S", str(sources), "-B", str(build_dir),
                      "-DCMAKE_BUILD_TYPE=Release"]
         if toolchain:
-            configure += [f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", f"-DACL_CPU_FLAGS={cpu_flags}"]
+            configure += [f"-DCMAKE_TOOLCHAIN_FILE={sources / toolchain}",
+                          f"-DACL_CPU_FLAGS={cpu_flags}"]
         _run(configure, log)
     _run(["cmake", "--build", str(build_dir), "--parallel", "--target", *targets], log)
     return [build_dir / t for t in targets]
@@ -53,3 +96,29 @@ def cross_build(build_dir: Path, toolchain: Path = AARCH64_TOOLCHAIN, cpu_flags:
                 target: str = "acl-launcher") -> Path:
     """Builds one target of the engine for an AArch64 board."""
     return cmake_build(build_dir, [target], toolchain, cpu_flags)[0]
+
+
+def board_build_dir(board_name: str) -> Path:
+    """build/board-NAME in a source checkout, else under the user's cache."""
+    if native_sources() == REPO_NATIVE:
+        base = REPO_NATIVE.parent / "build"
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        base = cache / "acltuner" / "build"
+    return base / f"board-{board_name}"
+
+
+def build_for_board(board, build_dir: Path | None = None) -> Path:
+    """Builds the engine library and acl-launcher for `board` (an AArch64 board
+    cross-compiled with its compiler flags; an x86_64 board on this machine)
+    and returns the launcher, which carries the engine linked in."""
+    build_dir = Path(build_dir) if build_dir else board_build_dir(board.name)
+    if board.isa == "aarch64" and host_isa() != "aarch64":
+        files = cmake_build(build_dir, BOARD_TARGETS, AARCH64_TOOLCHAIN,
+                            " ".join(board.compiler_flags))
+    elif board.isa == host_isa():
+        files = cmake_build(build_dir, BOARD_TARGETS)
+    else:
+        raise BuildError(f"cannot build for board {board.name} ({board.isa}) on this "
+                         f"{host_isa()} machine")
+    return files[BOARD_TARGETS.index("acl-launcher")]

@@ -27,7 +27,7 @@ import numpy as np
 from .config import ConvShape, ExecConfig
 from .native import native_dir
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 LAUNCHER_NAME = "acl-launcher"
 LAUNCHER_ENV = "ACLTUNER_LAUNCHER"
 
@@ -327,6 +327,18 @@ class LauncherClient:
         if not answer.get("ok"):
             raise LauncherError(f"check failed: {answer.get('error')}")
         return None if answer["supported"] else answer["reason"]
+
+    def request(self, request: dict) -> dict:
+        """Sends any request (PROTOCOL.md) and returns its answer; a refusal
+        raises LauncherError with the launcher's line.  A launcher that dies
+        or stops answering is killed, not restarted: what it held is lost."""
+        try:
+            answer = self._call(_request_line(request))
+        except _Unresponsive as e:
+            raise LauncherError(f"{request.get('cmd')} failed: {e}") from None
+        if not answer.get("ok"):
+            raise LauncherError(answer.get("error") or "the launcher gave no reason")
+        return answer
 
     def measure(self, config: ExecConfig, *, warmup: int = 1, min_repeat_ms: float = 50.0,
                 min_repeats: int = 3, max_repeats: int = 100,

@@ -8,39 +8,56 @@ import numpy as np
 import onnx
 
 from acltuner.board.model import Board
-from acltuner.board.registry import load_board
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
+from acltuner.engine.graph import Graph
+from acltuner.runtime.ir import DelegatedSegment
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.simplify import simplify
+from acltuner.runtime.target import Target
+from acltuner.taskgen.graph import node_name
 from acltuner.taskgen.model import load_model_detached
-from acltuner.tuner.plan import Plan, check_plan, load_plan
+from acltuner.tuner.plan import Plan, check_plan, load_plan, plan_board
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,
                   warnings: list[str] | None = None, plan: Plan | None = None,
-                  weights: dict[str, np.ndarray] | None = None) -> Program:
+                  weights: dict[str, np.ndarray] | None = None, *,
+                  engine: Target | None = None, make_graph=Graph,
+                  native_only: bool = False) -> Program:
     """`model` (shapes inferred, as load_model returns it; simplified in place)
-    with a config per Conv node name.  With load_model_detached's model and
-    weights, the weights dict is emptied: each weight is freed once packed."""
+    with a config per Conv node name, for `engine` (default: this process's),
+    its native stages built by make_graph(arena_floats, core_weights, workloads).
+    With load_model_detached's model and weights, the weights dict is emptied:
+    each weight is freed once packed.  native_only refuses, before building
+    anything, a model with nodes that would run through onnxruntime."""
     model = simplify(model, weights)
-    stages, g = lower(model, configs, weights)
+    stages, g = lower(model, configs, engine, weights)
     if weights is not None:
         weights.clear()  # g holds what is still needed, and lets it go while packing
-    return Program(model, g, stages, board, warnings, plan)
+    delegated = [n for s in stages if isinstance(s, DelegatedSegment) for n in s.nodes]
+    if native_only and delegated:
+        raise ValueError(f"cannot run natively only: {len(delegated)} node(s) are outside the "
+                         f"native engine and need onnxruntime: "
+                         + ", ".join(f"{node_name(n)} ({n.op_type})" for n in delegated))
+    return Program(model, g, stages, board, warnings, plan, make_graph)
 
 
 def load(plan_path: str | os.PathLike, *, force: bool = False,
-         board: str | os.PathLike | None = None) -> Program:
+         board: str | os.PathLike | None = None, engine: Target | None = None,
+         make_graph=Graph, native_only: bool = False) -> Program:
     """The plan's model, built with the plan's configs for `board` (default: the
-    plan's board).  A plan for another model file, board or engine version is
-    refused unless `force`, which keeps the differences as Program.warnings."""
+    plan's board) and `engine` (default: this process's).  A plan for another
+    model file, board or engine version is refused unless `force`, which keeps
+    the differences as Program.warnings.  make_graph and native_only: as in
+    compile_model."""
     plan = load_plan(plan_path)
-    target = load_board(board if board is not None else plan.board_name)
+    target = plan_board(plan, board)
     if not Path(plan.model_path).is_file():
         raise ValueError(f"{plan_path}: its model {plan.model_path} is not a file")
-    warnings = check_plan(plan, plan.model_path, target.fingerprint, native.version(), force)
+    version = engine.version if engine else native.version()
+    warnings = check_plan(plan, plan.model_path, target.fingerprint, version, force)
     model, weights = load_model_detached(plan.model_path, plan.input_shapes)
     return compile_model(model, {n.node: n.config for n in plan.nodes}, target, warnings, plan,
-                         weights)
+                         weights, engine=engine, make_graph=make_graph, native_only=native_only)

@@ -20,11 +20,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
+from acltuner.runtime.target import Target, local_target
 from acltuner.taskgen.graph import DEFAULT_DOMAINS, ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
 
@@ -35,8 +35,10 @@ MAX_RANK = 6
 class Lowering:
     """The stages built so far and the tensors of the current native stage."""
 
-    def __init__(self, model: onnx.ModelProto, weights: dict[str, np.ndarray] | None):
+    def __init__(self, model: onnx.ModelProto, target: Target,
+                 weights: dict[str, np.ndarray] | None):
         self.g = OnnxGraph(model, weights)
+        self.target = target  # the engine the stages are for
         self.stages: list[Stage] = []
         self.stage = NativeStage()
         self.producer: dict[str, NativeStage] = {}  # tensors computed natively, by stage
@@ -162,8 +164,8 @@ class Lowering:
         return self.stages
 
 
-def _conv_action(conv: ConvNode, config: ExecConfig):
-    reason = native.check(conv.shape, config.algorithm, config.ukernel)
+def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
+    reason = target.check(conv.shape, config.algorithm, config.ukernel)
     if reason is not None:
         raise ValueError(f"Conv node '{conv.name}': the plan's config {config} cannot run it: "
                          f"{reason}")
@@ -202,11 +204,12 @@ def _native_action(g: OnnxGraph, node: onnx.NodeProto):
 
 
 def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
+          target: Target | None = None,
           weights: dict[str, np.ndarray] | None = None) -> tuple[list[Stage], OnnxGraph]:
     """The stages running `model` (simplified, shapes inferred) with conv configs by
-    node name, and the model's tensors (types, constants) they refer to
-    (weights: as OnnxGraph's)."""
-    low = Lowering(model, weights)
+    node name on `target` (default: this process's engine), and the model's
+    tensors (types, constants) they refer to (weights: as OnnxGraph's)."""
+    low = Lowering(model, target or local_target(), weights)
     convs, _ = conv_nodes(model, weights)  # non-2-D convolutions have no handler: delegated
     missing = [c.name for c in convs if c.name not in configs]
     if missing:
@@ -222,7 +225,8 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
         if name in absorbed:
             continue
         conv = at_end.get(name)
-        action = _conv_action(conv, configs[conv.name]) if conv else _native_action(low.g, node)
+        action = (_conv_action(conv, configs[conv.name], low.target) if conv
+                  else _native_action(low.g, node))
         if action is None:
             pending.append(node)
             continue

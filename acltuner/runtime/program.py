@@ -38,9 +38,10 @@ class NativeRunner:
     build.  The stage gives up its constants and weights as they are packed
     (the engine keeps its own copies), so that each is freed right after."""
 
-    def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int):
+    def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int,
+                 make_graph=Graph):
         self.arena_floats = plan_arena(stage)
-        self.graph = Graph(self.arena_floats, core_weights, workloads)
+        self.graph = make_graph(self.arena_floats, core_weights, workloads)
         for b in stage.constants:
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
             b.constant = None
@@ -103,7 +104,7 @@ class Program:
     model (NCHW); last_profile holds the latest run's time per operation."""
 
     def __init__(self, model: onnx.ModelProto, g: OnnxGraph, stages: list[Stage], board: Board,
-                 warnings: list[str] | None = None, plan: Plan | None = None):
+                 warnings: list[str] | None = None, plan: Plan | None = None, make_graph=Graph):
         self.warnings = list(warnings or [])  # how the plan differs, when forced
         self.plan = plan  # the plan it was loaded from, if any
         weights, workloads = default_exec(board)
@@ -117,7 +118,7 @@ class Program:
                      if not isinstance(s, NativeStage)}
         # From here on each weight is referenced by the operation packing it only.
         g.constants.clear()
-        self._stages = [NativeRunner(s, weights, workloads) if isinstance(s, NativeStage)
+        self._stages = [NativeRunner(s, weights, workloads, make_graph) if isinstance(s, NativeStage)
                         else delegated[id(s)] for s in stages]
         self.delegated = [Delegation(s.node_names, s.op_types) for s in self._stages
                           if isinstance(s, DelegatedRunner)]

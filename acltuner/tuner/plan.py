@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from acltuner.atomic import write_atomic
+from acltuner.board.model import Board, BoardError
+from acltuner.board.registry import HOST, load_board
 from acltuner.engine.config import ExecConfig
 from acltuner.tuner import jsonfields as jf
 
@@ -72,12 +74,16 @@ class Plan:
     tuning: Tuning
     nodes: tuple[PlanNode, ...]
     created: str = field(default_factory=jf.now)
+    # The whole board description, so a plan for a board file runs without that
+    # file; None in plans written before it was recorded.
+    board: Board | None = None
 
     def to_dict(self) -> dict:
         return {"schema_version": SCHEMA_VERSION,
                 "model": {"path": self.model_path, "sha256": self.model_sha256},
                 "input_shapes": {name: list(dims) for name, dims in self.input_shapes.items()},
-                "board": {"name": self.board_name, "fingerprint": self.board_fingerprint},
+                "board": {"name": self.board_name, "fingerprint": self.board_fingerprint,
+                          **({"description": self.board.to_dict()} if self.board else {})},
                 "engine_version": self.engine_version, "created": self.created,
                 "strategy": self.strategy,
                 "tuning": {"wall_s": self.tuning.wall_s, "tuner_s": self.tuning.tuner_s,
@@ -123,9 +129,18 @@ def _parse(d: Any) -> Plan:
         path = jf.at("input_shapes", name)
         input_shapes[name] = tuple(jf.check(x, jf.at(path, i), int, minimum=1)
                                    for i, x in enumerate(jf.check(dims, path, list)))
-    board = _member(d, "board", ("name", "fingerprint"))
+    board = _member(d, "board", ("name", "fingerprint", "description"))
     board_name = jf.get(board, "name", "board", str)
     board_fingerprint = jf.get(board, "fingerprint", "board", str)
+    description = None
+    if "description" in board:
+        try:
+            description = Board.from_dict(board["description"], "board.description")
+        except BoardError as e:
+            raise jf.FieldError(str(e)) from None
+        if description.fingerprint != board_fingerprint:
+            raise jf.FieldError(f"board.description has fingerprint {description.fingerprint}, "
+                                f"not board.fingerprint {board_fingerprint}")
     engine_version = jf.get(d, "engine_version", "", str)
     created = jf.timestamp(d, "created", "")
     strategy = jf.get(d, "strategy", "", str)
@@ -143,7 +158,19 @@ def _parse(d: Any) -> Plan:
     return Plan(model_path=model_path, model_sha256=sha, input_shapes=input_shapes,
                 board_name=board_name, board_fingerprint=board_fingerprint,
                 engine_version=engine_version, strategy=strategy, tuning=tuning, nodes=nodes,
-                created=created)
+                created=created, board=description)
+
+
+def plan_board(plan: Plan, override: str | os.PathLike | None = None) -> Board:
+    """The board a plan runs on: `override` (a name or board file) if given,
+    else the board it was tuned for: detected again when that was this machine
+    (so a plan moved elsewhere is caught by its fingerprint), else the
+    description the plan recorded, else the shipped board of that name."""
+    if override is not None:
+        return load_board(override)
+    if plan.board is not None and plan.board_name != HOST:
+        return plan.board
+    return load_board(plan.board_name)
 
 
 def save_plan(plan: Plan, path: str | os.PathLike) -> None:

@@ -3,14 +3,14 @@ measures on it, the tuner config, the records file, progress and the summary."""
 from __future__ import annotations
 
 import os
-import platform
 from pathlib import Path
 
 import click
 
+from acltuner.board.machine import check_cores
 from acltuner.board.model import Board
 from acltuner.board.registry import load_board
-from acltuner.engine.build import REPO_NATIVE, cross_build
+from acltuner.engine.build import build_for_board, host_isa
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
 from acltuner.progress import Progress
 from acltuner.taskgen.model import parse_input_shapes
@@ -31,29 +31,30 @@ def default_records_path() -> Path:
     return cache / "acltuner" / "records.jsonl"
 
 
-def _host_isa() -> str:
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
-                                                      platform.machine().lower())
-
-
 def launcher_command(board: Board) -> list[str]:
     """How to start a launcher that measures on `board` from this machine."""
-    if board.isa == _host_isa():
+    if board.isa == host_isa():
         return [*board.launcher_wrapper, default_launcher_path()]
     if board.launcher_wrapper:  # e.g. qemu: the board's own build, run through the wrapper
-        build_dir = REPO_NATIVE.parent / "build" / f"board-{board.name}"
-        launcher = cross_build(build_dir, cpu_flags=" ".join(board.compiler_flags))
-        return [*board.launcher_wrapper, str(launcher)]
-    raise ValueError(f"board {board.name} is {board.isa} and this machine is {_host_isa()}: "
-                     f"give the board file a launcher_wrapper (e.g. qemu-aarch64) to measure it "
-                     f"here")
+        return [*board.launcher_wrapper, str(build_for_board(board))]
+    raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
+                     f"tune it with --host, or give the board file a launcher_wrapper (e.g. "
+                     f"qemu-aarch64) to measure it here")
 
 
-def _check_cores(board: Board, client: LauncherClient) -> None:
-    cpus = client.hello_info["cpus"]
-    if board.ncores > cpus:
-        raise ValueError(f"board {board.name} has CPUs 0-{board.ncores - 1} but the machine "
-                         f"measuring it has only {cpus}: tune on the board itself")
+def open_launcher(board: Board, host: str | None) -> LauncherClient:
+    """The launcher that measures `board`: on `host` over ssh (deployed there
+    by `acltuner deploy`), else on this machine; checked against the board's cores."""
+    if host:
+        from acltuner.remote.launcher import RemoteLauncherClient
+        return RemoteLauncherClient(board, host, timeout_s=LAUNCHER_TIMEOUT_S)
+    client = LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S)
+    try:
+        check_cores(board, client.hello_info["cpus"], "this machine")
+    except Exception:
+        client.close()
+        raise
+    return client
 
 
 def _task_line(r: TaskReport) -> str:
@@ -66,7 +67,8 @@ def _task_line(r: TaskReport) -> str:
 
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
-             input_shapes: tuple[str, ...], config_path: str | None, seed: int) -> None:
+             input_shapes: tuple[str, ...], config_path: str | None, seed: int,
+             host: str | None = None) -> None:
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
     # Everything the user gave is checked before anything is printed or created.
@@ -75,24 +77,29 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     shapes = parse_input_shapes(input_shapes)
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
-    records.parent.mkdir(parents=True, exist_ok=True)
     progress = Progress()
-    click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}), strategy "
-               f"{strategy}, {config.search.trials} trials per task, records {records}",
-               err=True)
-    click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
-               f"best config (algorithm/micro-kernel/core weights/workloads)")
 
     def on_task(report: TaskReport) -> None:
         progress.clear()
         click.echo(_task_line(report))
 
-    with LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S) as client:
-        _check_cores(board, client)
+    # The launcher too: a board the measuring machine cannot run fails before any output.
+    with open_launcher(board, host) as client:
+        records.parent.mkdir(parents=True, exist_ok=True)
+        where = f" on {host}" if host else ""
+        click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
+                   f"strategy {strategy}, {config.search.trials} trials per task, records "
+                   f"{records}", err=True)
+        click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
+                   f"best config (algorithm/micro-kernel/core weights/workloads)")
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, on_progress=progress.update,
                                    on_task=on_task)
+        reconnects = getattr(client, "reconnects", 0)
+    if reconnects:
+        click.echo(f"the connection to {host} dropped {reconnects} time(s): reconnected, and "
+                   f"the interrupted measurements were taken again", err=True)
     per_node = [(len(r.task.nodes) * r.default_ms, len(r.task.nodes) * r.tuned_ms)
                 for r in reports if r.default_ms and r.tuned_ms]
     if per_node:

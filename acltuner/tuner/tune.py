@@ -149,7 +149,8 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
     return Plan(model_path=str(model.resolve()), model_sha256=sha256_file(model),
                 input_shapes={k: tuple(v) for k, v in (input_shapes or {}).items()},
                 board_name=board.name, board_fingerprint=board.fingerprint,
-                engine_version=engine, strategy=strategy, tuning=tuning, nodes=tuple(nodes))
+                engine_version=engine, strategy=strategy, tuning=tuning, nodes=tuple(nodes),
+                board=board)
 
 
 def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: LauncherClient,

@@ -7,12 +7,13 @@
 #include <unistd.h>
 
 #include "aclengine.h"
+#include "graph_cmd.h"
 #include "json.h"
 #include "measure.h"
 #include "request.h"
 #include "task.h"
 
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
 
 static const char *const bare_fields[] = {"cmd", NULL};
 
@@ -116,6 +117,11 @@ static const struct {
     {"load", handle_load},
     {"measure", measure_command},
     {"check", handle_check},
+    {"graph_create", graph_create_command},
+    {"graph_write", graph_write_command},
+    {"graph_op", graph_op_command},
+    {"graph_order", graph_order_command},
+    {"graph_run", graph_run_command},
     {"quit", handle_quit},
 };
 
@@ -130,7 +136,8 @@ static int dispatch(task *t, const json_value *request, json_writer *w, int *qui
             *quit = commands[i].handle == handle_quit;
             return commands[i].handle(t, request, w);
         }
-    return request_fail("unknown command \"%s\" (expected hello, load, measure, check or quit)", cmd);
+    return request_fail("unknown command \"%s\" (expected hello, load, measure, check, "
+                        "graph_create, graph_write, graph_op, graph_order, graph_run or quit)", cmd);
 }
 
 static void write_error(json_writer *w, const char *error)
@@ -209,5 +216,6 @@ int main(void)
     free(line);
     json_writer_free(&w);
     task_clear(&t);
+    graph_clear();
     return 0;
 }

@@ -6,11 +6,11 @@ import math
 import numpy as np
 import onnx
 
-from acltuner.engine import native
 from acltuner.engine.config import ConvShape
 from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.registry import attrs, handles, shape
+from acltuner.runtime.target import Target
 from acltuner.taskgen.conv_attrs import same_pads
 from acltuner.taskgen.graph import OnnxGraph, node_name
 from acltuner.tuner.defaults import armnn_ukernel
@@ -111,11 +111,11 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
     return lower
 
 
-def matmul_ukernel(m: int, k: int, n: int) -> str:
+def matmul_ukernel(m: int, k: int, n: int, target: Target) -> str:
     """ArmNN's GEMM kernel rule (tuner.defaults) for an M x K x N product: a 1x1 convolution."""
     as_conv = ConvShape(n=1, h=m, w=1, c=k, oc=n, kh=1, kw=1)
-    ukernel = armnn_ukernel(as_conv, "gemm1x1", [uk.__dict__ for uk in native.ukernels()],
-                            native.isa(), native.check)
+    ukernel = armnn_ukernel(as_conv, "gemm1x1", list(target.ukernels), target.isa,
+                            target.check)
     if ukernel is None:
         raise ValueError(f"no GEMM micro-kernel of this engine runs a {m}x{k}x{n} product")
     return ukernel
@@ -129,7 +129,7 @@ def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray |
     out_shape = av.shape[:-1] + (n,)
     m = av.size // k
     yv = low.new(out_name, out_shape, identity(len(out_shape)))
-    ukernel = matmul_ukernel(m, k, n)
+    ukernel = matmul_ukernel(m, k, n, low.target)
     low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}",
              {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
              ukernel=ukernel, b=np.asarray(b, dtype=np.float32),  # packed from a view

@@ -47,6 +47,10 @@ CATALOG = [
            pad_bottom=2, pad_right=2),
     _shape(n=1, h=13, w=13, c=64, oc=40, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
            pad_right=1, has_residual=True, act="relu"),
+    # A first layer (C = 3, 7x7, stride 2) with enough output pixels that im2col
+    # runs several blocks per worker.
+    _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,
+           pad_left=3, pad_bottom=3, pad_right=2, act="relu", has_residual=True),
 ]
 
 

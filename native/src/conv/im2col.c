@@ -91,10 +91,11 @@ static void copy_pixel(const acl_conv *conv, const float *x, int pixel, float *d
                 memset(dst, 0, s->kw * c * sizeof(float));
                 continue;
             }
-            memset(dst, 0, lo * c * sizeof(float));
+            /* Only border pixels have padding taps: skip the empty calls. */
+            if (lo) memset(dst, 0, lo * c * sizeof(float));
             memcpy(dst + lo * c, x + ((size_t)(b * s->h + iy) * s->w + ix0 + lo) * c,
                    (hi - lo) * c * sizeof(float));
-            memset(dst + hi * c, 0, (s->kw - hi) * c * sizeof(float));
+            if (hi < s->kw) memset(dst + hi * c, 0, (s->kw - hi) * c * sizeof(float));
         }
         return;
     }

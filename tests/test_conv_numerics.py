@@ -47,6 +47,17 @@ CATALOG = [
            pad_bottom=2, pad_right=2),
     _shape(n=1, h=13, w=13, c=64, oc=40, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
            pad_right=1, has_residual=True, act="relu"),
+    # Depthwise with whole channel blocks: interior pixel runs of every length
+    # (15 - 2 = 13 = 8 + 4 + 1 with AVX-512, 4 + 4 + 4 + 1 with NEON) next to
+    # the bordered pixels; then a strided 5x5 over a batch of two.
+    _shape(n=1, h=9, w=15, c=32, oc=32, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
+           pad_right=1, group=32, act="clip", act_min=0.0, act_max=6.0, has_residual=True),
+    _shape(n=2, h=11, w=23, c=16, oc=16, kh=5, kw=5, stride_h=2, stride_w=2, pad_top=2,
+           pad_left=2, pad_bottom=2, pad_right=2, group=16, act="relu"),
+    # A first layer (C = 3, 7x7, stride 2) with enough output pixels that im2col
+    # runs several blocks per worker.
+    _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,
+           pad_left=3, pad_bottom=3, pad_right=2, act="relu", has_residual=True),
 ]
 
 

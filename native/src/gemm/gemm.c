@@ -358,3 +358,11 @@ int acl_gemm_batch_compute(const acl_gemm_batch *batch, const acl_exec *ex, doub
 {
     return run_stage(batch, ex, compute_task, stage_ms);
 }
+
+void acl_gemm_job_run(const acl_gemm_job *job)
+{
+    if (job->m <= 0) return;
+    const int tiles = job_tiles(job);
+    if (job->b->uk->style == ACL_STYLE_INTERLEAVED) pack_job_tiles(job, 0, tiles);
+    compute_job_block(job, 0, tiles, 0, acl_div_up(job->b->n, job->b->uk->nr));
+}

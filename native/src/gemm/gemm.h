@@ -81,6 +81,12 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
 int acl_gemm_batch_pack_a(const acl_gemm_batch *batch, const acl_exec *ex, double *stage_ms);
 int acl_gemm_batch_compute(const acl_gemm_batch *batch, const acl_exec *ex, double *stage_ms);
 
+/* Runs one job whole on the calling thread (A interleaving, then every tile
+ * and N panel), for callers that split the work over the pool themselves;
+ * the job must already satisfy acl_ukernel_check.  Each output element sees
+ * the same micro-kernel calls as under acl_gemm_batch_compute. */
+void acl_gemm_job_run(const acl_gemm_job *job);
+
 /* 0 if the micro-kernel can run a GEMM with this per-call K and N. */
 int acl_ukernel_check(const acl_ukernel *uk, int k, int n);
 

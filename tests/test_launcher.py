@@ -486,3 +486,11 @@ def test_aarch64_launcher_under_qemu():
     with LauncherClient(QEMU + [path], timeout_s=120) as c:
         assert c.hello_info["isa"] == "neon"
         assert_every_ukernel_correct(c, "neon", (1, 1))
+        # The eviction GEMM runs on a NEON micro-kernel too.
+        c.load(SAME_3X3, seed=5)
+        config = ExecConfig("im2col", general_ukernel(c), (1, 1), 4)
+        warm = c.measure(config, return_output=True, **ONCE)
+        cold = c.measure(config, return_output=True, evict_bytes=256 << 10,
+                         **dict(ONCE, min_repeats=2, max_repeats=2))
+        assert cold.ok and cold.correct, cold.error
+        np.testing.assert_array_equal(cold.output, warm.output)

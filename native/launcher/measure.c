@@ -46,9 +46,8 @@ static const char *const config_fields[] = {"algorithm", "ukernel", "core_weight
 
 /* Larger evictions would take seconds per run; no cache comes close. */
 #define MAX_EVICT_BYTES (1LL << 34)
-/* The eviction GEMM's K: long rows of A, so that reading A, not computing,
- * is most of its time. */
-#define EVICT_K 256
+/* The eviction GEMM's K: B is K x N with N = evict_bytes / 4 / K. */
+#define EVICT_K 64
 /* The input is read back one float per line; 64 bytes is the smallest line
  * of the ISAs we build for. */
 #define LINE_FLOATS (64 / sizeof(float))
@@ -160,84 +159,71 @@ static void compare_with_reference(const float *y, const float *ref, size_t n, m
     m->max_rel_err = worst == 0 ? 0 : worst / scale;
 }
 
-/* Cold-cache runs evict the caches with a GEMM that reads an evict_bytes A
- * on the config's own cores: each core's share of A displaces the weights
- * from the caches that core uses, and its worker is still running when the
- * timed run starts, as between the layers of a model.  (Evicting from this
- * thread would leave the workers asleep, and waking them, on a busy machine
- * a scheduler tick, would be timed.)  A and C are kept between requests so
- * their pages fault in once. */
+/* Cold-cache runs evict the caches with a one-row GEMM whose packed B is
+ * evict_bytes, run on the config's own cores: each core reads its share of
+ * B (half a flop per byte), which displaces the weights from the caches that
+ * core uses, and its worker is still running when the timed run starts, as
+ * between the layers of a model.  (Evicting from this thread would leave the
+ * workers asleep, and waking them, on a busy machine a scheduler tick, would
+ * be timed.) */
 typedef struct {
+    acl_gemm *gemm;
+    acl_exec ex;  /* the config's cores, cut finely enough to share B out */
+    int n;
     float *a, *c;
-    size_t a_floats, c_floats;
-} evict_buffers;
-static evict_buffers evict_memory;
+} evictor;
+
 /* Where the activations read after an eviction go, so the reads stay. */
 static volatile float activation_sink;
 
-static int reserve(float **p, size_t *have, size_t need)
-{
-    if (need <= *have) return 0;
-    float *grown = alloc_floats(need);
-    if (!grown) return request_fail("out of memory for the eviction buffers (%zu floats)", need);
-    memset(grown, 0, need * sizeof(float));
-    free(*p);
-    *p = grown;
-    *have = need;
-    return 0;
-}
-
-/* A hybrid micro-kernel reads A in place; any other would first copy it. */
 static int eviction_ukernel(acl_ukernel_info *out)
 {
-    int fallback = -1;
-    for (int i = 0; i < acl_ukernel_count(); i++) {
-        acl_ukernel_info uk;
-        if (acl_ukernel_get(i, &uk) || uk.kmin >= EVICT_K || (uk.kmax && uk.kmax < EVICT_K) ||
-            uk.nr % uk.n_multiple)
-            continue;
-        if (strcmp(uk.style, "hybrid") == 0) {
-            *out = uk;
+    for (int i = 0; i < acl_ukernel_count(); i++)
+        if (acl_ukernel_get(i, out) == 0 && out->kmin < EVICT_K &&
+            (out->kmax == 0 || out->kmax >= EVICT_K) && out->nr % out->n_multiple == 0)
             return 0;
-        }
-        if (fallback < 0) fallback = i;
-    }
-    if (fallback < 0 || acl_ukernel_get(fallback, out))
-        return request_fail("no micro-kernel can run the eviction GEMM");
-    return 0;
+    return request_fail("no micro-kernel can run the eviction GEMM");
 }
 
-typedef struct {
-    acl_gemm *gemm;
-    int m, n;
-} evictor;
+static void evictor_free(evictor *e)
+{
+    acl_gemm_destroy(e->gemm);
+    free(e->a);
+    free(e->c);
+}
 
-static int evictor_create(long long evict_bytes, evictor *e)
+static int evictor_create(const measure_request *r, evictor *e)
 {
     *e = (evictor){0};
-    if (evict_bytes == 0) return 0;
+    if (r->evict_bytes == 0) return 0;
     acl_ukernel_info uk;
     if (eviction_ukernel(&uk)) return -1;
-    /* At most 2^24 rows (MAX_EVICT_BYTES). */
-    int rows = (int)(evict_bytes / (long long)(EVICT_K * sizeof(float)));
-    e->m = rows ? rows : 1;
-    e->n = uk.nr;
-    if (reserve(&evict_memory.a, &evict_memory.a_floats, (size_t)e->m * EVICT_K) ||
-        reserve(&evict_memory.c, &evict_memory.c_floats, (size_t)e->m * e->n))
-        return -1;
+    /* At most 2^26 / nr panels (MAX_EVICT_BYTES). */
+    long long columns = r->evict_bytes / (long long)(EVICT_K * sizeof(float));
+    e->n = (int)((columns + uk.nr - 1) / uk.nr) * uk.nr;
+    if (e->n == 0) e->n = uk.nr;
+    int workloads = 4 * r->ncores > r->workloads ? 4 * r->ncores : r->workloads;
+    e->ex = (acl_exec){.ncores = r->ncores, .weights = r->core_weights, .workloads = workloads};
     float *b = calloc((size_t)EVICT_K * e->n, sizeof *b);
-    if (!b) return request_fail("out of memory for the eviction GEMM");
-    int rc = acl_gemm_create(uk.name, EVICT_K, e->n, b, e->n, &e->gemm);
+    e->a = alloc_floats(EVICT_K);
+    e->c = alloc_floats((size_t)e->n);
+    int rc = !b || !e->a || !e->c ? request_fail("out of memory for the eviction GEMM") : 0;
+    if (rc == 0) {
+        memset(e->a, 0, EVICT_K * sizeof(float));
+        if (acl_gemm_create(uk.name, EVICT_K, e->n, b, e->n, &e->gemm))
+            rc = request_fail("eviction GEMM: %s", acl_last_error());
+    }
     free(b);
-    return rc ? request_fail("eviction GEMM: %s", acl_last_error()) : 0;
+    if (rc) evictor_free(e);
+    return rc;
 }
 
 /* Evicts, then reads the input and residual back in, as in a model where the
  * layer before has just written them. */
-static int evict_caches(const evictor *e, const acl_exec *ex, const task *t)
+static int evict_caches(const evictor *e, const task *t)
 {
-    /* Fails only for an exec config the conv would reject the same way. */
-    if (acl_gemm_run(e->gemm, ex, e->m, evict_memory.a, EVICT_K, evict_memory.c, e->n, NULL))
+    /* Fails only for core weights the conv would reject the same way. */
+    if (acl_gemm_run(e->gemm, &e->ex, 1, e->a, EVICT_K, e->c, e->n, NULL))
         return request_fail("%s", acl_last_error());
     float sum = 0;
     for (size_t i = 0; i < t->input_floats; i += LINE_FLOATS) sum += t->input[i];
@@ -264,7 +250,7 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
     memset(later_output, 0, t->output_floats * sizeof(float));
 
     evictor e;
-    if (evictor_create(r->evict_bytes, &e)) {
+    if (evictor_create(r, &e)) {
         free(later_output);
         return -1;
     }
@@ -275,7 +261,7 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
         rc = acl_conv_run(conv, &ex, t->input, t->residual, out, NULL);
     while (rc == 0) {
         acl_stage_times stages = {0};
-        if (e.gemm && evict_caches(&e, &ex, t)) {
+        if (e.gemm && evict_caches(&e, t)) {
             failed = 1;
             break;
         }
@@ -293,7 +279,7 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
         if (enough || (int)m->runs.count >= r->max_repeats) break;
     }
     free(later_output);
-    acl_gemm_destroy(e.gemm);
+    evictor_free(&e);
     if (failed) return -1;
     if (rc) return request_fail("%s", acl_last_error());
     return 0;

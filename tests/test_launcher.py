@@ -94,6 +94,8 @@ def test_hello_lists_algorithms_and_ukernels(client):
     assert info["ok"] and info["protocol"] == PROTOCOL_VERSION
     assert info["version"] and info["isa"] in {"avx512", "avx2", "neon", "generic"}
     assert info["cpus"] >= 1
+    assert isinstance(info["largest_cache_bytes"], int) and info["largest_cache_bytes"] >= 0
+    assert client.largest_cache_bytes == info["largest_cache_bytes"]
     assert "reference" in client.algorithms
     assert all(isinstance(a["uses_ukernel"], bool) for a in info["algorithms"])
     assert client.ukernels
@@ -150,6 +152,40 @@ def test_returned_output_matches_onnx(client, shape):
         assert m.ok and m.correct, (config, m.error)
         assert m.output.shape == shape.output_shape and m.output.dtype == np.float32
         assert rel_err(m.output, expected) <= REL_TOL, config
+
+
+@pytest.mark.parametrize("shape", [SAME_3X3, EPILOGUE_SHAPES[3]], ids=["3x3", "1x1residual"])
+def test_cold_cache_runs_give_the_warm_outputs(client, shape):
+    """Eviction touches only its own buffers and reads the activations: every
+    cold run gives exactly the warm output, which matches onnx."""
+    tensors = conv_inputs(shape, 7)
+    client.load(shape, **tensors)
+    expected = expected_output(shape, tensors)
+    configs = supported_configs(client, shape, general_ukernel(client), all_cores(client), 3)
+    assert len(configs) >= 2
+    for config in configs:
+        warm = client.measure(config, return_output=True, **ONCE)
+        # Four timed runs, each after an eviction; the first is the one checked.
+        cold = client.measure(config, return_output=True, evict_bytes=1 << 20,
+                              **dict(ONCE, min_repeats=4, max_repeats=4))
+        assert cold.ok and cold.correct and len(cold.times_ms) == 4, (config, cold.error)
+        np.testing.assert_array_equal(cold.output, warm.output)
+        assert rel_err(cold.output, expected) <= REL_TOL, config
+
+
+@pytest.mark.parametrize("value, message", [
+    (-1, 'field "evict_bytes" must be an integer in [0, 17179869184], got -1'),
+    (1.5, 'field "evict_bytes" must be an integer in [0, 17179869184], got 1.5'),
+    (1 << 35, 'field "evict_bytes" must be an integer in [0, 17179869184], got 34359738368'),
+    ("1M", 'field "evict_bytes" must be a number, got a string'),
+    (None, 'field "evict_bytes" must be a number, got null'),
+])
+def test_bad_evict_bytes_get_an_error_answer(client, value, message):
+    client.load(SAME_3X3, seed=4)
+    config = ExecConfig("reference", None, (1,), 1)
+    m = client.measure(config, evict_bytes=value, **ONCE)
+    assert not m.ok and m.error == message
+    assert client.measure(config, evict_bytes=0, **ONCE).correct  # still serving
 
 
 def test_seeded_tensors_follow_the_documented_generator(client):
@@ -450,3 +486,11 @@ def test_aarch64_launcher_under_qemu():
     with LauncherClient(QEMU + [path], timeout_s=120) as c:
         assert c.hello_info["isa"] == "neon"
         assert_every_ukernel_correct(c, "neon", (1, 1))
+        # The eviction GEMM runs on a NEON micro-kernel too.
+        c.load(SAME_3X3, seed=5)
+        config = ExecConfig("im2col", general_ukernel(c), (1, 1), 4)
+        warm = c.measure(config, return_output=True, **ONCE)
+        cold = c.measure(config, return_output=True, evict_bytes=256 << 10,
+                         **dict(ONCE, min_repeats=2, max_repeats=2))
+        assert cold.ok and cold.correct, cold.error
+        np.testing.assert_array_equal(cold.output, warm.output)

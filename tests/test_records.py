@@ -21,12 +21,15 @@ from hypothesis import strategies as st
 from acltuner.cli import main
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import Measurement
-from acltuner.tuner.records import Record, RecordsError, RecordStore
+from acltuner.tuner.records import V1_MEASURE, Record, RecordsError, RecordStore
+from acltuner.tuner.runner import MeasureOptions
 
 SHAPE = ConvShape(n=1, h=14, w=14, c=16, oc=24, kh=3, kw=3, pad_top=1, pad_left=1,
                   pad_bottom=1, pad_right=1, act="relu")
 TIME = "2026-11-20T12:00:00.000+00:00"
 BOARD, ENGINE = "odroid-n2p-3f9a", "0.1.0"
+COLD = MeasureOptions(evict_bytes=2 << 20)
+WARM = MeasureOptions()
 
 
 def config(workloads: int = 1, algorithm: str = "im2col") -> ExecConfig:
@@ -40,10 +43,12 @@ def measured_ok(ms: float, correct: bool = True) -> Measurement:
 
 
 def record(task: str = "t0", workloads: int = 1, ms: float | None = 1.0, *, correct: bool = True,
-           board: str = BOARD, engine: str = ENGINE, strategy: str = "xgb") -> Record:
+           board: str = BOARD, engine: str = ENGINE, strategy: str = "xgb",
+           measure: MeasureOptions = COLD) -> Record:
     """ms=None: a config that failed to run."""
     m = Measurement.failed("im2col needs K <= 4096") if ms is None else measured_ok(ms, correct)
-    r = Record.from_measurement(board, engine, task, SHAPE, config(workloads), m, strategy)
+    r = Record.from_measurement(board, engine, task, SHAPE, config(workloads), m, strategy,
+                                measure=measure)
     return replace(r, time=TIME)
 
 
@@ -63,10 +68,12 @@ def test_record_round_trips_through_json():
 
 @given(ms=st.floats(0, 1e4), workloads=st.integers(1, 512),
        weights=st.lists(st.integers(0, 8), min_size=1, max_size=8).filter(any),
-       ukernel=st.none() | st.text(min_size=1, max_size=30), task=st.text(max_size=40))
-def test_any_record_round_trips(ms, workloads, weights, ukernel, task):
+       ukernel=st.none() | st.text(min_size=1, max_size=30), task=st.text(max_size=40),
+       evict=st.integers(0, 1 << 34))
+def test_any_record_round_trips(ms, workloads, weights, ukernel, task, evict):
     r = Record(board=BOARD, engine=ENGINE, task=task, shape=SHAPE,
-               config=ExecConfig("indirect", ukernel, tuple(weights), workloads), ok=True,
+               config=ExecConfig("indirect", ukernel, tuple(weights), workloads),
+               measure=MeasureOptions(evict_bytes=evict), ok=True,
                error=None, median_ms=ms, min_ms=ms, times_ms=(ms,),
                stages={"pre_ms": 0.0, "gemm_ms": ms, "post_ms": 0.0}, correct=True,
                max_rel_err=0.0, strategy="random", time=TIME)
@@ -77,7 +84,7 @@ def test_a_nonfinite_error_is_stored_as_null():
     m = Measurement(ok=True, median_ms=1.0, min_ms=1.0, times_ms=[1.0],
                     stages={"pre_ms": 0, "gemm_ms": 1, "post_ms": 0}, correct=False,
                     max_abs_err=float("inf"), max_rel_err=float("inf"))
-    r = Record.from_measurement(BOARD, ENGINE, "t0", SHAPE, config(), m, "xgb")
+    r = Record.from_measurement(BOARD, ENGINE, "t0", SHAPE, config(), m, "xgb", measure=COLD)
     assert r.max_rel_err is None and not r.usable
     json.dumps(r.to_dict(), allow_nan=False)
 
@@ -100,7 +107,11 @@ def _set(path: str, value):
     (_set("config.core_weights", [0, 0]), "config: core weights need at least one positive"),
     (_set("board", KeyError), "board is missing"),
     (_set("ok", "yes"), "ok must be true or false, got 'yes'"),
-    (_set("schema_version", 2), "schema_version 2 is not supported (this acltuner reads 1)"),
+    (_set("schema_version", 3), "schema_version 3 is not supported (this acltuner reads 2)"),
+    (_set("measure", KeyError), "measure is missing"),
+    (_set("measure.evict_bytes", -1), "measure.evict_bytes must be >= 0, got -1"),
+    (_set("measure.evict_bytes", 1.5), "measure.evict_bytes must be an integer, got 1.5"),
+    (_set("measure.cache", "cold"), "measure has unknown field(s) cache"),
     (_set("median_ms", float("nan")), "median_ms must be a finite number, got nan"),
     (_set("median_ms", None), "median_ms must be a number, got null"),
     (_set("times_ms", [1.0, -2.0]), "times_ms[1] must be >= 0, got -2"),
@@ -281,17 +292,19 @@ def test_two_models_share_the_tasks_they_have_in_common(tmp_path):
                               record("k1", 3, 0.1, engine="0.0.9")])
 
     store = RecordStore(path)  # model B, with tasks k2 and k3, starts
-    assert store.tasks_done(BOARD, ENGINE) == {"k1", "k2"}
-    assert {"k2", "k3"} - store.tasks_done(BOARD, ENGINE) == {"k3"}
-    assert store.best(BOARD, ENGINE, "k2").median_ms == 3.0
-    assert store.measured(BOARD, ENGINE, "k3") == {}
-    assert list(store.measured(BOARD, ENGINE, "k1")) == [str(config(1)), str(config(2))]
-    assert store.best(BOARD, ENGINE, "k1").config == config(2)  # not the 0.0.9 record
+    assert store.tasks_done(BOARD, ENGINE, measure=COLD) == {"k1", "k2"}
+    assert {"k2", "k3"} - store.tasks_done(BOARD, ENGINE, measure=COLD) == {"k3"}
+    assert store.best(BOARD, ENGINE, "k2", measure=COLD).median_ms == 3.0
+    assert store.measured(BOARD, ENGINE, "k3", measure=COLD) == {}
+    assert list(store.measured(BOARD, ENGINE, "k1", measure=COLD)) == [str(config(1)),
+                                                                        str(config(2))]
+    # not the 0.0.9 record
+    assert store.best(BOARD, ENGINE, "k1", measure=COLD).config == config(2)
     assert len(store.records) == 5  # other boards and versions are kept
 
     store.append([record("k3", 1, 0.7)])
-    assert RecordStore(path).tasks_done(BOARD, ENGINE) == {"k1", "k2", "k3"}
-    assert RecordStore(path).tasks_done("rk3588-77aa", ENGINE) == {"k3"}
+    assert RecordStore(path).tasks_done(BOARD, ENGINE, measure=COLD) == {"k1", "k2", "k3"}
+    assert RecordStore(path).tasks_done("rk3588-77aa", ENGINE, measure=COLD) == {"k3"}
 
 
 def test_failures_are_recorded_and_never_best(tmp_path):
@@ -299,21 +312,61 @@ def test_failures_are_recorded_and_never_best(tmp_path):
     RecordStore(path).append([record("k", 1, None), record("k", 2, 0.5, correct=False),
                               record("k", 3, 2.0), record("k", 4, 1.0), record("f", 1, None)])
     store = RecordStore(path)
-    measured = store.measured(BOARD, ENGINE, "k")
+    measured = store.measured(BOARD, ENGINE, "k", measure=COLD)
     failed = measured[str(config(1))]
     assert not failed.ok and failed.error == "im2col needs K <= 4096" and failed.median_ms is None
     assert measured[str(config(2))].correct is False
-    assert store.best(BOARD, ENGINE, "k").config == config(4)  # not the faster wrong one
-    assert store.best(BOARD, ENGINE, "f") is None and store.best(BOARD, ENGINE, "nope") is None
-    assert store.tasks_done(BOARD, ENGINE) == {"k"}
+    # not the faster wrong one
+    assert store.best(BOARD, ENGINE, "k", measure=COLD).config == config(4)
+    assert store.best(BOARD, ENGINE, "f", measure=COLD) is None
+    assert store.best(BOARD, ENGINE, "nope", measure=COLD) is None
+    assert store.tasks_done(BOARD, ENGINE, measure=COLD) == {"k"}
 
 
 def test_a_config_measured_again_maps_to_its_latest_record(tmp_path):
     store = RecordStore(tmp_path / "records.jsonl")
     store.append([record("k", 1, 2.0, strategy="default")])
     store.append([record("k", 1, None)])
-    assert not store.measured(BOARD, ENGINE, "k")[str(config(1))].ok
-    assert store.best(BOARD, ENGINE, "k").median_ms == 2.0  # the fastest ok record ever
+    assert not store.measured(BOARD, ENGINE, "k", measure=COLD)[str(config(1))].ok
+    # the fastest ok record ever
+    assert store.best(BOARD, ENGINE, "k", measure=COLD).median_ms == 2.0
+
+
+def test_records_of_another_measurement_protocol_are_not_reused(tmp_path):
+    path = tmp_path / "records.jsonl"
+    # Warm caches made config 1 look fastest; cold, config 2 is.
+    RecordStore(path).append([record("k", 1, 0.5, measure=WARM),
+                              record("k", 2, 0.9, measure=WARM),
+                              record("k", 2, 1.2), record("k", 3, 2.0),
+                              record("w", 1, 0.4, measure=WARM),
+                              record("k", 1, 0.1, measure=replace(COLD, evict_bytes=1 << 20))])
+    store = RecordStore(path)
+    assert list(store.measured(BOARD, ENGINE, "k", measure=COLD)) == [str(config(2)),
+                                                                       str(config(3))]
+    assert store.best(BOARD, ENGINE, "k", measure=COLD).config == config(2)
+    assert store.best(BOARD, ENGINE, "k", measure=WARM).config == config(1)
+    assert store.tasks_done(BOARD, ENGINE, measure=COLD) == {"k"}
+    assert store.tasks_done(BOARD, ENGINE, measure=WARM) == {"k", "w"}
+    assert store.measured(BOARD, ENGINE, "k", measure=replace(WARM, min_repeats=5)) == {}
+    assert {r.measure for r in store.records} == {WARM, COLD, replace(COLD, evict_bytes=1 << 20)}
+
+
+def test_version_1_records_read_as_warm_measurements(tmp_path):
+    path = tmp_path / "records.jsonl"
+    v1 = record("k", 1, 0.5).to_dict()
+    del v1["measure"]
+    v1["schema_version"] = 1
+    path.write_text(json.dumps(v1) + "\n")
+    store = RecordStore(path)
+    assert store.records[0].measure == V1_MEASURE and V1_MEASURE.evict_bytes == 0
+    assert store.best(BOARD, ENGINE, "k", measure=V1_MEASURE).median_ms == 0.5
+    assert store.measured(BOARD, ENGINE, "k", measure=COLD) == {}
+    store.append([record("k", 2, 0.7)])  # a v1 file takes v2 lines
+    assert [r.measure for r in RecordStore(path).records] == [V1_MEASURE, COLD]
+    v1["measure"] = COLD.to_dict()
+    path.write_text(json.dumps(v1) + "\n")
+    with pytest.raises(RecordsError, match="unknown field.*measure"):
+        RecordStore(path)
 
 
 # -- acltuner records stats -----------------------------------------------------------
@@ -329,14 +382,17 @@ def _generated_records(seed: int = 7) -> list[Record]:
                 ms = rng.choice([None, rng.uniform(0.5, 6)])
                 records.append(record(task, w, ms, correct=rng.random() > 0.2, board=board))
     records.append(record("conv_only_failed", 1, None))
+    # Warm-cache measurements of a task also measured cold: a group of their own.
+    records += [record("conv_a", 1, 0.2, measure=WARM, strategy="default"),
+                record("conv_a", 2, 0.1, measure=WARM)]
     return records
 
 
 def _expected(records: list[Record]) -> dict[tuple, dict]:
     """The stats, counted the plain way."""
     out = {}
-    for key in sorted({(r.board, r.engine, r.task) for r in records}):
-        mine = [r for r in records if (r.board, r.engine, r.task) == key]
+    for key in sorted({(r.board, r.engine, r.measure.label, r.task) for r in records}):
+        mine = [r for r in records if (r.board, r.engine, r.measure.label, r.task) == key]
         usable = [r for r in mine if r.usable]
         best = min(usable, key=lambda r: r.median_ms) if usable else None
         defaults = [r for r in mine if r.ok and r.strategy == "default"]
@@ -360,16 +416,18 @@ def test_records_stats_json_matches_the_records(tmp_path):
     data = json.loads(result.output)
 
     expected = _expected(records)
-    assert [(t["board"], t["engine"], t["task"]) for t in data["tasks"]] == list(expected)
+    assert [(t["board"], t["engine"], t["measure"], t["task"])
+            for t in data["tasks"]] == list(expected)
     for row in data["tasks"]:
-        want = expected[(row["board"], row["engine"], row["task"])]
+        want = expected[(row["board"], row["engine"], row["measure"], row["task"])]
         assert {k: row[k] for k in want} == pytest.approx(want)
         if want["best_ms"] and want["default_ms"]:
             assert row["speedup"] == pytest.approx(want["default_ms"] / want["best_ms"])
         else:
             assert row["speedup"] is None
     for total in data["totals"]:
-        rows = [v for k, v in expected.items() if k[:2] == (total["board"], total["engine"])]
+        rows = [v for k, v in expected.items()
+                if k[:3] == (total["board"], total["engine"], total["measure"])]
         both = [v for v in rows if v["best_ms"] and v["default_ms"]]
         assert total["tasks"] == len(rows)
         assert total["tuned"] == sum(v["best_ms"] is not None for v in rows)
@@ -387,12 +445,12 @@ def test_records_stats_table(tmp_path):
     result = _stats(str(path))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert f"board {BOARD}  engine {ENGINE}" in lines
+    assert f"board {BOARD}  engine {ENGINE}  caches {COLD.label}" in lines
     header = next(ln for ln in lines if ln.startswith("task"))
     assert header.split() == ["task", "measurements", "failed", "incorrect", "best_ms",
                               "best_config", "default_ms", "speedup"]
-    for (board, _, task), want in _expected(records).items():
-        if board != BOARD:
+    for (board, _, measure, task), want in _expected(records).items():
+        if board != BOARD or measure != COLD.label:
             continue
         row = next(ln for ln in lines if ln.split()[0] == task).split()
         assert row[1:4] == [str(want["measurements"]), str(want["failed"]),
@@ -400,7 +458,8 @@ def test_records_stats_table(tmp_path):
         assert row[4] == (f"{want['best_ms']:.3f}" if want["best_ms"] else "-")
     only_failed = next(ln for ln in lines if ln.startswith("conv_only_failed")).split()
     assert only_failed[1:] == ["1", "1", "0", "-", "-", "-", "-"]
-    assert sum(ln.startswith("total (") for ln in lines) == 2
+    assert sum(ln.startswith("total (") for ln in lines) == 3
+    assert f"board {BOARD}  engine {ENGINE}  caches warm" in lines
 
 
 def test_records_stats_help_has_an_example():

@@ -240,9 +240,9 @@ def test_default_settings_are_table_6():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("schema_version: 2", "schema_version: must be 1"),
+    ("schema_version: 1", "schema_version: must be 2"),
     ("[1, 2]", "must be a mapping"),
-    ("schema_version: 1\nxgboost: {}\nsearch: {}", "xgboost.objective: missing"),
+    ("schema_version: 2\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
     ("key: [unclosed", "not valid YAML"),
 ])
 def test_settings_file_errors(tmp_path, text, message):
@@ -260,11 +260,31 @@ def test_settings_file_errors(tmp_path, text, message):
     ({"xgboost": {"subsample": 1.5}}, r"xgboost.subsample: must be a number in \(0, 1\]"),
     ({"xgboost": {"max_depth": True}}, "xgboost.max_depth: must be an integer"),
     ({"search": {"top_k": 0, "random_per_round": 0}}, "top_k \\+ random_per_round"),
+    ({"measure": {"cache": "tepid"}}, "measure.cache: must be warm or cold, got 'tepid'"),
+    ({"measure": {"evict_max_mb": 0}}, r"measure.evict_max_mb: must be a number in \(0, 16384\]"),
+    ({"measure": {"evict_factor": -1}}, "measure.evict_factor: must be a number > 0"),
+    ({"measure": {"max_repeats": 0}}, "measure.max_repeats: must be an integer >= 1"),
+    ({"measure": {"min_repeats": 9, "max_repeats": 4}}, "measure.max_repeats: must be >= min"),
+    ({"measure": {"evict": 1}}, "measure.evict: unknown field"),
 ])
 def test_settings_override_errors(override, message):
     with pytest.raises(ValueError, match=message) as err:
         load_tuner_config(overrides=override)
     assert str(DEFAULT_PATH) in str(err.value)
+
+
+def test_measure_settings_give_the_launcher_options():
+    cold = load_tuner_config(overrides={"measure": {"cache": "cold", "evict_factor": 2,
+                                                    "evict_max_mb": 8}}).measure
+    assert cold.options(1 << 20).evict_bytes == 2 << 20  # a board's 1 MB L2
+    assert cold.options(480 << 20).evict_bytes == 8 << 20  # a 480 MB L3: capped
+    assert cold.options(0).evict_bytes == 8 << 20  # unknown: the most allowed
+    warm = load_tuner_config(overrides={"measure": {"cache": "warm"}}).measure
+    assert warm.options(1 << 20).evict_bytes == 0
+    options = warm.options(0)
+    assert (options.warmup, options.min_repeat_ms, options.min_repeats,
+            options.max_repeats) == (warm.warmup, warm.min_repeat_ms, warm.min_repeats,
+                                     warm.max_repeats)
 
 
 def test_settings_missing_file(tmp_path):

@@ -13,11 +13,13 @@ from collections import Counter
 import numpy as np
 import onnx
 import pytest
+import yaml
 from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from acltuner.cli import main
 from acltuner.tuner.plan import load_plan
+from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
 
@@ -130,6 +132,31 @@ def test_tasks_tuned_by_another_model_are_reused(models, tmp_path):
     assert shared not in {r["task"] for r in new}, "a cached task was measured again"
     assert {r["task"] for r in new} == {plan_b.nodes[1].task}
     assert plan_b.nodes[0].tuned_ms is not None
+
+
+def test_records_of_another_measurement_protocol_are_measured_again(models, tmp_path):
+    """Warm-cache times are no cache for cold-cache tuning, nor the reverse."""
+    _, b = models
+    records = tmp_path / "r.jsonl"
+    settings = yaml.safe_load(DEFAULT_PATH.read_text())
+    settings["measure"]["cache"] = "warm"
+    warm_config = tmp_path / "warm.yaml"
+    warm_config.write_text(yaml.safe_dump(settings))
+    common = ["--board", "split-host", "--trials", "6", "--records", records]
+
+    def tune(*extra):
+        before = len(_records(records)) if records.exists() else 0
+        result = _tune(b, "-o", tmp_path / "b.json", *common, *extra)
+        assert result.exit_code == 0, result.output
+        return _records(records)[before:]
+
+    warm = tune("--config", warm_config)
+    cold = tune()
+    assert len(warm) == len(cold) == 12
+    assert {r["measure"]["evict_bytes"] for r in warm} == {0}
+    (evict,) = {r["measure"]["evict_bytes"] for r in cold}
+    assert evict > 0
+    assert tune("--config", warm_config) == [] and tune() == []  # each reuses its own
 
 
 def test_default_strategy_measures_nothing(models, tmp_path):

@@ -340,14 +340,22 @@ class LauncherClient:
             raise LauncherError(answer.get("error") or "the launcher gave no reason")
         return answer
 
+    @property
+    def largest_cache_bytes(self) -> int:
+        """The largest CPU cache of the launcher's machine, 0 if unknown."""
+        return int(self.hello_info.get("largest_cache_bytes", 0))
+
     def measure(self, config: ExecConfig, *, warmup: int = 1, min_repeat_ms: float = 50.0,
-                min_repeats: int = 3, max_repeats: int = 100,
+                min_repeats: int = 3, max_repeats: int = 100, evict_bytes: int = 0,
                 return_output: bool = False) -> Measurement:
-        """Times `config` on the current task.  Never raises for a config
-        that fails, only if the launcher cannot be brought back."""
+        """Times `config` on the current task.  evict_bytes > 0 measures
+        with cold caches: the config's cores read that much memory before
+        every timed run (PROTOCOL.md).  Never raises for a config that fails, only if the
+        launcher cannot be brought back."""
         request = {"cmd": "measure", "config": config.to_dict(), "warmup": warmup,
                    "min_repeat_ms": min_repeat_ms, "min_repeats": min_repeats,
-                   "max_repeats": max_repeats, "return_output": return_output}
+                   "max_repeats": max_repeats, "evict_bytes": evict_bytes,
+                   "return_output": return_output}
         try:
             answer = self._call(_request_line(request))
         except _Unresponsive as e:

@@ -1,5 +1,5 @@
-"""What a records file says, per board, engine version and task (`acltuner
-records stats`): how much was measured, what failed, the best config found and
+"""What a records file says, per board, engine version, caches' state (warm or
+cold measurements) and task (`acltuner records stats`): how much was measured, what failed, the best config found and
 how it compares with the default config.
 
 "best" follows RecordStore.best: the fastest median among records that ran with
@@ -17,7 +17,7 @@ import pandas as pd
 
 from acltuner.tuner.records import Record
 
-GROUP = ["board", "engine"]
+GROUP = ["board", "engine", "measure"]
 KEYS = GROUP + ["task"]
 TASK_COLUMNS = ["measurements", "failed", "incorrect", "best_ms", "best_config", "default_ms",
                 "speedup"]
@@ -27,8 +27,9 @@ TOTAL_COLUMNS = ["tasks", "tuned", "measurements", "failed", "incorrect", "best_
 
 def _frame(records: list[Record]) -> pd.DataFrame:
     frame = pd.DataFrame(
-        [(r.board, r.engine, r.task, not r.ok, r.ok and r.correct is False, r.usable,
-          r.ok and r.strategy == "default", r.median_ms, str(r.config)) for r in records],
+        [(r.board, r.engine, r.measure.label, r.task, not r.ok, r.ok and r.correct is False,
+          r.usable, r.ok and r.strategy == "default", r.median_ms, str(r.config))
+         for r in records],
         columns=KEYS + ["failed", "incorrect", "usable", "default", "ms", "config"])
     # Typed even when empty, where a mask of unknown type would select columns.
     return frame.astype({"failed": bool, "incorrect": bool, "usable": bool, "default": bool,
@@ -84,12 +85,14 @@ def render_text(tasks: pd.DataFrame, totals: pd.DataFrame) -> str:
     header = ["task"] + TASK_COLUMNS
     sections = []
     for total in totals.itertuples(index=False):
-        mine = tasks[(tasks["board"] == total.board) & (tasks["engine"] == total.engine)]
+        mine = tasks[(tasks["board"] == total.board) & (tasks["engine"] == total.engine)
+                     & (tasks["measure"] == total.measure)]
         rows = [[_cell(getattr(t, c), c) for c in header] for t in mine.itertuples(index=False)]
         rows.append([f"total ({total.tasks} tasks, {total.tuned} tuned)"]
                     + [_cell(getattr(total, c), c) if c in TOTAL_COLUMNS else ""
                        for c in TASK_COLUMNS])
-        sections.append("\n".join([f"board {total.board}  engine {total.engine}"]
+        sections.append("\n".join([f"board {total.board}  engine {total.engine}  "
+                                   f"caches {total.measure}"]
                                   + _table(rows, header)))
     return "\n\n".join(sections)
 

@@ -1,10 +1,11 @@
 """The tuning log: one JSON line per measurement, appended as tuning goes.
 
 The log is also the tuning cache.  Several models share one records file, and a
-task key already measured on a board with an engine version is not measured
-again there: its configs, failed ones included, are looked up instead.
-Records of other boards and engine versions stay in the file, ignored by the
-queries.
+task key already measured on a board with an engine version and measurement
+options (the protocol: warm or cold caches, repeats) is not measured again
+there: its configs, failed ones included, are looked up instead.  Records of
+other boards, engine versions and protocols stay in the file, ignored by the
+queries: a time taken with warm caches says little about one taken cold.
 
 The file is only ever appended to, batch by batch, each batch flushed and
 fsynced before append() returns, so a tuning run killed at any moment loses at
@@ -24,15 +25,22 @@ from typing import IO, TYPE_CHECKING, Any, Iterable
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.tuner import jsonfields as jf
+from acltuner.tuner.runner import MeasureOptions
 
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STAGES = ("pre_ms", "gemm_ms", "post_ms")
-_FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "ok", "error",
-           "median_ms", "min_ms", "times_ms", "stages", "correct", "max_rel_err", "strategy",
-           "time")
+_FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "measure", "ok",
+           "error", "median_ms", "min_ms", "times_ms", "stages", "correct", "max_rel_err",
+           "strategy", "time")
+# Version 1 had no "measure": all its records were taken with these options,
+# warm caches, and are read as such.
+V1_MEASURE = MeasureOptions(warmup=1, min_repeat_ms=30.0, min_repeats=3, max_repeats=50,
+                            evict_bytes=0)
+_MEASURE_KINDS = {"warmup": int, "min_repeat_ms": float, "min_repeats": int, "max_repeats": int,
+                  "evict_bytes": int}
 # The last line is searched for backwards from the end in blocks of this size.
 _TAIL_BLOCK = 4096
 
@@ -52,6 +60,7 @@ class Record:
     task: str
     shape: ConvShape
     config: ExecConfig
+    measure: MeasureOptions
     ok: bool
     error: str | None
     median_ms: float | None
@@ -70,12 +79,13 @@ class Record:
 
     @classmethod
     def from_measurement(cls, board: str, engine: str, task_key: str, shape: ConvShape,
-                         config: ExecConfig, measurement: Measurement,
-                         strategy: str) -> "Record":
+                         config: ExecConfig, measurement: Measurement, strategy: str, *,
+                         measure: MeasureOptions) -> "Record":
         rel = measurement.max_rel_err
         return cls(board=board, engine=engine, task=task_key, shape=shape, config=config,
-                   ok=measurement.ok, error=measurement.error, median_ms=measurement.median_ms,
-                   min_ms=measurement.min_ms, times_ms=tuple(measurement.times_ms),
+                   measure=measure, ok=measurement.ok, error=measurement.error,
+                   median_ms=measurement.median_ms, min_ms=measurement.min_ms,
+                   times_ms=tuple(measurement.times_ms),
                    stages=dict(measurement.stages), correct=measurement.correct,
                    # An output holding NaN or inf has no finite error, JSON has no
                    # number for it, and correct=False already says it is wrong.
@@ -85,7 +95,8 @@ class Record:
     def to_dict(self) -> dict:
         return {"schema_version": SCHEMA_VERSION, "board": self.board, "engine": self.engine,
                 "task": self.task, "shape": self.shape.to_dict(),
-                "config": self.config.to_dict(), "ok": self.ok, "error": self.error,
+                "config": self.config.to_dict(), "measure": self.measure.to_dict(),
+                "ok": self.ok, "error": self.error,
                 "median_ms": self.median_ms, "min_ms": self.min_ms,
                 "times_ms": list(self.times_ms), "stages": dict(self.stages),
                 "correct": self.correct, "max_rel_err": self.max_rel_err,
@@ -101,7 +112,12 @@ class Record:
 
     @classmethod
     def _parse(cls, d: Any) -> "Record":
-        jf.versioned(d, _FIELDS, SCHEMA_VERSION)
+        if isinstance(d, dict) and d.get("schema_version") == 1:
+            jf.versioned(d, [f for f in _FIELDS if f != "measure"], 1)
+            measure = V1_MEASURE
+        else:
+            jf.versioned(d, _FIELDS, SCHEMA_VERSION)
+            measure = _measure_options(jf.get(d, "measure", "", dict))
         ok = jf.get(d, "ok", "", bool)
         error = jf.get(d, "error", "", str, null=True)
         if ok == (error is not None):
@@ -115,7 +131,7 @@ class Record:
                    task=jf.get(d, "task", "", str),
                    shape=jf.conv_shape(jf.get(d, "shape", "", dict), "shape"),
                    config=jf.exec_config(jf.get(d, "config", "", dict), "config"),
-                   ok=ok, error=error,
+                   measure=measure, ok=ok, error=error,
                    median_ms=jf.get(d, "median_ms", "", float, null=not ok, minimum=0),
                    min_ms=jf.get(d, "min_ms", "", float, null=not ok, minimum=0),
                    times_ms=tuple(jf.check(t, jf.at("times_ms", i), float, minimum=0)
@@ -125,6 +141,12 @@ class Record:
                    correct=jf.get(d, "correct", "", bool, null=True),
                    max_rel_err=jf.get(d, "max_rel_err", "", float, null=True, minimum=0),
                    strategy=jf.get(d, "strategy", "", str), time=jf.timestamp(d, "time", ""))
+
+
+def _measure_options(d: dict) -> MeasureOptions:
+    jf.known_keys(d, "measure", _MEASURE_KINDS)
+    return MeasureOptions(**{key: jf.get(d, key, "measure", kind, minimum=0)
+                             for key, kind in _MEASURE_KINDS.items()})
 
 
 def _is_json(line: bytes) -> bool:
@@ -154,16 +176,16 @@ def _last_line(f: IO[bytes], size: int) -> tuple[int, bytes, bool]:
 class RecordStore:
     """A records file: loaded when opened, appended to batch by batch.
 
-    `records` holds every record of the file in file order, whatever its board
-    and engine; the queries see only the board and engine version they are
-    given.  Records appended by another process after this one opened the file
-    are not seen until the file is opened again.
+    `records` holds every record of the file in file order, whatever its board,
+    engine and protocol; the queries see only the board, engine version and
+    measurement options they are given.  Records appended by another process
+    after this one opened the file are not seen until the file is opened again.
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.records: list[Record] = []
-        self._by_task: dict[tuple[str, str, str], list[Record]] = {}
+        self._by_task: dict[tuple[str, str, MeasureOptions, str], list[Record]] = {}
         if self.path.exists():
             self._load()
 
@@ -186,7 +208,8 @@ class RecordStore:
 
     def _index(self, record: Record) -> None:
         self.records.append(record)
-        self._by_task.setdefault((record.board, record.engine, record.task), []).append(record)
+        key = (record.board, record.engine, record.measure, record.task)
+        self._by_task.setdefault(key, []).append(record)
 
     def append(self, records: Iterable[Record]) -> None:
         """Appends a batch and returns once it is on disk (flushed and fsynced)."""
@@ -222,19 +245,26 @@ class RecordStore:
         # A whole record whose newline was not written: end it first.
         return b"" if terminated else b"\n"
 
-    def measured(self, board: str, engine: str, task_key: str) -> dict[str, Record]:
-        """Every config measured for the task, failed ones included, keyed by
-        str(config); a config measured more than once maps to its latest record."""
-        return {str(r.config): r for r in self._by_task.get((board, engine, task_key), [])}
+    def measured(self, board: str, engine: str, task_key: str, *,
+                 measure: MeasureOptions) -> dict[str, Record]:
+        """Every config measured for the task with these options, failed ones
+        included, keyed by str(config); a config measured more than once maps
+        to its latest record."""
+        return {str(r.config): r
+                for r in self._by_task.get((board, engine, measure, task_key), [])}
 
-    def best(self, board: str, engine: str, task_key: str) -> Record | None:
+    def best(self, board: str, engine: str, task_key: str, *,
+             measure: MeasureOptions) -> Record | None:
         """The fastest (median) record that ran with a correct output."""
-        usable = [r for r in self._by_task.get((board, engine, task_key), []) if r.usable]
+        usable = [r for r in self._by_task.get((board, engine, measure, task_key), [])
+                  if r.usable]
         return min(usable, key=lambda r: r.median_ms, default=None)
 
-    def tasks_done(self, board: str, engine: str) -> set[str]:
-        """The task keys with a best record on this board and engine version: a
-        model holding one of them can take its config without measuring.
-        Whether a task's budget was spent is the search's call (measured())."""
-        return {task for (b, e, task) in self._by_task
-                if (b, e) == (board, engine) and self.best(b, e, task)}
+    def tasks_done(self, board: str, engine: str, *, measure: MeasureOptions) -> set[str]:
+        """The task keys with a best record on this board and engine version,
+        measured with these options: a model holding one of them can take its
+        config without measuring.  Whether a task's budget was spent is the
+        search's call (measured())."""
+        return {task for (b, e, m, task) in self._by_task
+                if (b, e, m) == (board, engine, measure)
+                and self.best(b, e, task, measure=measure)}

@@ -2,6 +2,7 @@
 launcher (local, under qemu, or over ssh) and returns what the search learns from."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from acltuner.engine.config import ConvShape, ExecConfig
@@ -21,10 +22,25 @@ class Result:
 
 @dataclass(frozen=True)
 class MeasureOptions:
+    """How every config is timed (the launcher's measure options).  They are
+    the measurement protocol: records keep them, and a record measured under
+    other options is not reused (records.py).  evict_bytes > 0 times with cold
+    caches, 0 with warm ones (PROTOCOL.md)."""
     warmup: int = 1
     min_repeat_ms: float = 30.0
     min_repeats: int = 3
     max_repeats: int = 50
+    evict_bytes: int = 0
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def label(self) -> str:
+        """The caches' state in a few words, e.g. "cold (8 MiB evicted)"."""
+        if not self.evict_bytes:
+            return "warm"
+        return f"cold ({self.evict_bytes / 2**20:g} MiB evicted)"
 
 
 def result_of(config: ExecConfig, m: Measurement) -> Result:
@@ -48,5 +64,5 @@ class Runner:
         o = self.options
         measurements = self.client.measure_batch(
             configs, warmup=o.warmup, min_repeat_ms=o.min_repeat_ms, min_repeats=o.min_repeats,
-            max_repeats=o.max_repeats)
+            max_repeats=o.max_repeats, evict_bytes=o.evict_bytes)
         return [(result_of(c, m), m) for c, m in zip(configs, measurements)]

@@ -74,7 +74,7 @@ class TaskTuner:
         self.ukernels = {uk["name"]: uk for uk in hello["ukernels"]}
         self.clusters = [list(c.cpus) for c in board.clusters]
         self.speeds = [c.capacity or c.max_freq_mhz for c in board.clusters]
-        self.runner = Runner(client)
+        self.runner = Runner(client, config.measure.options(client.largest_cache_bytes))
 
     def default_config(self, task: Task) -> ExecConfig:
         uses = dict(self.algorithms)
@@ -84,7 +84,8 @@ class TaskTuner:
 
     def tune(self, task: Task, label: str) -> TaskReport:
         default = self.default_config(task)
-        records = self.store.measured(self.board.fingerprint, self.engine, task.key)
+        records = self.store.measured(self.board.fingerprint, self.engine, task.key,
+                                      measure=self.runner.options)
         already = {r.config: _result(r) for r in records.values()}
         if self.strategy == "default":
             return TaskReport(task, default, default, None, None, 0, len(already), 0, 0.0)
@@ -101,8 +102,8 @@ class TaskTuner:
                 loaded = True
             pairs = self.runner.measure(configs)
             self.store.append([Record.from_measurement(
-                self.board.fingerprint, self.engine, task.key, task.shape, c, m, self.strategy)
-                for c, (_, m) in zip(configs, pairs)])
+                self.board.fingerprint, self.engine, task.key, task.shape, c, m, self.strategy,
+                measure=self.runner.options) for c, (_, m) in zip(configs, pairs)])
             return [r for r, _ in pairs]
 
         def progress(outcome) -> None:

@@ -13,9 +13,10 @@ from pathlib import Path
 import yaml
 
 from acltuner.paths import configs_dir
+from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,32 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class MeasureSettings:
+    cache: str  # "warm" or "cold"
+    evict_factor: float
+    evict_max_mb: float
+    warmup: int
+    min_repeat_ms: float
+    min_repeats: int
+    max_repeats: int
+
+    def options(self, largest_cache_bytes: int) -> MeasureOptions:
+        """The launcher's measure options on a machine whose largest cache is
+        largest_cache_bytes (0: unknown, evict the most allowed)."""
+        evict = 0
+        if self.cache == "cold":
+            most = int(self.evict_max_mb * 2**20)
+            evict = min(most, int(self.evict_factor * largest_cache_bytes) or most)
+        return MeasureOptions(warmup=self.warmup, min_repeat_ms=float(self.min_repeat_ms),
+                              min_repeats=self.min_repeats, max_repeats=self.max_repeats,
+                              evict_bytes=max(evict, 0))
+
+
+@dataclass(frozen=True)
 class TunerConfig:
     xgboost: dict  # xgboost.train parameters plus num_boost_round; CostModel's argument
     search: SearchSettings
+    measure: MeasureSettings
 
 
 def _int(minimum: int):
@@ -71,6 +95,13 @@ _XGBOOST = {
     "colsample_bytree": _number(lambda v: 0 < v <= 1, "in (0, 1]"),
     "num_boost_round": _int(1), "nthread": _int(1),
 }
+_MEASURE = {
+    "cache": lambda v: None if v in ("warm", "cold") else "must be warm or cold",
+    "evict_factor": _number(lambda v: v > 0, "> 0"),
+    "evict_max_mb": _number(lambda v: 0 < v <= 16384, "in (0, 16384]"),
+    "warmup": _int(0), "min_repeat_ms": _number(lambda v: v >= 0, ">= 0"),
+    "min_repeats": _int(1), "max_repeats": _int(1),
+}
 _SEARCH = {
     "initial_random": _int(0), "top_k": _int(0), "random_per_round": _int(0),
     "trials": _int(1), "early_stopping": _optional(_int(1)), "candidates_per_round": _int(1),
@@ -100,7 +131,8 @@ def load_tuner_config(path: str | Path | None = None,
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(raw, Mapping):
-        raise ValueError(f"{path}: must be a mapping with schema_version, xgboost and search")
+        raise ValueError(f"{path}: must be a mapping with schema_version, xgboost, search and "
+                         f"measure")
     data = _merge(raw, overrides or {})
 
     def fail(field: str, why: str):
@@ -112,11 +144,12 @@ def load_tuner_config(path: str | Path | None = None,
 
     if data.get("schema_version") != SCHEMA_VERSION:
         fail("schema_version", f"must be {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
-    unknown = set(data) - {"schema_version", "xgboost", "search"}
+    unknown = set(data) - {"schema_version", "xgboost", "search", "measure"}
     if unknown:
         fail(sorted(unknown)[0], "unknown field")
     sections = {}
-    for section, checks, open_ended in (("xgboost", _XGBOOST, True), ("search", _SEARCH, False)):
+    for section, checks, open_ended in (("xgboost", _XGBOOST, True), ("search", _SEARCH, False),
+                                        ("measure", _MEASURE, False)):
         values = data.get(section)
         if not isinstance(values, Mapping):
             fail(section, "must be a mapping")
@@ -139,4 +172,8 @@ def load_tuner_config(path: str | Path | None = None,
     if search.candidates_per_round < search.top_k:
         fail("search.candidates_per_round", f"must be >= top_k ({search.top_k}), "
              f"got {search.candidates_per_round}")
-    return TunerConfig(xgboost=sections["xgboost"], search=search)
+    measure = MeasureSettings(**sections["measure"])
+    if measure.max_repeats < measure.min_repeats:
+        fail("measure.max_repeats", f"must be >= min_repeats ({measure.min_repeats}), "
+             f"got {measure.max_repeats}")
+    return TunerConfig(xgboost=sections["xgboost"], search=search, measure=measure)

@@ -28,6 +28,8 @@ static int handle_hello(task *t, const json_value *request, json_writer *w)
     json_string(w, acl_isa());
     json_key(w, "cpus");
     json_int(w, acl_cpu_count());
+    json_key(w, "largest_cache_bytes");
+    json_int(w, measure_largest_cache_bytes());
 
     json_key(w, "algorithms");
     json_array_begin(w);

@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,7 @@ typedef struct {
     int workloads;
     int warmup, min_repeats, max_repeats;
     double min_repeat_ms;
+    long long evict_bytes;
     int return_output;
 } measure_request;
 
@@ -37,9 +39,18 @@ typedef struct {
 } measurement;
 
 static const char *const measure_fields[] = {"cmd", "config", "warmup", "min_repeat_ms",
-                                             "min_repeats", "max_repeats", "return_output", NULL};
+                                             "min_repeats", "max_repeats", "evict_bytes",
+                                             "return_output", NULL};
 static const char *const config_fields[] = {"algorithm", "ukernel", "core_weights", "workloads",
                                             NULL};
+
+/* Larger evictions would take seconds per run; no cache comes close. */
+#define MAX_EVICT_BYTES (1LL << 34)
+/* The eviction GEMM's K: B is K x N with N = evict_bytes / 4 / K. */
+#define EVICT_K 64
+/* The input is read back one float per line; 64 bytes is the smallest line
+ * of the ISAs we build for. */
+#define LINE_FLOATS (64 / sizeof(float))
 
 static int parse_core_weights(const json_value *config, measure_request *r)
 {
@@ -77,6 +88,7 @@ static int parse_request(const json_value *request, measure_request *r)
         request_double(request, "min_repeat_ms", OPTIONAL, &r->min_repeat_ms) ||
         request_int(request, "min_repeats", OPTIONAL, 1, &r->min_repeats) ||
         request_int(request, "max_repeats", OPTIONAL, 1, &r->max_repeats) ||
+        request_integer(request, "evict_bytes", OPTIONAL, 0, MAX_EVICT_BYTES, &r->evict_bytes) ||
         request_bool(request, "return_output", OPTIONAL, &r->return_output))
         return -1;
     if (!(r->min_repeat_ms >= 0))
@@ -147,6 +159,80 @@ static void compare_with_reference(const float *y, const float *ref, size_t n, m
     m->max_rel_err = worst == 0 ? 0 : worst / scale;
 }
 
+/* Cold-cache runs evict the caches with a one-row GEMM whose packed B is
+ * evict_bytes, run on the config's own cores: each core reads its share of
+ * B (half a flop per byte), which displaces the weights from the caches that
+ * core uses, and its worker is still running when the timed run starts, as
+ * between the layers of a model.  (Evicting from this thread would leave the
+ * workers asleep, and waking them, on a busy machine a scheduler tick, would
+ * be timed.) */
+typedef struct {
+    acl_gemm *gemm;
+    acl_exec ex;  /* the config's cores, cut finely enough to share B out */
+    int n;
+    float *a, *c;
+} evictor;
+
+/* Where the activations read after an eviction go, so the reads stay. */
+static volatile float activation_sink;
+
+static int eviction_ukernel(acl_ukernel_info *out)
+{
+    for (int i = 0; i < acl_ukernel_count(); i++)
+        if (acl_ukernel_get(i, out) == 0 && out->kmin < EVICT_K &&
+            (out->kmax == 0 || out->kmax >= EVICT_K) && out->nr % out->n_multiple == 0)
+            return 0;
+    return request_fail("no micro-kernel can run the eviction GEMM");
+}
+
+static void evictor_free(evictor *e)
+{
+    acl_gemm_destroy(e->gemm);
+    free(e->a);
+    free(e->c);
+}
+
+static int evictor_create(const measure_request *r, evictor *e)
+{
+    *e = (evictor){0};
+    if (r->evict_bytes == 0) return 0;
+    acl_ukernel_info uk;
+    if (eviction_ukernel(&uk)) return -1;
+    /* At most 2^26 / nr panels (MAX_EVICT_BYTES). */
+    long long columns = r->evict_bytes / (long long)(EVICT_K * sizeof(float));
+    e->n = (int)((columns + uk.nr - 1) / uk.nr) * uk.nr;
+    if (e->n == 0) e->n = uk.nr;
+    int workloads = 4 * r->ncores > r->workloads ? 4 * r->ncores : r->workloads;
+    e->ex = (acl_exec){.ncores = r->ncores, .weights = r->core_weights, .workloads = workloads};
+    float *b = calloc((size_t)EVICT_K * e->n, sizeof *b);
+    e->a = alloc_floats(EVICT_K);
+    e->c = alloc_floats((size_t)e->n);
+    int rc = !b || !e->a || !e->c ? request_fail("out of memory for the eviction GEMM") : 0;
+    if (rc == 0) {
+        memset(e->a, 0, EVICT_K * sizeof(float));
+        if (acl_gemm_create(uk.name, EVICT_K, e->n, b, e->n, &e->gemm))
+            rc = request_fail("eviction GEMM: %s", acl_last_error());
+    }
+    free(b);
+    if (rc) evictor_free(e);
+    return rc;
+}
+
+/* Evicts, then reads the input and residual back in, as in a model where the
+ * layer before has just written them. */
+static int evict_caches(const evictor *e, const task *t)
+{
+    /* Fails only for core weights the conv would reject the same way. */
+    if (acl_gemm_run(e->gemm, &e->ex, 1, e->a, EVICT_K, e->c, e->n, NULL))
+        return request_fail("%s", acl_last_error());
+    float sum = 0;
+    for (size_t i = 0; i < t->input_floats; i += LINE_FLOATS) sum += t->input[i];
+    if (t->residual)
+        for (size_t i = 0; i < t->output_floats; i += LINE_FLOATS) sum += t->residual[i];
+    activation_sink = sum;
+    return 0;
+}
+
 /* Warmup, then timed repeats until both minimums are met or max_repeats. */
 static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measurement *m)
 {
@@ -163,27 +249,38 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
     memset(m->output, 0xff, t->output_floats * sizeof(float));
     memset(later_output, 0, t->output_floats * sizeof(float));
 
+    evictor e;
+    if (evictor_create(r, &e)) {
+        free(later_output);
+        return -1;
+    }
     float *out = m->output;
     double measured_ms = 0;
-    int rc = 0;
+    int rc = 0, failed = 0;
     for (int i = 0; i < r->warmup && rc == 0; i++, out = later_output)
         rc = acl_conv_run(conv, &ex, t->input, t->residual, out, NULL);
     while (rc == 0) {
         acl_stage_times stages = {0};
+        if (e.gemm && evict_caches(&e, t)) {
+            failed = 1;
+            break;
+        }
         long long start = now_ns();
         rc = acl_conv_run(conv, &ex, t->input, t->residual, out, &stages);
         double elapsed = (double)(now_ns() - start) / 1e6;
         if (rc) break;
         out = later_output;
         if (samples_push(&m->runs, elapsed, &stages)) {
-            free(later_output);
-            return -1;
+            failed = 1;  /* the push has set the error */
+            break;
         }
         measured_ms += elapsed;
         int enough = (int)m->runs.count >= r->min_repeats && measured_ms >= r->min_repeat_ms;
         if (enough || (int)m->runs.count >= r->max_repeats) break;
     }
     free(later_output);
+    evictor_free(&e);
+    if (failed) return -1;
     if (rc) return request_fail("%s", acl_last_error());
     return 0;
 }
@@ -242,6 +339,36 @@ static int write_answer(json_writer *w, const task *t, const measure_request *r,
     json_key(w, "max_rel_err");
     json_number(w, m->max_rel_err);
     return r->return_output ? write_output(w, m->output, t->output_floats) : 0;
+}
+
+/* A sysfs cache size ("48K", "2048K", "1M"); 0 when unreadable. */
+static long long read_cache_size(int cpu, int index)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cache/index%d/size", cpu, index);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long long value = 0;
+    char unit = 0;
+    int fields = fscanf(f, "%lld%c", &value, &unit);
+    fclose(f);
+    if (fields < 1 || value < 0) return 0;
+    if (unit == 'K') return value << 10;
+    if (unit == 'M') return value << 20;
+    if (unit == 'G') return value << 30;
+    return value;
+}
+
+long long measure_largest_cache_bytes(void)
+{
+    /* Every CPU: on big.LITTLE boards the clusters' caches differ. */
+    long long largest = 0;
+    for (int cpu = 0; cpu < acl_cpu_count(); cpu++)
+        for (int index = 0; index < 16; index++) {
+            long long size = read_cache_size(cpu, index);
+            if (size > largest) largest = size;
+        }
+    return largest;
 }
 
 int measure_command(task *t, const json_value *request, json_writer *w)

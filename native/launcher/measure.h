@@ -11,4 +11,8 @@
  * then hold a partial answer. */
 int measure_command(task *t, const json_value *request, json_writer *w);
 
+/* The largest cache of any CPU as sysfs reports it, 0 when it reports none:
+ * what a cold measurement's evict_bytes has to exceed. */
+long long measure_largest_cache_bytes(void);
+
 #endif

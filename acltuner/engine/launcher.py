@@ -41,7 +41,7 @@ class LauncherError(RuntimeError):
     """The launcher cannot be found or started, or refused a load."""
 
 
-class _Unresponsive(Exception):
+class Unresponsive(Exception):
     """The launcher died, timed out or broke the protocol; it has been killed."""
 
 
@@ -80,7 +80,7 @@ class Measurement:
         return cls(ok=False, error=error)
 
 
-class _LineProcess:
+class LineProcess:
     """A subprocess spoken to in lines, where every exchange has a deadline.
 
     Both pipe ends are non-blocking and waited on with select, so neither a
@@ -107,10 +107,15 @@ class _LineProcess:
         os.set_blocking(self._out, False)
         self._received = bytearray()
 
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process has been reaped, else None."""
+        return self._proc.returncode
+
     def exchange(self, line: bytes, timeout_s: float) -> bytes:
         """Sends one line and returns the one line that answers it."""
         if self._proc.stdin.closed:
-            raise _Unresponsive("launcher is not running (it was killed earlier)")
+            raise Unresponsive("launcher is not running (it was killed earlier)")
         deadline = time.monotonic() + timeout_s
         self._send(line, deadline, timeout_s)
         return self._receive(deadline, timeout_s)
@@ -150,21 +155,21 @@ class _LineProcess:
         del self._received[:end + 1]
         return line
 
-    def _died(self) -> _Unresponsive:
+    def _died(self) -> Unresponsive:
         try:
             code = self._proc.wait(timeout=1)
         except subprocess.TimeoutExpired:  # closed its stdout but lives on
             code = None
         return self.kill_for(f"launcher died (exit code {_exit_code(code)})")
 
-    def kill_for(self, reason: str) -> _Unresponsive:
+    def kill_for(self, reason: str) -> Unresponsive:
         """Kills the launcher and returns the exception that reports why,
         with the launcher's last line on stderr if it wrote one."""
         self._stderr.seek(0, os.SEEK_END)
         self._stderr.seek(max(0, self._stderr.tell() - _STDERR_TAIL_BYTES))
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         self.kill()
-        return _Unresponsive(f"{reason}; stderr: {lines[-1].strip()}" if lines else reason)
+        return Unresponsive(f"{reason}; stderr: {lines[-1].strip()}" if lines else reason)
 
     def wait(self, timeout_s: float) -> None:
         try:
@@ -203,7 +208,7 @@ def _encode_tensor(name: str, array: np.ndarray, shape: tuple[int, ...]) -> str:
     return base64.b64encode(np.ascontiguousarray(a, dtype="<f4")).decode("ascii")
 
 
-def _request_line(request: dict) -> bytes:
+def request_line(request: dict) -> bytes:
     return json.dumps(request, separators=(",", ":")).encode() + b"\n"
 
 
@@ -226,7 +231,7 @@ class LauncherClient:
         self.command = list(command) if command is not None else [default_launcher_path()]
         self.timeout_s = timeout_s
         self.restarts = 0
-        self._process: _LineProcess | None = None
+        self._process: LineProcess | None = None
         self._load_line: bytes | None = None
         self._shape: ConvShape | None = None
         self.hello_info = self._start()
@@ -253,12 +258,12 @@ class LauncherClient:
     def _start(self) -> dict:
         """Starts a launcher and returns its hello answer."""
         try:
-            self._process = _LineProcess(self.command)
+            self._process = LineProcess(self.command)
         except OSError as e:
             raise LauncherError(f"cannot start {self.command[0]}: {e.strerror or e}") from None
         try:
-            hello = self._call(_request_line({"cmd": "hello"}))
-        except _Unresponsive as e:
+            hello = self._call(request_line({"cmd": "hello"}))
+        except Unresponsive as e:
             raise LauncherError(f"{e} (while saying hello)") from None
         if not hello.get("ok") or hello.get("protocol") != PROTOCOL_VERSION:
             self._process.kill()
@@ -267,7 +272,7 @@ class LauncherClient:
         return hello
 
     def _call(self, line: bytes) -> dict:
-        """One exchange; raises _Unresponsive (with the launcher killed) if
+        """One exchange; raises Unresponsive (with the launcher killed) if
         the launcher dies, times out or answers something that is not JSON."""
         answer = self._process.exchange(line, self.timeout_s)
         try:
@@ -278,7 +283,7 @@ class LauncherClient:
             pass
         raise self._process.kill_for(f"launcher broke the protocol, answering {answer[:200]!r}")
 
-    def _restart(self, failure: _Unresponsive) -> None:
+    def _restart(self, failure: Unresponsive) -> None:
         """Replaces a killed launcher and loads the current task into the new one."""
         self.restarts += 1
         try:
@@ -287,7 +292,7 @@ class LauncherClient:
                 answer = self._call(self._load_line)
                 if not answer.get("ok"):
                     raise LauncherError(f"reloading the task failed: {answer.get('error')}")
-        except (LauncherError, _Unresponsive) as e:
+        except (LauncherError, Unresponsive) as e:
             raise LauncherError(f"{failure}; restarting the launcher failed: {e}") from None
 
     def load(self, shape: ConvShape, seed: int = 0, weight: np.ndarray | None = None,
@@ -301,12 +306,12 @@ class LauncherClient:
         for name, array, expected in given:
             if array is not None:
                 request[name] = _encode_tensor(name, array, expected)
-        line = _request_line(request)
+        line = request_line(request)
         # A failed load leaves the launcher without a task (PROTOCOL.md).
         self._load_line = self._shape = None
         try:
             answer = self._call(line)
-        except _Unresponsive as e:
+        except Unresponsive as e:
             self._restart(e)
             raise LauncherError(f"load failed: {e}") from None
         if not answer.get("ok"):
@@ -320,8 +325,8 @@ class LauncherClient:
         request = {"cmd": "check", "shape": shape.to_dict(), "algorithm": algorithm,
                    "ukernel": ukernel}
         try:
-            answer = self._call(_request_line(request))
-        except _Unresponsive as e:
+            answer = self._call(request_line(request))
+        except Unresponsive as e:
             self._restart(e)
             raise LauncherError(f"check failed: {e}") from None
         if not answer.get("ok"):
@@ -333,8 +338,8 @@ class LauncherClient:
         raises LauncherError with the launcher's line.  A launcher that dies
         or stops answering is killed, not restarted: what it held is lost."""
         try:
-            answer = self._call(_request_line(request))
-        except _Unresponsive as e:
+            answer = self._call(request_line(request))
+        except Unresponsive as e:
             raise LauncherError(f"{request.get('cmd')} failed: {e}") from None
         if not answer.get("ok"):
             raise LauncherError(answer.get("error") or "the launcher gave no reason")
@@ -357,8 +362,8 @@ class LauncherClient:
                    "max_repeats": max_repeats, "evict_bytes": evict_bytes,
                    "return_output": return_output}
         try:
-            answer = self._call(_request_line(request))
-        except _Unresponsive as e:
+            answer = self._call(request_line(request))
+        except Unresponsive as e:
             self._restart(e)
             return Measurement.failed(str(e))
         if not answer.get("ok"):
@@ -388,8 +393,8 @@ class LauncherClient:
         if process is None:
             return
         try:
-            process.exchange(_request_line({"cmd": "quit"}), min(self.timeout_s, 10.0))
+            process.exchange(request_line({"cmd": "quit"}), min(self.timeout_s, 10.0))
             process.wait(min(self.timeout_s, 10.0))
-        except _Unresponsive:
+        except Unresponsive:
             pass
         process.kill()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 from acltuner.board.model import Board
-from acltuner.engine.launcher import (LauncherClient, LauncherError, _LineProcess,
-                                      _request_line, _Unresponsive)
+from acltuner.engine.launcher import (LauncherClient, LauncherError, LineProcess,
+                                      request_line, Unresponsive)
 from acltuner.remote import ssh
 from acltuner.remote.hello import check_hello
 from acltuner.remote.layout import engine_version, remote_launcher_path
@@ -59,33 +59,33 @@ class RemoteLauncherClient(LauncherClient):
 
     def _connection_lost(self) -> bool:
         # The launcher process here is ssh; it has been reaped by now.
-        return self._process is not None and self._process._proc.returncode == ssh.SSH_FAILED
+        return self._process is not None and self._process.returncode == ssh.SSH_FAILED
 
     def _call(self, line: bytes) -> dict:
         for _ in range(len(self._backoff_s) + 1):
             try:
                 return super()._call(line)
-            except _Unresponsive as e:
+            except Unresponsive as e:
                 if not (self._connected and self._connection_lost()):
                     raise
                 self._reconnect(e)
         raise LauncherError(f"the connection to {self.host} keeps dropping during one request")
 
-    def _reconnect(self, failure: _Unresponsive) -> None:
+    def _reconnect(self, failure: Unresponsive) -> None:
         """A fresh connection and launcher with the current task loaded, after a
         backoff; raises LauncherError when every attempt failed."""
         last = str(failure)
         for delay in self._backoff_s:
             time.sleep(delay)
             try:
-                self._process = _LineProcess(self.command)
-                hello = super()._call(_request_line({"cmd": "hello"}))
+                self._process = LineProcess(self.command)
+                hello = super()._call(request_line({"cmd": "hello"}))
                 check_hello(self.board, self.host, hello, self.version)
                 if self._load_line is not None:
                     answer = super()._call(self._load_line)
                     if not answer.get("ok"):
                         raise LauncherError(f"reloading the task failed: {answer.get('error')}")
-            except _Unresponsive as e:
+            except Unresponsive as e:
                 last = str(e)
                 if not self._connection_lost():
                     raise LauncherError(f"{self.host}: {e} (after reconnecting)") from None

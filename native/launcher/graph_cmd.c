@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "aclgraph.h"
 #include "base64.h"
+#include "clock.h"
 #include "request.h"
 
 /* Offsets and sizes travel as JSON numbers: integers a double holds exactly. */
@@ -515,25 +515,8 @@ static int read_regions(const json_value *request, const char *key, int inputs, 
     return 0;
 }
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-/* Sorts x in place. */
-static double median(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, compare_doubles);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 /* One run as a user of the program sees it: inputs in, every node, outputs
  * out.  Returns its wall time in ms, or -1 on failure. */

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base64.h"
+#include "clock.h"
 #include "request.h"
 
 /* PROTOCOL.md: an output is correct when max|y - ref| / max|ref| <= 1e-4. */
@@ -124,27 +124,10 @@ static void samples_free(samples *s)
     free(s->post);
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-/* Sorts x in place. */
-static double median(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, compare_doubles);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 /* Nanoseconds as an integer: a difference of two milliseconds-since-boot
  * doubles would carry rounding noise into every time. */
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void compare_with_reference(const float *y, const float *ref, size_t n, measurement *m)
 {

@@ -1,0 +1,24 @@
+#define _GNU_SOURCE
+#include "clock.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *x, size_t n)
+{
+    qsort(x, n, sizeof *x, compare_doubles);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}

@@ -87,9 +87,10 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     with open_launcher(board, host) as client:
         records.parent.mkdir(parents=True, exist_ok=True)
         where = f" on {host}" if host else ""
+        caches = config.measure.options(client.largest_cache_bytes).label
         click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
-                   f"strategy {strategy}, {config.search.trials} trials per task, records "
-                   f"{records}", err=True)
+                   f"strategy {strategy}, {config.search.trials} trials per task, caches {caches}, "
+                   f"records {records}", err=True)
         click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
                    f"best config (algorithm/micro-kernel/core weights/workloads)")
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,

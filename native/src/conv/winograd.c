@@ -50,23 +50,20 @@ static int winograd_check(const conv_algo *self, const acl_conv_shape *s, const 
     return conv_check_ukernel(self->name, uk, d->cg, d->ocg);
 }
 
-/* U[p][o][ci] = (G_h w[o][ci] G_w^T)[p]. */
-static void transform_weights(const winograd_state *st, const acl_conv *conv, const float *weight,
-                              float *u)
+/* U[p][o][ci] = (G_h w[o][ci] G_w^T)[p] for the one point p = (a, b). */
+static void transform_point(const winograd_state *st, const acl_conv *conv, const float *weight,
+                            int a, int b, float *u)
 {
     const winograd_matrices *th = &st->th, *tw = &st->tw;
     int cg = conv->d.cg, oc = conv->s.oc;
     for (int o = 0; o < oc; o++)
         for (int ci = 0; ci < cg; ci++) {
             const float *w = weight + ((size_t)o * cg + ci) * conv->d.taps;
-            for (int a = 0; a < th->alpha; a++)
-                for (int b = 0; b < tw->alpha; b++) {
-                    double sum = 0.0;
-                    for (int i = 0; i < th->r; i++)
-                        for (int j = 0; j < tw->r; j++)
-                            sum += th->g[a * th->r + i] * w[i * tw->r + j] * tw->g[b * tw->r + j];
-                    u[(((size_t)a * tw->alpha + b) * oc + o) * cg + ci] = (float)sum;
-                }
+            double sum = 0.0;
+            for (int i = 0; i < th->r; i++)
+                for (int j = 0; j < tw->r; j++)
+                    sum += th->g[a * th->r + i] * w[i * tw->r + j] * tw->g[b * tw->r + j];
+            u[(size_t)o * cg + ci] = (float)sum;
         }
 }
 
@@ -85,16 +82,18 @@ static int winograd_create(acl_conv *conv, const float *weight)
     st->tiles = s->n * st->tiles_h * st->tiles_w;
     st->v_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->c * sizeof(float));
     st->mt_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->oc * sizeof(float));
-    float *u = acl_alloc((size_t)st->points * s->oc * d->cg * sizeof(float));
-    int rc = u ? 0 : -1;
-    if (rc == 0) {
-        transform_weights(st, conv, weight, u);
-        rc = conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg, d->ocg);
-    }
-    for (int p = 0; rc == 0 && p < st->points; p++)
+    /* One point's U at a time: the packed U is already points x the
+     * weights, a whole unpacked copy beside it would double that at load. */
+    float *u = acl_alloc((size_t)s->oc * d->cg * sizeof(float));
+    int rc = u ? conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg,
+                                  d->ocg)
+               : -1;
+    for (int p = 0; rc == 0 && p < st->points; p++) {
+        transform_point(st, conv, weight, p / st->tw.alpha, p % st->tw.alpha, u);
         for (int g = 0; rc == 0 && g < s->group; g++)
-            rc = conv_gemm_pack(&st->gemm, p * s->group + g,
-                                u + ((size_t)p * s->oc + (size_t)g * d->ocg) * d->cg, d->cg, 1, 0);
+            rc = conv_gemm_pack(&st->gemm, p * s->group + g, u + (size_t)g * d->ocg * d->cg,
+                                d->cg, 1, 0);
+    }
     acl_free(u);
     return rc;
 }

@@ -21,7 +21,8 @@ int conv_gemm_create(conv_gemm *g, acl_conv *conv, int njobs, int m, int ks, int
     g->panel_floats = (panel + ACL_ALIGN / sizeof(float) - 1) / (ACL_ALIGN / sizeof(float)) *
                       (ACL_ALIGN / sizeof(float));
     if (g->panel_floats)
-        g->a_packed_at = conv_scratch_reserve(conv, g->panel_floats * (size_t)njobs * sizeof(float));
+        g->a_packed_at =
+            conv_scratch_reserve(conv, g->panel_floats * (size_t)njobs * sizeof(float));
     for (int j = 0; j < njobs; j++) {
         g->jobs[j].b = &g->b[j];
         g->jobs[j].m = m;
@@ -57,7 +58,8 @@ int conv_gemm_run(conv_gemm *g, const acl_exec *ex, const conv_io *io, acl_stage
 {
     if (g->panel_floats) {
         float *panels = conv_scratch_at(io, g->a_packed_at);
-        for (int j = 0; j < g->njobs; j++) g->jobs[j].a_packed = panels + g->panel_floats * (size_t)j;
+        for (int j = 0; j < g->njobs; j++)
+            g->jobs[j].a_packed = panels + g->panel_floats * (size_t)j;
     }
     acl_gemm_batch batch;
     if (acl_gemm_batch_init(&batch, g->jobs, g->njobs, ex->workloads) != 0) return -1;

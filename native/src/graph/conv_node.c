@@ -63,7 +63,8 @@ int acl_graph_conv(acl_graph *g, const acl_conv_shape *shape, const char *algori
     conv_params *p = calloc(1, sizeof *p);
     if (!p) return acl_fail("conv: out of memory");
     int rc = graph_copy_exec("conv", ex, &p->ex, &p->ex_weights);
-    if (rc == 0 && acl_conv_create_borrowing(shape, algorithm, ukernel, weight, bias, &p->conv) != 0)
+    if (rc == 0 &&
+        acl_conv_create_borrowing(shape, algorithm, ukernel, weight, bias, &p->conv) != 0)
         rc = graph_fail_in("conv");
     if (rc == 0) rc = graph_workspace_reserve(g, acl_conv_scratch_bytes(p->conv));
     if (rc != 0) {

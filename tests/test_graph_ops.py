@@ -354,6 +354,36 @@ def test_program_of_several_nodes_runs_in_order():
         np.testing.assert_array_equal(g.view(y), (np.maximum(x, 0) + x).transpose(NCHW))
 
 
+def test_convolutions_share_one_workspace_of_the_largest_scratch():
+    # Two 3x3 convolutions through different algorithms, one after the other.
+    first = ConvShape(1, 12, 12, 8, 32, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1,
+                      act="relu")
+    second = ConvShape(1, 12, 12, 32, 16, 3, 3, pad_top=1, pad_left=1, pad_bottom=1,
+                       pad_right=1)
+    uk = _hybrid().name
+    configs = [ExecConfig("im2col", uk, (1, 1), 3), ExecConfig("winograd_4x4_3x3", uk, (1, 1), 3)]
+    rng = _rng(17)
+    x = _uniform(rng, first.input_shape)
+    weights = [_uniform(rng, s.weight_shape, -0.3, 0.3) for s in (first, second)]
+    biases = [_uniform(rng, (s.oc,)) for s in (first, second)]
+    mid = ort_conv(first, x, weights[0], biases[0])
+    ref = ort_conv(second, mid, weights[1], biases[1])
+    scratch = []
+    for shape, config, w, b in zip((first, second), configs, weights, biases):
+        with native.Conv.from_config(shape, config, w, b) as conv:
+            scratch.append(conv.scratch_bytes)
+    xt, mt = Tensor(0, first.input_shape), Tensor(2000, first.output_shape)
+    yt = Tensor(8000, second.output_shape)
+    with Graph(11000, (1,), 1) as g:
+        g.view(xt)[...] = x
+        g.conv(first, configs[0], weights[0], biases[0], xt, mt)
+        g.conv(second, configs[1], weights[1], biases[1], mt, yt)
+        assert min(scratch) > 0 and g.workspace_bytes == max(scratch)
+        for _ in range(2):  # the second run starts from the first's leftovers
+            g.run()
+            assert rel_err(g.view(yt), ref) <= TRANSCENDENTAL
+
+
 BAD = {
     "concat": (lambda g: g.concat(3, [Tensor(0, (1, 7, 7, 32)), Tensor(2000, (1, 7, 6, 32))],
                                   Tensor(5000, (1, 7, 7, 64))),

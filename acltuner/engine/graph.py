@@ -84,6 +84,7 @@ _SIGNATURES = {
     "acl_graph_lrn": ([_G, _INT, _FLOAT, _FLOAT, _FLOAT, _T, _T], _INT),
     "acl_graph_pad": ([_G, _INT, _FLOAT, _INT_P, _T, _T], _INT),
     "acl_graph_node_count": ([_G], _INT),
+    "acl_graph_workspace_bytes": ([_G], ctypes.c_size_t),
     "acl_graph_order": ([_G, _INT_P], _INT),
     "acl_graph_run": ([_G, ctypes.POINTER(ctypes.c_double)], _INT),
 }
@@ -236,6 +237,11 @@ class Graph:
     @property
     def node_count(self) -> int:
         return _lib().acl_graph_node_count(self._h())
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The one scratch buffer every node's run shares: the largest need, not the sum."""
+        return _lib().acl_graph_workspace_bytes(self._h())
 
     def order(self, order: Sequence[int]) -> None:
         """Run order: the node added order[i]-th (from 0) runs i-th."""

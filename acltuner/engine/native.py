@@ -96,6 +96,7 @@ _SIGNATURES = {
     "acl_conv_run": ([ctypes.c_void_p, ctypes.POINTER(_ExecC), _FLOAT_P, _FLOAT_P, _FLOAT_P,
                       ctypes.POINTER(_StageTimesC)], ctypes.c_int),
     "acl_conv_destroy": ([ctypes.c_void_p], None),
+    "acl_conv_scratch_bytes": ([ctypes.c_void_p], ctypes.c_size_t),
     "acl_gemm_create": ([ctypes.c_char_p, ctypes.c_int, ctypes.c_int, _FLOAT_P, ctypes.c_int,
                          ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
     "acl_gemm_run": ([ctypes.c_void_p, ctypes.POINTER(_ExecC), ctypes.c_int, _FLOAT_P,
@@ -217,6 +218,14 @@ class Conv:
     def from_config(cls, shape: ConvShape, config: ExecConfig, weight: np.ndarray,
                     bias: np.ndarray | None = None) -> "Conv":
         return cls(shape, config.algorithm, config.ukernel, weight, bias)
+
+    @property
+    def scratch_bytes(self) -> int:
+        """What a run overwrites (im2col blocks, Winograd tiles, A panels, ...), sized
+        for up to cpu_count() workers; a program shares one such buffer."""
+        if self._handle is None:
+            raise EngineError("convolution already closed")
+        return library().acl_conv_scratch_bytes(self._handle)
 
     def run(self, x: np.ndarray, core_weights: tuple[int, ...], workloads: int,
             residual: np.ndarray | None = None,

@@ -87,6 +87,22 @@ int acl_conv_run(acl_conv *conv, const acl_exec *ex, const float *input,
                  const float *residual, float *output, acl_stage_times *times);
 void acl_conv_destroy(acl_conv *conv);
 
+/* Scratch: what a run overwrites and nothing keeps between runs (im2col
+ * blocks, Winograd's transformed tiles, interleaved A panels, indirection
+ * pointers), as opposed to the packed weights a convolution owns.  Sized for
+ * up to acl_cpu_count() workers.  acl_conv_create allocates a convolution's
+ * own; acl_conv_create_borrowing does not, and such a convolution runs only
+ * through acl_conv_run_scratch with the caller's buffer of at least
+ * acl_conv_scratch_bytes(), aligned to 64 bytes.  Convolutions that never run
+ * at the same time (a program's nodes) can so share one buffer of the
+ * largest's size.  Results do not depend on whose scratch a run uses. */
+int acl_conv_create_borrowing(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                              const float *weight, const float *bias, acl_conv **out);
+size_t acl_conv_scratch_bytes(const acl_conv *conv);
+int acl_conv_run_scratch(acl_conv *conv, const acl_exec *ex, const float *input,
+                         const float *residual, float *output, void *scratch,
+                         acl_stage_times *times);
+
 /* A GEMM with B packed once: C[M,N] = A[M,K] B[K,N], row-major. */
 typedef struct acl_gemm acl_gemm;
 int acl_gemm_create(const char *ukernel, int k, int n, const float *b, int ldb, acl_gemm **out);

@@ -107,6 +107,10 @@ int acl_graph_pad(acl_graph *g, int mode, float value, const int *pads, const ac
                   const acl_tensor *out);
 
 int acl_graph_node_count(const acl_graph *g);
+/* Bytes of the one scratch buffer the operations share, since they run one
+ * after another: the largest need among them (acl_conv_scratch_bytes for a
+ * convolution), not the sum. */
+size_t acl_graph_workspace_bytes(const acl_graph *g);
 
 /* Puts the nodes in run order: the node added order[i]-th (from 0) runs
  * i-th.  Lets a compiler add (and pack) the nodes with the largest weights

@@ -188,6 +188,44 @@ static void fail(const problem *p, const char *algorithm, const char *ukernel, c
     failed++;
 }
 
+/* The same convolution created borrowing its scratch needs as much as the one
+ * owning it, and run on a lent scratch full of NaNs (nothing may be read
+ * before the run writes it) reproduces `expected` (config 0's output) bit
+ * for bit. */
+static int check_borrowed(const problem *p, const char *algorithm, const char *ukernel,
+                          const acl_conv *owner, const float *expected)
+{
+    acl_conv *conv;
+    if (acl_conv_create_borrowing(&p->s, algorithm, ukernel, p->w, p->bias, &conv) != 0) {
+        fail(p, algorithm, ukernel, "create borrowing: %s", acl_last_error());
+        return 0;
+    }
+    const size_t bytes = acl_conv_scratch_bytes(conv);
+    int ok = bytes == acl_conv_scratch_bytes(owner);
+    if (!ok)
+        fail(p, algorithm, ukernel, "borrowing needs %zu bytes of scratch, owning %zu", bytes,
+             acl_conv_scratch_bytes(owner));
+    void *scratch = NULL;
+    float *out = malloc(p->out_count * sizeof(float));
+    if (ok && posix_memalign(&scratch, 64, bytes ? bytes : 64) != 0) scratch = NULL;
+    if (ok && scratch) {
+        memset(scratch, 0xff, bytes);
+        /* The widest split, so that per-worker buffers all land in it. */
+        const acl_exec *ex = acl_cpu_count() >= 2 ? &configs[NCONFIGS - 1] : &single;
+        if (acl_conv_run_scratch(conv, ex, p->x, p->residual, out, scratch, NULL) != 0) {
+            fail(p, algorithm, ukernel, "run on lent scratch: %s", acl_last_error());
+            ok = 0;
+        } else if (memcmp(out, expected, p->out_count * sizeof(float)) != 0) {
+            fail(p, algorithm, ukernel, "output on a lent scratch differs from its own");
+            ok = 0;
+        }
+    }
+    free(scratch);
+    free(out);
+    acl_conv_destroy(conv);
+    return ok;
+}
+
 static void check_one(const problem *p, int algorithm_index, const char *ukernel)
 {
     const char *algorithm = acl_algorithm_name(algorithm_index);
@@ -225,6 +263,7 @@ static void check_one(const problem *p, int algorithm_index, const char *ukernel
             ok = 0;
         }
     }
+    ok = ok && check_borrowed(p, algorithm, ukernel, conv, first);
     passed += ok;
     free(first);
     free(again);
@@ -332,6 +371,23 @@ static void check_run_rejections(const acl_conv_shape *shape)
     expect_run_rejected(conv, &single, p.x, NULL, y, "residual");
     free(y);
     acl_conv_destroy(conv);
+    if (acl_conv_create_borrowing(&s, "im2col", first_ukernel("hybrid"), p.w, p.bias, &conv) != 0) {
+        printf("FAIL creating the borrowing run-rejection case: %s\n", acl_last_error());
+        failed++;
+    } else {
+        y = malloc(p.out_count * sizeof(float));
+        expect_run_rejected(conv, &single, p.x, p.residual, y, "acl_conv_run_scratch");
+        if (acl_conv_run_scratch(conv, &single, p.x, p.residual, y, NULL, NULL) == 0 ||
+            !strstr(acl_last_error(), "none was given")) {
+            printf("FAIL a borrowing run without scratch should fail, got '%s'\n",
+                   acl_last_error());
+            failed++;
+        } else {
+            passed++;
+        }
+        free(y);
+        acl_conv_destroy(conv);
+    }
     problem_free(&p);
 }
 

@@ -811,6 +811,90 @@ static void chain_case(void)
     acl_graph_destroy(g);
 }
 
+/* ---- the shared workspace ------------------------------------------------------ */
+
+/* A micro-kernel both algorithms run the shape with (NULL: none). */
+static const char *common_ukernel(const acl_conv_shape *a, const char *algo_a,
+                                  const acl_conv_shape *b, const char *algo_b)
+{
+    for (int k = 0; k < acl_ukernel_count(); k++) {
+        acl_ukernel_info info;
+        acl_ukernel_get(k, &info);
+        if (acl_conv_check(a, algo_a, info.name) == 0 && acl_conv_check(b, algo_b, info.name) == 0)
+            return info.name;
+    }
+    return NULL;
+}
+
+/* x -> im2col 3x3 -> y1 -> winograd F(4x4, 3x3) -> y2: the program's
+ * workspace is the larger convolution's scratch, not the sum, and running both
+ * on it (twice) gives exactly what two convolutions with their own scratch give. */
+static void shared_workspace_case(void)
+{
+    const acl_conv_shape a = {.n = 1, .h = 10, .w = 10, .c = 8, .oc = 16, .kh = 3, .kw = 3,
+                              .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
+                              .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+                              .group = 1, .act = ACL_ACT_RELU};
+    acl_conv_shape b = a;
+    b.c = 16;
+    b.oc = 8;
+    b.act = ACL_ACT_NONE;
+    const char *algo_a = "im2col", *algo_b = "winograd_4x4_3x3";
+    const char *uk = common_ukernel(&a, algo_a, &b, algo_b);
+    if (!uk) algo_a = algo_b = "reference";
+    const acl_tensor x = {0, 4, {1, 10, 10, 8}}, y1 = {800, 4, {1, 10, 10, 16}},
+                     y2 = {2400, 4, {1, 10, 10, 8}};
+    const size_t arena = 3200;
+    float wa[16 * 8 * 9], wb[8 * 16 * 9], ba[16], bb[8], *x0 = malloc(800 * sizeof(float));
+    fill_random(wa, 16 * 8 * 9, 0.3f);
+    fill_random(wb, 8 * 16 * 9, 0.3f);
+    fill_random(ba, 16, 1.0f);
+    fill_random(bb, 8, 1.0f);
+    fill_random(x0, 800, 1.0f);
+    const acl_exec *ex = &configs[acl_cpu_count() >= 2 ? NCONFIGS - 1 : 0];
+
+    /* The expected y2, from convolutions owning their scratch. */
+    acl_conv *ca = NULL, *cb = NULL;
+    float *e1 = malloc(1600 * sizeof(float)), *e2 = malloc(800 * sizeof(float));
+    int ok = acl_conv_create(&a, algo_a, uk, wa, ba, &ca) == 0 &&
+             acl_conv_create(&b, algo_b, uk, wb, bb, &cb) == 0 &&
+             acl_conv_run(ca, ex, x0, NULL, e1, NULL) == 0 &&
+             acl_conv_run(cb, ex, e1, NULL, e2, NULL) == 0;
+    if (!ok) printf("FAIL shared workspace: standalone %s: %s\n", algo_a, acl_last_error());
+    const size_t sa = ok ? acl_conv_scratch_bytes(ca) : 0, sb = ok ? acl_conv_scratch_bytes(cb) : 0;
+
+    acl_graph *g = NULL;
+    ok = ok && acl_graph_create(arena, ex, &g) == 0;
+    if (ok) {
+        memcpy(acl_graph_arena(g), x0, 800 * sizeof(float));
+        ok = acl_graph_conv(g, &a, algo_a, uk, ex, wa, ba, &x, NULL, &y1) == 0 &&
+             acl_graph_conv(g, &b, algo_b, uk, ex, wb, bb, &y1, NULL, &y2) == 0;
+        if (!ok) printf("FAIL shared workspace: add: %s\n", acl_last_error());
+    }
+    if (ok && (sa == 0 || sb == 0 || acl_graph_workspace_bytes(g) != (sa > sb ? sa : sb))) {
+        printf("FAIL shared workspace: %zu bytes for convolutions needing %zu and %zu\n",
+               acl_graph_workspace_bytes(g), sa, sb);
+        ok = 0;
+    }
+    for (int run = 0; ok && run < 2; run++) {
+        ok = acl_graph_run(g, NULL) == 0;
+        if (!ok) printf("FAIL shared workspace: run: %s\n", acl_last_error());
+        else if (memcmp(acl_graph_arena(g) + y2.offset, e2, 800 * sizeof(float)) != 0) {
+            printf("FAIL shared workspace: run %d differs from convolutions with their own "
+                   "scratch\n", run);
+            ok = 0;
+        }
+    }
+    if (ok) passed++;
+    else failed++;
+    acl_graph_destroy(g);
+    acl_conv_destroy(ca);
+    acl_conv_destroy(cb);
+    free(x0);
+    free(e1);
+    free(e2);
+}
+
 /* ---- errors: add-time checks fail in one line that names the problem ---------- */
 
 static void expect_error(int rc, const char *part)
@@ -910,6 +994,7 @@ int main(int argc, char **argv)
     }
     check_errors();
     chain_case();
+    shared_workspace_case();
     /* `cases` random cases per operation, one in four big enough to be split. */
     for (int i = 0; i < cases; i++)
         for (int op = 0; op < NOPS; op++) op_cases[op](i % 4 == 3);

@@ -176,8 +176,8 @@ int acl_conv_check(const acl_conv_shape *s, const char *algorithm, const char *u
     return resolve(s, algorithm, ukernel, &d, &algo, &uk);
 }
 
-int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
-                    const float *weight, const float *bias, acl_conv **out)
+static int conv_create(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                       const float *weight, const float *bias, int own_scratch, acl_conv **out)
 {
     if (!out) return acl_fail("acl_conv_create needs somewhere to store the result");
     *out = NULL;
@@ -201,7 +201,9 @@ int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *
         memcpy(conv->bias, bias, (size_t)s->oc * sizeof(float));
     else
         memset(conv->bias, 0, (size_t)s->oc * sizeof(float));
-    if (algo->create(conv, weight) != 0) {
+    if (algo->create(conv, weight) != 0 ||
+        (own_scratch && conv->scratch_bytes &&
+         !(conv->own_scratch = acl_alloc(conv->scratch_bytes)))) {
         acl_conv_destroy(conv);
         return -1;
     }
@@ -209,18 +211,48 @@ int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *
     return 0;
 }
 
+int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                    const float *weight, const float *bias, acl_conv **out)
+{
+    return conv_create(s, algorithm, ukernel, weight, bias, 1, out);
+}
+
+int acl_conv_create_borrowing(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
+                              const float *weight, const float *bias, acl_conv **out)
+{
+    return conv_create(s, algorithm, ukernel, weight, bias, 0, out);
+}
+
+size_t acl_conv_scratch_bytes(const acl_conv *conv) { return conv ? conv->scratch_bytes : 0; }
+
 int acl_conv_run(acl_conv *conv, const acl_exec *ex, const float *input, const float *residual,
                  float *output, acl_stage_times *times)
+{
+    if (conv && conv->scratch_bytes && !conv->own_scratch)
+        return acl_fail("this convolution was created borrowing its scratch: run it with "
+                        "acl_conv_run_scratch");
+    return acl_conv_run_scratch(conv, ex, input, residual, output, conv ? conv->own_scratch : NULL,
+                                times);
+}
+
+int acl_conv_run_scratch(acl_conv *conv, const acl_exec *ex, const float *input,
+                         const float *residual, float *output, void *scratch,
+                         acl_stage_times *times)
 {
     double start = acl_now_ms();
     if (!conv) return acl_fail("no convolution given");
     if (acl_exec_check(ex) != 0) return -1;
     if (!input || !output) return acl_fail("acl_conv_run needs an input and an output");
+    if (conv->scratch_bytes && !scratch)
+        return acl_fail("the convolution needs %zu bytes of scratch and none was given",
+                        conv->scratch_bytes);
+    if ((uintptr_t)scratch % ACL_ALIGN)
+        return acl_fail("the scratch must be aligned to %d bytes", ACL_ALIGN);
     if (conv->s.has_residual && !residual)
         return acl_fail("the shape has has_residual=1 but no residual was given");
     if (!conv->s.has_residual && residual)
         return acl_fail("a residual was given but the shape has has_residual=0");
-    conv_io io = {input, residual, output};
+    conv_io io = {input, residual, output, scratch};
     acl_stage_times t = {0};
     if (conv->algo->run(conv, ex, &io, &t) != 0) return -1;
     t.total_ms = acl_now_ms() - start;
@@ -232,6 +264,7 @@ void acl_conv_destroy(acl_conv *conv)
 {
     if (!conv) return;
     if (conv->impl) conv->algo->destroy(conv);
+    acl_free(conv->own_scratch);
     acl_free(conv->bias);
     free(conv);
 }

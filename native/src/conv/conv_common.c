@@ -1,4 +1,5 @@
-/* Small helpers every algorithm uses: timed stages and micro-kernel checks. */
+/* Small helpers every algorithm uses: timed stages, micro-kernel checks and
+ * scratch reservations. */
 #include <stdio.h>
 
 #include "conv_impl.h"
@@ -33,4 +34,12 @@ int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int 
     char reason[400];
     snprintf(reason, sizeof reason, "%s", acl_last_error());
     return acl_fail("%s with %s: %s", algorithm, uk->name, reason);
+}
+
+size_t conv_scratch_reserve(acl_conv *conv, size_t bytes)
+{
+    /* Every buffer starts on a cache line, as acl_alloc's would. */
+    size_t offset = conv->scratch_bytes;
+    conv->scratch_bytes += (bytes + ACL_ALIGN - 1) / ACL_ALIGN * ACL_ALIGN;
+    return offset;
 }

@@ -5,8 +5,9 @@
 
 #include "conv_impl.h"
 
-int conv_gemm_create(conv_gemm *g, const acl_ukernel *uk, int njobs, int m, int ks, int kc, int n)
+int conv_gemm_create(conv_gemm *g, acl_conv *conv, int njobs, int m, int ks, int kc, int n)
 {
+    const acl_ukernel *uk = conv->uk;
     g->uk = uk;
     g->njobs = njobs;
     g->ks = ks;
@@ -17,13 +18,14 @@ int conv_gemm_create(conv_gemm *g, const acl_ukernel *uk, int njobs, int m, int 
     if (!g->b || !g->jobs) return acl_fail("out of memory creating %d GEMM jobs", njobs);
     /* Rounded so every job's panels start on a cache line. */
     size_t panel = acl_gemm_packed_a_floats(uk, m, ks * kc);
-    panel = (panel + ACL_ALIGN / sizeof(float) - 1) / (ACL_ALIGN / sizeof(float)) *
-            (ACL_ALIGN / sizeof(float));
-    if (panel && !(g->a_packed = acl_alloc(panel * (size_t)njobs * sizeof(float)))) return -1;
+    g->panel_floats = (panel + ACL_ALIGN / sizeof(float) - 1) / (ACL_ALIGN / sizeof(float)) *
+                      (ACL_ALIGN / sizeof(float));
+    if (g->panel_floats)
+        g->a_packed_at =
+            conv_scratch_reserve(conv, g->panel_floats * (size_t)njobs * sizeof(float));
     for (int j = 0; j < njobs; j++) {
         g->jobs[j].b = &g->b[j];
         g->jobs[j].m = m;
-        g->jobs[j].a_packed = panel ? g->a_packed + panel * (size_t)j : NULL;
     }
     return 0;
 }
@@ -52,8 +54,13 @@ void conv_gemm_group_outputs(conv_gemm *g, const acl_conv *conv, const conv_io *
     }
 }
 
-int conv_gemm_run(conv_gemm *g, const acl_exec *ex, acl_stage_times *t)
+int conv_gemm_run(conv_gemm *g, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
+    if (g->panel_floats) {
+        float *panels = conv_scratch_at(io, g->a_packed_at);
+        for (int j = 0; j < g->njobs; j++)
+            g->jobs[j].a_packed = panels + g->panel_floats * (size_t)j;
+    }
     acl_gemm_batch batch;
     if (acl_gemm_batch_init(&batch, g->jobs, g->njobs, ex->workloads) != 0) return -1;
     double ms = 0;
@@ -71,5 +78,4 @@ void conv_gemm_destroy(conv_gemm *g)
         if (g->b[j].data) acl_packed_b_free(&g->b[j]);
     free(g->b);
     free(g->jobs);
-    acl_free(g->a_packed);
 }

@@ -24,11 +24,13 @@ typedef struct {
     int m;        /* output pixels over the batch: n * oh * ow */
 } conv_dims;
 
-/* The tensors of one run. */
+/* The tensors of one run, and its scratch: conv->scratch_bytes that the run
+ * may overwrite, its own or lent by the caller (ACL_ALIGN-aligned). */
 typedef struct {
     const float *x;
     const float *residual;  /* NULL without a residual */
     float *y;
+    char *scratch;
 } conv_io;
 
 struct acl_conv;
@@ -42,7 +44,8 @@ struct conv_algo {
      * direct algorithms); otherwise acl_fail with the reason. */
     int (*check)(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                  const acl_ukernel *uk);
-    /* Packs the weights and allocates all workspace into conv->impl. */
+    /* Packs the weights into conv->impl and reserves the run's buffers in
+     * the scratch (conv_scratch_reserve); persistent state stays in impl. */
     int (*create)(struct acl_conv *conv, const float *weight);
     /* Runs the stages, adding each stage's wall time to t. */
     int (*run)(struct acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t);
@@ -56,7 +59,19 @@ struct acl_conv {
     const acl_ukernel *uk;  /* NULL for direct algorithms */
     float *bias;            /* oc floats, zeros when the model has none */
     void *impl;             /* the algorithm's own state */
+    size_t scratch_bytes;   /* what a run overwrites, reserved at create */
+    void *own_scratch;      /* NULL when the caller lends the scratch per run */
 };
+
+/* ---- scratch ----------------------------------------------------------------
+ * At create an algorithm reserves each run buffer and keeps its offset; at
+ * run it finds the buffer at that offset of io->scratch. */
+size_t conv_scratch_reserve(struct acl_conv *conv, size_t bytes);
+
+static inline void *conv_scratch_at(const conv_io *io, size_t offset)
+{
+    return io->scratch + offset;
+}
 
 extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
     conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
@@ -94,24 +109,27 @@ int conv_stage(const acl_exec *ex, int rows, acl_task_fn fn, void *ctx, double *
 /* ---- GEMM batches (conv_gemm.c) ---------------------------------------------
  * One batch of equally shaped GEMMs (one per group, or per group and Winograd
  * point): B packed once per job at create, A panels for interleaved
- * micro-kernels allocated at create, A/C pointers filled per run. */
+ * micro-kernels reserved in the scratch, A/C pointers filled per run. */
 typedef struct {
     const acl_ukernel *uk;
     int njobs, ks, kc, n;
     acl_packed_b *b;
     acl_gemm_job *jobs;
-    float *a_packed;
+    size_t panel_floats;  /* one job's A panels, 0 for non-interleaved kernels */
+    size_t a_packed_at;   /* scratch offset of njobs panels */
 } conv_gemm;
 
-int conv_gemm_create(conv_gemm *g, const acl_ukernel *uk, int njobs, int m, int ks, int kc, int n);
+int conv_gemm_create(conv_gemm *g, struct acl_conv *conv, int njobs, int m, int ks, int kc,
+                     int n);
 /* Packs job j's B from OIHW-like strides (see acl_pack_b). */
 int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, ptrdiff_t stride_c,
                    ptrdiff_t stride_t);
 /* Points job g (one per group) at group g's columns of the run's output, with
  * the fused epilogue. */
 void conv_gemm_group_outputs(conv_gemm *g, const struct acl_conv *conv, const conv_io *io);
-/* pack_a counts as pre, compute as gemm. */
-int conv_gemm_run(conv_gemm *g, const acl_exec *ex, acl_stage_times *t);
+/* Points the jobs at their A panels in io's scratch and runs the batch;
+ * pack_a counts as pre, compute as gemm. */
+int conv_gemm_run(conv_gemm *g, const acl_exec *ex, const conv_io *io, acl_stage_times *t);
 void conv_gemm_destroy(conv_gemm *g);
 
 /* Fails with "<algorithm> with <ukernel>: <reason>" unless uk runs per-call K x N. */
@@ -120,20 +138,23 @@ int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int 
 /* ---- indirection (indirection.c) --------------------------------------------
  * For each output pixel, kh*kw pointers to the input pixels its taps read (a
  * zero row for padding).  Pixel indices are computed at create; the pointers
- * are rebased on each run's input in a parallel pre stage: one store per
- * pointer, 18 us for a 56x56 3x3 layer against 1.7 ms of GEMM, so there is
- * no point caching them across runs. */
+ * live in the scratch and are rebased on each run's input in a parallel pre
+ * stage: one store per pointer, 18 us for a 56x56 3x3 layer against 1.7 ms of
+ * GEMM, so there is no point caching them across runs. */
 typedef struct {
     int ptrs_per_row;   /* per output row: ow * taps */
     int rows;           /* output rows: n * oh */
     int c;              /* floats per input pixel */
     int32_t *pixel;     /* input pixel index, -1 for padding */
-    const float **ptr;
+    size_t ptr_at;      /* scratch offset of the pointers */
     float *zero;        /* c zeros */
 } conv_indirection;
 
-int conv_indirection_create(conv_indirection *ind, const acl_conv_shape *s, const conv_dims *d);
-int conv_indirection_rebase(conv_indirection *ind, const acl_exec *ex, const float *x, double *ms);
+int conv_indirection_create(conv_indirection *ind, struct acl_conv *conv);
+/* Writes the pointers for io's input into io's scratch and returns them
+ * (NULL on failure). */
+const float *const *conv_indirection_rebase(const conv_indirection *ind, const acl_exec *ex,
+                                            const conv_io *io, double *ms);
 void conv_indirection_destroy(conv_indirection *ind);
 
 #endif

@@ -28,8 +28,8 @@ static int gemm1x1_create(acl_conv *conv, const float *weight)
     if (!(conv->impl = st)) return acl_fail("out of memory creating gemm1x1");
     st->dense = s->stride_h == 1 && s->stride_w == 1 && !s->pad_top && !s->pad_left &&
                 !s->pad_bottom && !s->pad_right;
-    if (!st->dense && conv_indirection_create(&st->ind, s, d) != 0) return -1;
-    if (conv_gemm_create(&st->gemm, conv->uk, s->group, d->m, 1, d->cg, d->ocg) != 0) return -1;
+    if (!st->dense && conv_indirection_create(&st->ind, conv) != 0) return -1;
+    if (conv_gemm_create(&st->gemm, conv, s->group, d->m, 1, d->cg, d->ocg) != 0) return -1;
     for (int g = 0; g < s->group; g++)
         if (conv_gemm_pack(&st->gemm, g, weight + (size_t)g * d->ocg * d->cg, d->cg, 1, 0) != 0)
             return -1;
@@ -39,15 +39,16 @@ static int gemm1x1_create(acl_conv *conv, const float *weight)
 static int gemm1x1_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     gemm1x1_state *st = conv->impl;
-    if (!st->dense && conv_indirection_rebase(&st->ind, ex, io->x, &t->pre_ms) != 0) return -1;
+    const float *const *rows = NULL;
+    if (!st->dense && !(rows = conv_indirection_rebase(&st->ind, ex, io, &t->pre_ms))) return -1;
     for (int g = 0; g < conv->s.group; g++) {
         ptrdiff_t channel = (ptrdiff_t)g * conv->d.cg;
         st->gemm.jobs[g].a = st->dense
             ? (acl_a_source){.base = io->x + channel, .lda = conv->s.c}
-            : (acl_a_source){.rows = st->ind.ptr, .offset = channel};
+            : (acl_a_source){.rows = rows, .offset = channel};
     }
     conv_gemm_group_outputs(&st->gemm, conv, io);
-    return conv_gemm_run(&st->gemm, ex, t);
+    return conv_gemm_run(&st->gemm, ex, io, t);
 }
 
 static void gemm1x1_destroy(acl_conv *conv)

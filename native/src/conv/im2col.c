@@ -24,10 +24,10 @@
 typedef struct {
     int k;           /* K of one group: taps * Cg */
     int block_cap;   /* most output pixels in one block, a multiple of MR */
-    int workers;     /* per-worker buffers allocated */
+    int workers;     /* per-worker buffers reserved */
     size_t cols_floats, packed_floats;  /* per worker */
-    float *cols;     /* workers x block_cap x (group * k) */
-    float *packed;   /* workers x interleaved A panels of one block and group */
+    size_t cols_at;   /* scratch: workers x block_cap x (group * k) */
+    size_t packed_at; /* scratch: workers x interleaved A panels of one block and group */
     conv_gemm gemm;  /* the packed weights and, per run, each group's output */
 } im2col_state;
 
@@ -52,11 +52,11 @@ static int im2col_create(acl_conv *conv, const float *weight)
     st->workers = acl_cpu_count();
     st->cols_floats = (size_t)st->block_cap * row;
     st->packed_floats = acl_gemm_packed_a_floats(conv->uk, st->block_cap, st->k);
-    st->cols = acl_alloc(st->cols_floats * st->workers * sizeof(float));
+    st->cols_at = conv_scratch_reserve(conv, st->cols_floats * st->workers * sizeof(float));
     if (st->packed_floats)
-        st->packed = acl_alloc(st->packed_floats * st->workers * sizeof(float));
+        st->packed_at = conv_scratch_reserve(conv, st->packed_floats * st->workers * sizeof(float));
     float *reordered = acl_alloc((size_t)conv->s.oc * st->k * sizeof(float));
-    int rc = st->cols && reordered && (st->packed || !st->packed_floats) ? 0 : -1;
+    int rc = reordered ? 0 : -1;
     if (rc == 0) {
         /* OIHW [oc][Cg][tap] -> [oc][tap][Cg] */
         for (int o = 0; o < conv->s.oc; o++)
@@ -65,7 +65,7 @@ static int im2col_create(acl_conv *conv, const float *weight)
                     reordered[((size_t)o * d->taps + t) * d->cg + ci] =
                         weight[((size_t)o * d->cg + ci) * d->taps + t];
         /* M = 0: the jobs' A and M are set per block. */
-        rc = conv_gemm_create(&st->gemm, conv->uk, conv->s.group, 0, 1, st->k, d->ocg);
+        rc = conv_gemm_create(&st->gemm, conv, conv->s.group, 0, 1, st->k, d->ocg);
     }
     for (int g = 0; rc == 0 && g < conv->s.group; g++)
         rc = conv_gemm_pack(&st->gemm, g, reordered + (size_t)g * d->ocg * st->k, st->k, 1, 0);
@@ -116,7 +116,9 @@ static void copy_pixel(const acl_conv *conv, const float *x, int pixel, float *d
 typedef struct {
     const acl_conv *conv;
     const float *x;
-    int block;  /* output pixels per block */
+    int block;      /* output pixels per block */
+    float *cols;    /* the workers' buffers in this run's scratch */
+    float *packed;  /* NULL for non-interleaved micro-kernels */
 } im2col_ctx;
 
 static void im2col_blocks(void *arg, int begin, int end, int worker)
@@ -125,7 +127,7 @@ static void im2col_blocks(void *arg, int begin, int end, int worker)
     const acl_conv *conv = ctx->conv;
     const im2col_state *st = conv->impl;
     const int row = st->k * conv->s.group;
-    float *cols = st->cols + st->cols_floats * worker;
+    float *cols = ctx->cols + st->cols_floats * worker;
     for (int blk = begin; blk < end; blk++) {
         const int p0 = blk * ctx->block, p1 = acl_min(conv->d.m, p0 + ctx->block);
         for (int p = p0; p < p1; p++) copy_pixel(conv, ctx->x, p, cols + (size_t)(p - p0) * row);
@@ -135,7 +137,7 @@ static void im2col_blocks(void *arg, int begin, int end, int worker)
             job.m = p1 - p0;
             job.c += (ptrdiff_t)p0 * job.ldc;
             if (job.ep.residual) job.ep.residual += (ptrdiff_t)p0 * job.ldc;
-            job.a_packed = st->packed ? st->packed + st->packed_floats * worker : NULL;
+            job.a_packed = ctx->packed ? ctx->packed + st->packed_floats * worker : NULL;
             acl_gemm_job_run(&job);
         }
     }
@@ -150,7 +152,8 @@ static int im2col_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl
     /* Enough blocks for every workload, none larger than the buffers. */
     const int mr = conv->uk->mr;
     const int block = acl_min(st->block_cap, round_up(acl_div_up(conv->d.m, ex->workloads), mr));
-    im2col_ctx ctx = {conv, io->x, block};
+    im2col_ctx ctx = {conv, io->x, block, conv_scratch_at(io, st->cols_at),
+                      st->packed_floats ? conv_scratch_at(io, st->packed_at) : NULL};
     conv_gemm_group_outputs(&st->gemm, conv, io);
     return conv_stage(ex, acl_div_up(conv->d.m, block), im2col_blocks, &ctx, &t->gemm_ms);
 }
@@ -159,8 +162,6 @@ static void im2col_destroy(acl_conv *conv)
 {
     im2col_state *st = conv->impl;
     conv_gemm_destroy(&st->gemm);
-    acl_free(st->cols);
-    acl_free(st->packed);
     free(st);
 }
 

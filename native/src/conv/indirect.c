@@ -28,25 +28,26 @@ static int indirect_create(acl_conv *conv, const float *weight)
     const conv_dims *d = &conv->d;
     indirect_state *st = calloc(1, sizeof *st);
     if (!(conv->impl = st)) return acl_fail("out of memory creating indirect");
-    if (conv_indirection_create(&st->ind, s, d) != 0) return -1;
-    if (conv_gemm_create(&st->gemm, conv->uk, s->group, d->m, d->taps, d->cg, d->ocg) != 0)
+    if (conv_indirection_create(&st->ind, conv) != 0) return -1;
+    if (conv_gemm_create(&st->gemm, conv, s->group, d->m, d->taps, d->cg, d->ocg) != 0)
         return -1;
     size_t group_floats = (size_t)d->ocg * d->cg * d->taps;
-    for (int g = 0; g < s->group; g++) {
+    for (int g = 0; g < s->group; g++)
         if (conv_gemm_pack(&st->gemm, g, weight + g * group_floats, (ptrdiff_t)d->cg * d->taps,
                            d->taps, 1) != 0)
             return -1;
-        st->gemm.jobs[g].a = (acl_a_source){.rows = st->ind.ptr, .offset = (ptrdiff_t)g * d->cg};
-    }
     return 0;
 }
 
 static int indirect_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     indirect_state *st = conv->impl;
-    if (conv_indirection_rebase(&st->ind, ex, io->x, &t->pre_ms) != 0) return -1;
+    const float *const *rows = conv_indirection_rebase(&st->ind, ex, io, &t->pre_ms);
+    if (!rows) return -1;
+    for (int g = 0; g < conv->s.group; g++)
+        st->gemm.jobs[g].a = (acl_a_source){.rows = rows, .offset = (ptrdiff_t)g * conv->d.cg};
     conv_gemm_group_outputs(&st->gemm, conv, io);
-    return conv_gemm_run(&st->gemm, ex, t);
+    return conv_gemm_run(&st->gemm, ex, io, t);
 }
 
 static void indirect_destroy(acl_conv *conv)

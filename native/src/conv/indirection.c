@@ -3,16 +3,18 @@
 
 #include "conv_impl.h"
 
-int conv_indirection_create(conv_indirection *ind, const acl_conv_shape *s, const conv_dims *d)
+int conv_indirection_create(conv_indirection *ind, acl_conv *conv)
 {
+    const acl_conv_shape *s = &conv->s;
+    const conv_dims *d = &conv->d;
     ind->rows = s->n * d->oh;
     ind->ptrs_per_row = d->ow * d->taps;
     ind->c = s->c;
     size_t count = (size_t)d->m * d->taps;
     ind->pixel = acl_alloc(count * sizeof *ind->pixel);
-    ind->ptr = acl_alloc(count * sizeof *ind->ptr);
+    ind->ptr_at = conv_scratch_reserve(conv, count * sizeof(const float *));
     ind->zero = acl_alloc((size_t)s->c * sizeof(float));
-    if (!ind->pixel || !ind->ptr || !ind->zero) return -1;
+    if (!ind->pixel || !ind->zero) return -1;
     memset(ind->zero, 0, (size_t)s->c * sizeof(float));
     int32_t *p = ind->pixel;
     for (int b = 0; b < s->n; b++)
@@ -29,8 +31,9 @@ int conv_indirection_create(conv_indirection *ind, const acl_conv_shape *s, cons
 }
 
 typedef struct {
-    conv_indirection *ind;
+    const conv_indirection *ind;
     const float *x;
+    const float **ptr;
 } rebase_ctx;
 
 static void rebase_rows(void *arg, int begin, int end, int worker)
@@ -39,18 +42,18 @@ static void rebase_rows(void *arg, int begin, int end, int worker)
     const conv_indirection *ind = ctx->ind;
     size_t first = (size_t)begin * ind->ptrs_per_row, last = (size_t)end * ind->ptrs_per_row;
     for (size_t i = first; i < last; i++)
-        ind->ptr[i] = ind->pixel[i] < 0 ? ind->zero : ctx->x + (ptrdiff_t)ind->pixel[i] * ind->c;
+        ctx->ptr[i] = ind->pixel[i] < 0 ? ind->zero : ctx->x + (ptrdiff_t)ind->pixel[i] * ind->c;
 }
 
-int conv_indirection_rebase(conv_indirection *ind, const acl_exec *ex, const float *x, double *ms)
+const float *const *conv_indirection_rebase(const conv_indirection *ind, const acl_exec *ex,
+                                            const conv_io *io, double *ms)
 {
-    rebase_ctx ctx = {ind, x};
-    return conv_stage(ex, ind->rows, rebase_rows, &ctx, ms);
+    rebase_ctx ctx = {ind, io->x, conv_scratch_at(io, ind->ptr_at)};
+    return conv_stage(ex, ind->rows, rebase_rows, &ctx, ms) == 0 ? ctx.ptr : NULL;
 }
 
 void conv_indirection_destroy(conv_indirection *ind)
 {
     acl_free(ind->pixel);
-    acl_free(ind->ptr);
     acl_free(ind->zero);
 }

@@ -10,16 +10,13 @@ static int reference_check(const conv_algo *self, const acl_conv_shape *s, const
     return 0;
 }
 
-/* impl: the OIHW weights followed by one pixel's accumulators (oc floats). */
-static size_t weight_floats(const acl_conv *conv)
-{
-    return (size_t)conv->s.oc * conv->d.cg * conv->d.taps;
-}
-
+/* impl: the OIHW weights; the scratch: one pixel's accumulators (oc floats). */
 static int reference_create(acl_conv *conv, const float *weight)
 {
-    if (!(conv->impl = acl_alloc((weight_floats(conv) + conv->s.oc) * sizeof(float)))) return -1;
-    memcpy(conv->impl, weight, weight_floats(conv) * sizeof(float));
+    size_t bytes = (size_t)conv->s.oc * conv->d.cg * conv->d.taps * sizeof(float);
+    if (!(conv->impl = acl_alloc(bytes))) return -1;
+    memcpy(conv->impl, weight, bytes);
+    conv_scratch_reserve(conv, (size_t)conv->s.oc * sizeof(float));
     return 0;
 }
 
@@ -52,7 +49,7 @@ static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy,
 static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     const acl_conv_shape *s = &conv->s;
-    float *acc = (float *)conv->impl + weight_floats(conv);
+    float *acc = conv_scratch_at(io, 0);
     double start = acl_now_ms();
     for (int b = 0; b < s->n; b++)
         for (int oy = 0; oy < conv->d.oh; oy++)

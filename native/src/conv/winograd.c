@@ -28,8 +28,8 @@ typedef struct {
     winograd_matrices th, tw;  /* along h and along w */
     int points;                /* alpha_h * alpha_w */
     int tiles_h, tiles_w, tiles;
-    float *v;                  /* points x tiles x c */
-    float *mt;                 /* points x tiles x oc */
+    size_t v_at;               /* scratch: V, points x tiles x c */
+    size_t mt_at;              /* scratch: M, points x tiles x oc */
     conv_gemm gemm;            /* job p * group + g */
 } winograd_state;
 
@@ -50,23 +50,20 @@ static int winograd_check(const conv_algo *self, const acl_conv_shape *s, const 
     return conv_check_ukernel(self->name, uk, d->cg, d->ocg);
 }
 
-/* U[p][o][ci] = (G_h w[o][ci] G_w^T)[p]. */
-static void transform_weights(const winograd_state *st, const acl_conv *conv, const float *weight,
-                              float *u)
+/* U[p][o][ci] = (G_h w[o][ci] G_w^T)[p] for the one point p = (a, b). */
+static void transform_point(const winograd_state *st, const acl_conv *conv, const float *weight,
+                            int a, int b, float *u)
 {
     const winograd_matrices *th = &st->th, *tw = &st->tw;
     int cg = conv->d.cg, oc = conv->s.oc;
     for (int o = 0; o < oc; o++)
         for (int ci = 0; ci < cg; ci++) {
             const float *w = weight + ((size_t)o * cg + ci) * conv->d.taps;
-            for (int a = 0; a < th->alpha; a++)
-                for (int b = 0; b < tw->alpha; b++) {
-                    double sum = 0.0;
-                    for (int i = 0; i < th->r; i++)
-                        for (int j = 0; j < tw->r; j++)
-                            sum += th->g[a * th->r + i] * w[i * tw->r + j] * tw->g[b * tw->r + j];
-                    u[(((size_t)a * tw->alpha + b) * oc + o) * cg + ci] = (float)sum;
-                }
+            double sum = 0.0;
+            for (int i = 0; i < th->r; i++)
+                for (int j = 0; j < tw->r; j++)
+                    sum += th->g[a * th->r + i] * w[i * tw->r + j] * tw->g[b * tw->r + j];
+            u[(size_t)o * cg + ci] = (float)sum;
         }
 }
 
@@ -83,33 +80,40 @@ static int winograd_create(acl_conv *conv, const float *weight)
     st->tiles_h = acl_div_up(d->oh, v->m_h);
     st->tiles_w = acl_div_up(d->ow, v->m_w);
     st->tiles = s->n * st->tiles_h * st->tiles_w;
-    st->v = acl_alloc((size_t)st->points * st->tiles * s->c * sizeof(float));
-    st->mt = acl_alloc((size_t)st->points * st->tiles * s->oc * sizeof(float));
-    float *u = acl_alloc((size_t)st->points * s->oc * d->cg * sizeof(float));
-    int rc = st->v && st->mt && u ? 0 : -1;
-    if (rc == 0) {
-        transform_weights(st, conv, weight, u);
-        rc = conv_gemm_create(&st->gemm, conv->uk, st->points * s->group, st->tiles, 1, d->cg,
-                              d->ocg);
-    }
-    /* Job (p, g): V[p]'s group-g channels times U[p]'s group-g block into
-     * M[p]'s group-g columns; bias and activation wait for the output
-     * transform, which is linear only before them. */
-    for (int p = 0; rc == 0 && p < st->points; p++)
-        for (int g = 0; rc == 0 && g < s->group; g++) {
-            int j = p * s->group + g;
-            rc = conv_gemm_pack(&st->gemm, j, u + ((size_t)p * s->oc + (size_t)g * d->ocg) * d->cg,
+    st->v_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->c * sizeof(float));
+    st->mt_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->oc * sizeof(float));
+    /* One point's U at a time: the packed U is already points x the
+     * weights, a whole unpacked copy beside it would double that at load. */
+    float *u = acl_alloc((size_t)s->oc * d->cg * sizeof(float));
+    int rc = u ? conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg,
+                                  d->ocg)
+               : -1;
+    for (int p = 0; rc == 0 && p < st->points; p++) {
+        transform_point(st, conv, weight, p / st->tw.alpha, p % st->tw.alpha, u);
+        for (int g = 0; rc == 0 && g < s->group; g++)
+            rc = conv_gemm_pack(&st->gemm, p * s->group + g, u + (size_t)g * d->ocg * d->cg,
                                 d->cg, 1, 0);
-            acl_gemm_job *job = &st->gemm.jobs[j];
-            job->a = (acl_a_source){
-                .base = st->v + ((size_t)p * st->tiles * s->c + (size_t)g * d->cg),
-                .lda = s->c,
-            };
-            job->c = st->mt + ((size_t)p * st->tiles * s->oc + (size_t)g * d->ocg);
-            job->ldc = s->oc;
-        }
+    }
     acl_free(u);
     return rc;
+}
+
+/* Job (p, g): V[p]'s group-g channels times U[p]'s group-g block into M[p]'s
+ * group-g columns; bias and activation wait for the output transform, which
+ * is linear only before them. */
+static void point_jobs(winograd_state *st, const acl_conv *conv, float *v, float *mt)
+{
+    const acl_conv_shape *s = &conv->s;
+    for (int p = 0; p < st->points; p++)
+        for (int g = 0; g < s->group; g++) {
+            acl_gemm_job *job = &st->gemm.jobs[p * s->group + g];
+            job->a = (acl_a_source){
+                .base = v + ((size_t)p * st->tiles * s->c + (size_t)g * conv->d.cg),
+                .lda = s->c,
+            };
+            job->c = mt + ((size_t)p * st->tiles * s->oc + (size_t)g * conv->d.ocg);
+            job->ldc = s->oc;
+        }
 }
 
 /* dst row i = sum_k mat[i][k] * src row k, rows of len floats; zero
@@ -137,6 +141,7 @@ static void combine_rows(const float *mat, int rows, int cols, const float *src,
 typedef struct {
     const acl_conv *conv;
     const conv_io *io;
+    float *v, *mt;  /* in the run's scratch */
 } winograd_ctx;
 
 /* patch[a][e][len] = x[iy0 + a][ix0 + e][c0 .. c0 + len), zero outside. */
@@ -189,7 +194,7 @@ static void input_transform(void *arg, int begin, int end, int worker)
                 for (int j = 0; j < tw->alpha; j++)
                     combine_rows(th->bt, th->alpha, th->alpha, half + j * len,
                                  (ptrdiff_t)tw->alpha * len,
-                                 st->v + j * point_stride + (size_t)tile * s->c + c0,
+                                 ctx->v + j * point_stride + (size_t)tile * s->c + c0,
                                  tw->alpha * point_stride, len);
             }
         }
@@ -213,7 +218,7 @@ static void output_transform(void *arg, int begin, int end, int worker)
                 int len = acl_min(CHANNEL_BLOCK, s->oc - o0);
                 for (int a = 0; a < th->alpha; a++)
                     combine_rows(tw->at, tw->m, tw->alpha,
-                                 st->mt + a * tw->alpha * point_stride + (size_t)tile * s->oc + o0,
+                                 ctx->mt + a * tw->alpha * point_stride + (size_t)tile * s->oc + o0,
                                  point_stride, half + a * tw->m * len, len, len);
                 int row = tw->m * len;
                 combine_rows(th->at, th->m, th->alpha, half, row, out, row, row);
@@ -234,9 +239,10 @@ static int winograd_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, a
 {
     winograd_state *st = conv->impl;
     int units = conv->s.n * st->tiles_h;
-    winograd_ctx ctx = {conv, io};
+    winograd_ctx ctx = {conv, io, conv_scratch_at(io, st->v_at), conv_scratch_at(io, st->mt_at)};
+    point_jobs(st, conv, ctx.v, ctx.mt);
     if (conv_stage(ex, units, input_transform, &ctx, &t->pre_ms) != 0) return -1;
-    if (conv_gemm_run(&st->gemm, ex, t) != 0) return -1;
+    if (conv_gemm_run(&st->gemm, ex, io, t) != 0) return -1;
     return conv_stage(ex, units, output_transform, &ctx, &t->post_ms);
 }
 
@@ -244,8 +250,6 @@ static void winograd_destroy(acl_conv *conv)
 {
     winograd_state *st = conv->impl;
     conv_gemm_destroy(&st->gemm);
-    acl_free(st->v);
-    acl_free(st->mt);
     free(st);
 }
 

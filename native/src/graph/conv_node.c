@@ -1,9 +1,11 @@
-/* Convolution nodes: an acl_conv packed at add time, run on its own tuned split. */
+/* Convolution nodes: an acl_conv packed at add time, run on its own tuned
+ * split with the program's shared workspace as its scratch. */
 #include <stdlib.h>
 
 #include "graph_impl.h"
 
 typedef struct {
+    const acl_graph *g;  /* for its workspace, which grows as nodes are added */
     acl_conv *conv;
     acl_exec ex;
     int *ex_weights;
@@ -14,7 +16,7 @@ typedef struct {
 static int conv_run(const void *arg, const acl_exec *graph_ex)
 {
     const conv_params *p = arg;
-    if (acl_conv_run(p->conv, &p->ex, p->x, p->residual, p->y, NULL) != 0)
+    if (acl_conv_run_scratch(p->conv, &p->ex, p->x, p->residual, p->y, p->g->workspace, NULL) != 0)
         return graph_fail_in("conv");
     return 0;
 }
@@ -61,13 +63,16 @@ int acl_graph_conv(acl_graph *g, const acl_conv_shape *shape, const char *algori
     conv_params *p = calloc(1, sizeof *p);
     if (!p) return acl_fail("conv: out of memory");
     int rc = graph_copy_exec("conv", ex, &p->ex, &p->ex_weights);
-    if (rc == 0 && acl_conv_create(shape, algorithm, ukernel, weight, bias, &p->conv) != 0)
+    if (rc == 0 &&
+        acl_conv_create_borrowing(shape, algorithm, ukernel, weight, bias, &p->conv) != 0)
         rc = graph_fail_in("conv");
+    if (rc == 0) rc = graph_workspace_reserve(g, acl_conv_scratch_bytes(p->conv));
     if (rc != 0) {
         conv_release(p);
         free(p);
         return -1;
     }
+    p->g = g;
     p->x = graph_ptr(g, in);
     p->residual = residual ? graph_ptr(g, residual) : NULL;
     p->y = graph_ptr(g, out);

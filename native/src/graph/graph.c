@@ -57,6 +57,7 @@ void acl_graph_destroy(acl_graph *g)
     if (!g) return;
     for (int i = 0; i < g->count; i++) node_free(&g->nodes[i]);
     free(g->nodes);
+    acl_free(g->workspace);
     acl_free(g->arena);
     free(g->ex_weights);
     free(g);
@@ -86,6 +87,19 @@ int acl_graph_order(acl_graph *g, const int *order)
     free(ordered);
     free(seen);
     return rc;
+}
+
+size_t acl_graph_workspace_bytes(const acl_graph *g) { return g ? g->workspace_bytes : 0; }
+
+int graph_workspace_reserve(acl_graph *g, size_t bytes)
+{
+    if (bytes <= g->workspace_bytes) return 0;
+    void *grown = acl_alloc(bytes);
+    if (!grown) return graph_fail_in("graph: workspace");
+    acl_free(g->workspace);
+    g->workspace = grown;
+    g->workspace_bytes = bytes;
+    return 0;
 }
 
 int graph_add(acl_graph *g, graph_run_fn run, graph_release_fn release, void *params)

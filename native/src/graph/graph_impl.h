@@ -32,7 +32,14 @@ struct acl_graph {
     int *ex_weights;
     graph_node *nodes;
     int count, capacity;
+    /* One scratch for every node's run buffers: nodes run one after another. */
+    void *workspace;
+    size_t workspace_bytes;
 };
+
+/* Grows the workspace to at least bytes, before the node that needs them is
+ * added (no run has touched it yet, so nothing is copied). */
+int graph_workspace_reserve(acl_graph *g, size_t bytes);
 
 /* Appends a node; takes ownership of params (released and freed on failure). */
 int graph_add(acl_graph *g, graph_run_fn run, graph_release_fn release, void *params);

@@ -16,7 +16,7 @@
  * microseconds, more than many small operations take, and a whole-model run
  * hands out its next operation within microseconds of the last.  Timed rather
  * than counted, since a pause instruction takes 1 to 150 cycles by CPU. */
-#define SPIN_MS 0.2
+#define SPIN_MS 0.05
 #define POLLS_PER_CLOCK 64
 
 /* One job's ranges, one per active CPU in CPU-id order.  A range is run by

@@ -187,6 +187,38 @@ def test_transpose(perm):
     np.testing.assert_array_equal(y, x.transpose(perm))
 
 
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("shape,perm", [
+    ((1, 3, 37, 41), NHWC),    # an image: rows of 3 channels, many blocks of rows
+    ((2, 5, 9, 7), NHWC),      # batched: the general walk
+    ((70, 17), (1, 0)),        # rows longer than the short-row path takes
+    ((4, 6, 8), (0, 1, 2)),    # identity: a plain copy
+])
+def test_write_transposed(shape, perm, split):
+    """An array outside the arena written into it transposed, on any split."""
+    x = _uniform(_rng(8), shape)
+    out = Tensor(5, x.transpose(perm).shape)
+    with Graph(out.end + 5, *split) as g:
+        g.arena[:] = np.nan
+        g.write_transposed(x, perm, out)
+        np.testing.assert_array_equal(g.view(out), x.transpose(perm))
+        assert np.isnan(g.arena[:5]).all() and np.isnan(g.arena[out.end:]).all()
+
+
+def test_write_transposed_checks_the_shape():
+    with Graph(64, (1,), 1) as g, pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 3\)"):
+        g.write_transposed(np.zeros((2, 3), np.float32), (1, 0), Tensor(0, (3, 3)))
+
+
+def test_image_transpose_node_over_blocks():
+    """NCHW -> NHWC of a 3-channel image inside a program (the short-row path)."""
+    x = _uniform(_rng(9), (1, 3, 40, 50))
+    for split in SPLITS:
+        (y,) = run_node(lambda g, i, o: g.transpose(NHWC, i[0], o[0]), [x],
+                        [x.transpose(NHWC).shape], split)
+        np.testing.assert_array_equal(y, x.transpose(NHWC))
+
+
 PADS = [  # mode, pads (begins, then ends) of an NHWC tensor
     ("constant", (0, 1, 2, 0, 0, 2, 1, 0)),
     ("constant", (1, -1, 0, 2, 0, 1, -2, 1)),  # negative pads crop

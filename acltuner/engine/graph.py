@@ -78,6 +78,7 @@ _SIGNATURES = {
     "acl_graph_global_average_pool": ([_G, _T, _T], _INT),
     "acl_graph_concat": ([_G, _INT, _INT, _T, _T], _INT),
     "acl_graph_transpose": ([_G, _INT_P, _T, _T], _INT),
+    "acl_graph_import": ([_G, _FLOAT_P, _INT_P, _T], _INT),
     "acl_graph_matmul": ([_G, ctypes.c_char_p, _INT, _INT, _FLOAT_P, _INT, _FLOAT_P, _T, _T],
                          _INT),
     "acl_graph_softmax": ([_G, _T, _T], _INT),
@@ -136,6 +137,17 @@ class Graph:
     def view(self, t: Tensor) -> np.ndarray:
         """The arena region of t, shaped: read outputs or write inputs and constants."""
         return self.arena[t.offset:t.end].reshape(t.dims)
+
+    def write_transposed(self, x: np.ndarray, perm: Sequence[int], t: Tensor) -> None:
+        """view(t)[...] = x.transpose(perm), on the program's cores (numpy copies
+        an image's NCHW -> NHWC element by element)."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if tuple(x.shape[p] for p in perm) != t.dims:
+            raise ValueError(f"cannot write an array of shape {x.shape} transposed by "
+                             f"{tuple(perm)} into a tensor of dims {t.dims}")
+        _ok(_lib().acl_graph_import(self._h(), native._fptr(x),
+                                    _exactly(perm, len(t.dims), "import perm"),
+                                    ctypes.byref(_tensor_c(t))))
 
     # ---- operations --------------------------------------------------------------
 

@@ -61,7 +61,7 @@ class NativeRunner:
         milliseconds spent copying tensors in and out."""
         start = time.perf_counter()
         for name, t, perm in self.imports:
-            self.graph.view(t)[...] = env[name].transpose(perm)
+            self.graph.write_transposed(env[name], perm, t)
         copies = time.perf_counter() - start
         node_ms = self.graph.run()
         start = time.perf_counter()

@@ -84,6 +84,10 @@ int acl_graph_concat(acl_graph *g, int axis, int n, const acl_tensor *ins, const
 /* out->dims[i] = in->dims[perm[i]] (numpy.transpose). */
 int acl_graph_transpose(acl_graph *g, const int *perm, const acl_tensor *in,
                         const acl_tensor *out);
+/* Writes transpose(x, perm) into out now, on the program's default split: x is
+ * a dense row-major array outside the arena with dims[perm[i]] = out->dims[i]
+ * (a model input in ONNX layout, copied into the layout the program keeps). */
+int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_tensor *out);
 
 /* out[M, N] = in[M, K] x B + bias; B given as K x N row-major, or as its
  * transpose (N x K row-major, as Gemm's transB stores it) when b_transposed

@@ -12,37 +12,53 @@
 
 #define ACL_MAX_CPUS 1024
 #define WORKER_STACK_BYTES (16u << 20)
-/* Spin this many polls before sleeping: waking a sleeping thread costs tens of
- * microseconds, more than many small convolutions take. */
-#define SPIN_POLLS 20000
+/* Poll this long before sleeping: waking a sleeping thread costs tens of
+ * microseconds, more than many small operations take, and a whole-model run
+ * hands out its next operation within microseconds of the last.  Timed rather
+ * than counted, since a pause instruction takes 1 to 150 cycles by CPU. */
+#define SPIN_MS 0.05
+#define POLLS_PER_CLOCK 64
 
+/* One job's ranges, one per active CPU in CPU-id order.  A range is run by
+ * whichever thread claims it first: its own CPU's thread normally, another
+ * that has finished its own when that thread has not started yet (preempted,
+ * still waking up).  `state` holds the job's generation shifted left by one,
+ * plus 1 once claimed, so that a thread arriving after its job is over
+ * cannot claim a range of the next job. */
+typedef struct {
+    atomic_ullong state;
+    int begin, end;
+} range;
+
+/* A worker serves one CPU other than the caller's.  Each has its own job
+ * counter, so that a job wakes only the workers it gives work to. */
 typedef struct {
     pthread_t thread;
-    int cpu;
     int started;
-    /* The last generation this worker has seen, set before it starts so that a
-     * worker created for a job cannot miss that job's generation bump. */
-    unsigned seen;
-    /* The range this worker runs, valid only in generation job_gen; 0 (never a
-     * live generation) when it has nothing.  A worker that wakes late for an
-     * earlier generation therefore never reads a range still being written. */
-    atomic_uint job_gen;
-    int begin, end, rank;
+    atomic_int rank;  /* its range's index in the current job */
+    /* The generation of the latest job that gave this worker a range, and
+     * of the latest it has run (its own). */
+    atomic_ullong job;
+    unsigned long long seen;
+    atomic_int sleeping;
+    pthread_cond_t wake;
 } worker;
 
 static struct {
     pthread_mutex_t submit;  /* one parallel job at a time */
-    pthread_mutex_t lock;
-    pthread_cond_t wake, done;
-    atomic_uint generation;
-    atomic_int pending;
+    pthread_mutex_t lock;    /* guards sleeping on the conditions below */
+    pthread_cond_t done;
+    unsigned long long generation;  /* of the current job; written under submit */
+    atomic_int left;                /* ranges of the current job not finished yet */
+    atomic_int caller_sleeping;
     acl_task_fn fn;
     void *ctx;
+    atomic_int nranges;
+    range ranges[ACL_MAX_CPUS];
     worker workers[ACL_MAX_CPUS];
 } pool = {
     .submit = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake = PTHREAD_COND_INITIALIZER,
     .done = PTHREAD_COND_INITIALIZER,
 };
 
@@ -65,14 +81,12 @@ int acl_cpu_count(void)
     return last + 1;
 }
 
-static void describe_available(char *buf, size_t len)
+static void describe_available(const cpu_set_t *set, char *buf, size_t len)
 {
-    cpu_set_t set;
     size_t used = 0;
     buf[0] = '\0';
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
     for (int i = 0; i < CPU_SETSIZE && used + 8 < len; i++)
-        if (CPU_ISSET(i, &set))
+        if (CPU_ISSET(i, set))
             used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? "," : "", i);
 }
 
@@ -94,7 +108,7 @@ int acl_exec_check(const acl_exec *ex)
         if (ex->weights[i] == 0) continue;
         if (i >= CPU_SETSIZE || !CPU_ISSET(i, &set)) {
             char avail[256];
-            describe_available(avail, sizeof avail);
+            describe_available(&set, avail, sizeof avail);
             return acl_fail("cannot pin a thread to CPU %d: it does not exist on this machine "
                             "(available CPUs: %s)", i, avail);
         }
@@ -111,36 +125,80 @@ int acl_exec_active(const acl_exec *ex)
     return active;
 }
 
-static void finish_one(void)
+/* Sleeping and waking use the Dekker pattern: the waker publishes its store,
+ * then reads the sleeping flag; the sleeper sets its flag, then re-checks the
+ * condition under the lock.  One of them always sees the other, so a wake-up
+ * takes the lock and a system call only when its thread did go to sleep. */
+static void finish_range(void)
 {
-    if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
+    if (atomic_fetch_sub(&pool.left, 1) == 1 && atomic_load(&pool.caller_sleeping)) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_signal(&pool.done);
         pthread_mutex_unlock(&pool.lock);
     }
 }
 
+static int claim(range *r, unsigned long long gen)
+{
+    unsigned long long open = gen << 1;
+    return atomic_compare_exchange_strong(&r->state, &open, open | 1);
+}
+
+/* Runs range `first` if still unclaimed, then any other unclaimed range of
+ * job `gen`, as the thread of rank `rank` (its scratch index).  The job's
+ * fields are read only after a successful claim: until that range is
+ * finished the caller waits, so they stay valid. */
+static void run_ranges(unsigned long long gen, int first, int rank)
+{
+    const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        range *r = &pool.ranges[(first + i) % n];
+        if (!claim(r, gen)) continue;
+        pool.fn(pool.ctx, r->begin, r->end, rank);
+        finish_range();
+    }
+}
+
+/* Polls until ready(arg) or SPIN_MS have passed; returns ready(arg). */
+static int spin_until(int (*ready)(const void *), const void *arg)
+{
+    double deadline = 0;
+    for (int polls = 1; !ready(arg); polls++) {
+        cpu_relax();
+        if (polls % POLLS_PER_CLOCK) continue;
+        const double now = acl_now_ms();
+        if (deadline == 0) deadline = now + SPIN_MS;
+        else if (now > deadline) return ready(arg);
+    }
+    return 1;
+}
+
+static int job_arrived(const void *arg)
+{
+    const worker *w = arg;
+    return atomic_load_explicit(&w->job, memory_order_acquire) != w->seen;
+}
+
+static int job_done(const void *arg) { return atomic_load(&pool.left) == 0; }
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    unsigned seen = w->seen;
     for (;;) {
-        unsigned gen;
-        int polls = 0;
-        while ((gen = atomic_load_explicit(&pool.generation, memory_order_acquire)) == seen) {
-            if (++polls < SPIN_POLLS) {
-                cpu_relax();
-                continue;
-            }
+        if (!spin_until(job_arrived, w)) {
             pthread_mutex_lock(&pool.lock);
-            while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+            atomic_store(&w->sleeping, 1);
+            while (atomic_load(&w->job) == w->seen) pthread_cond_wait(&w->wake, &pool.lock);
+            atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
         }
-        seen = gen;
-        if (atomic_load_explicit(&w->job_gen, memory_order_acquire) == gen) {
-            pool.fn(pool.ctx, w->begin, w->end, w->rank);
-            finish_one();
-        }
+        const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
+        w->seen = job;
+        /* nranges and rank may already belong to a later job: claims of
+         * this one then fail, whatever they read. */
+        int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
+        int rank = atomic_load_explicit(&w->rank, memory_order_relaxed);
+        if (rank < n) run_ranges(job, rank, rank);
     }
     return NULL;
 }
@@ -155,8 +213,7 @@ static int start_worker(int cpu)
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
-    w->cpu = cpu;
-    w->seen = atomic_load(&pool.generation);
+    pthread_cond_init(&w->wake, NULL);
     if (rc == 0) rc = pthread_create(&w->thread, &attr, worker_main, w);
     pthread_attr_destroy(&attr);
     if (rc != 0) return acl_fail("cannot start a thread pinned to CPU %d: %s", cpu, strerror(rc));
@@ -164,45 +221,64 @@ static int start_worker(int cpu)
     return 0;
 }
 
+/* Hands the ranges to the workers, runs the caller's own (and any a worker
+ * has not started when the caller is done), and waits for the rest. */
+static void run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
+{
+    long total = 0;
+    for (int i = 0; i < ex->ncores; i++) total += ex->weights[i];
+    const unsigned long long gen = ++pool.generation;
+    pool.fn = fn;
+    pool.ctx = ctx;
+    worker *todo[ACL_MAX_CPUS];
+    int n = 0, busy = 0;
+    long cum = 0;
+    for (int cpu = 0; cpu < ex->ncores; cpu++) {
+        if (ex->weights[cpu] == 0) continue;
+        range *r = &pool.ranges[n];
+        r->begin = (int)(units * cum / total);
+        cum += ex->weights[cpu];
+        r->end = (int)(units * cum / total);
+        if (r->begin == r->end) continue;
+        atomic_store_explicit(&r->state, gen << 1, memory_order_relaxed);
+        if (n > 0) {
+            worker *w = &pool.workers[cpu];
+            atomic_store_explicit(&w->rank, n, memory_order_relaxed);
+            todo[busy++] = w;
+        }
+        n++;
+    }
+    atomic_store_explicit(&pool.nranges, n, memory_order_relaxed);
+    atomic_store(&pool.left, n);
+    for (int i = 0; i < busy; i++) {
+        atomic_store(&todo[i]->job, gen);
+        if (atomic_load(&todo[i]->sleeping)) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&todo[i]->wake);
+            pthread_mutex_unlock(&pool.lock);
+        }
+    }
+    run_ranges(gen, 0, 0);
+    if (!spin_until(job_done, NULL)) {
+        pthread_mutex_lock(&pool.lock);
+        atomic_store(&pool.caller_sleeping, 1);
+        while (atomic_load(&pool.left) > 0) pthread_cond_wait(&pool.done, &pool.lock);
+        atomic_store(&pool.caller_sleeping, 0);
+        pthread_mutex_unlock(&pool.lock);
+    }
+}
+
 int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
 {
     if (acl_exec_check(ex) != 0) return -1;
     if (units <= 0) return 0;
+    int first = 0;
+    while (ex->weights[first] == 0) first++;
     pthread_mutex_lock(&pool.submit);
-    long total = 0;
-    for (int i = 0; i < ex->ncores; i++) total += ex->weights[i];
-    long cum = 0;
-    int rank = 0, busy = 0;
-    unsigned next_gen = atomic_load(&pool.generation) + 1;
-    if (next_gen == 0) next_gen = 1;  /* 0 marks "no work" in job_gen */
-    for (int cpu = 0; cpu < ex->ncores; cpu++) {
-        if (ex->weights[cpu] == 0) continue;
-        worker *w = &pool.workers[cpu];
-        if (!w->started && start_worker(cpu) != 0) {
-            pthread_mutex_unlock(&pool.submit);
-            return -1;
-        }
-        w->begin = (int)(units * cum / total);
-        cum += ex->weights[cpu];
-        w->end = (int)(units * cum / total);
-        w->rank = rank++;
-        int has_work = w->begin < w->end;
-        atomic_store_explicit(&w->job_gen, has_work ? next_gen : 0, memory_order_release);
-        busy += has_work;
-    }
-    pool.fn = fn;
-    pool.ctx = ctx;
-    atomic_store(&pool.pending, busy);
-    pthread_mutex_lock(&pool.lock);
-    atomic_store_explicit(&pool.generation, next_gen, memory_order_release);
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.lock);
-
-    /* The caller blocks rather than spins: it is not pinned, and spinning would
-     * take a CPU from the worker pinned there until the scheduler preempts it. */
-    pthread_mutex_lock(&pool.lock);
-    while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.lock);
-    pthread_mutex_unlock(&pool.lock);
+    int rc = 0;
+    for (int cpu = first + 1; rc == 0 && cpu < ex->ncores; cpu++)
+        if (ex->weights[cpu] > 0 && !pool.workers[cpu].started) rc = start_worker(cpu);
+    if (rc == 0) run_job(ex, units, fn, ctx);
     pthread_mutex_unlock(&pool.submit);
-    return 0;
+    return rc;
 }

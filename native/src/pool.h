@@ -1,19 +1,22 @@
 /* The persistent pool of pinned worker threads.
  *
- * One worker per CPU, created the first time a configuration gives that CPU a
- * non-zero weight and kept for the life of the process.  acl_parallel() cuts
- * `units` of work into contiguous ranges in proportion to the weights of the
- * active CPUs (in CPU-id order) and runs them, one range per worker.  Because
- * a unit's result never depends on which worker computes it, every weight
- * vector gives bit-identical output.
+ * acl_parallel() cuts `units` of work into contiguous ranges in proportion to
+ * the weights of the active CPUs (in CPU-id order).  The calling thread runs
+ * the first active CPU's range itself; every other active CPU's range goes to
+ * a worker pinned to that CPU, created the first time a configuration needs
+ * it and kept for the life of the process.  A thread done with its own range
+ * also runs any range whose thread has not started it yet (preempted by
+ * another process, still waking up), so one late thread does not hold up the
+ * whole operation.  Because a unit's result never depends on which thread
+ * computes it, every weight vector gives bit-identical output.
  */
 #ifndef ACL_POOL_H
 #define ACL_POOL_H
 
 #include "aclengine.h"
 
-/* worker: the rank of the worker among the active CPUs, 0..active-1, for
- * indexing per-worker scratch. */
+/* worker: the rank of the running thread among the active CPUs,
+ * 0..active-1 (the caller is 0), for indexing per-worker scratch. */
 typedef void (*acl_task_fn)(void *ctx, int unit_begin, int unit_end, int worker);
 
 /* Checks an execution configuration: a CPU with a weight must exist, weights

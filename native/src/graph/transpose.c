@@ -1,6 +1,8 @@
 /* Transpose as a strided walk (walk.h) over the output: each output row reads
  * the input with the permuted stride of its innermost axis (a plain copy when
- * the permutation keeps that axis innermost). */
+ * the permutation keeps that axis innermost).  A 2-D transpose with short
+ * output rows (NCHW -> NHWC of an image: rows of 3 channels) goes by blocks of
+ * rows instead, reading each input row contiguously. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,33 @@ typedef struct {
     size_t count;
     graph_walk walk;
 } transpose_params;
+
+/* Output rows per block of the 2-D path: its reads and writes stay in L1. */
+#define BLOCK_ROWS 64
+/* Output rows this short take the 2-D path when it applies. */
+#define SHORT_ROW 16
+
+/* y[r][c] = x[c][r] for output rows [begin, end) of a 2-D walk whose rows
+ * read the input with stride `step` and whose row axis steps through it by 1. */
+static void transpose_2d_rows(const void *arg, size_t begin, size_t end)
+{
+    const transpose_params *p = arg;
+    const size_t cols = p->walk.dims[1];
+    const ptrdiff_t step = p->walk.stride[0][1];
+    for (size_t r0 = begin; r0 < end; r0 += BLOCK_ROWS) {
+        const size_t rows = end - r0 < BLOCK_ROWS ? end - r0 : BLOCK_ROWS;
+        for (size_t c = 0; c < cols; c++) {
+            const float *restrict x = p->x + (ptrdiff_t)c * step + (ptrdiff_t)r0;
+            float *restrict y = p->y + r0 * cols + c;
+            for (size_t r = 0; r < rows; r++) y[r * cols] = x[r];
+        }
+    }
+}
+
+static int is_short_2d(const graph_walk *w)
+{
+    return w->rank == 2 && w->stride[0][0] == 1 && w->stride[0][1] != 1 && w->dims[1] <= SHORT_ROW;
+}
 
 static void transpose_rows(const void *arg, size_t begin, size_t end)
 {
@@ -38,7 +67,51 @@ static void transpose_rows(const void *arg, size_t begin, size_t end)
 static int transpose_run(const void *arg, const acl_exec *ex)
 {
     const transpose_params *p = arg;
+    if (is_short_2d(&p->walk))
+        return graph_parallel(ex, p->walk.dims[0], p->walk.dims[1], transpose_2d_rows, p);
     return graph_parallel(ex, p->count, 1, transpose_rows, p);
+}
+
+/* The walk of out = transpose(x, perm) for x of dims in_dims. */
+static void transpose_walk(graph_walk *w, int rank, const int *in_dims, const int *perm,
+                           const int *out_dims)
+{
+    ptrdiff_t in_stride[ACL_MAX_RANK], stride[1][ACL_MAX_RANK];
+    ptrdiff_t step = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        in_stride[i] = step;
+        step *= in_dims[i];
+    }
+    for (int i = 0; i < rank; i++) stride[0][i] = in_stride[perm[i]];
+    walk_init(w, rank, out_dims, 1, stride);
+}
+
+/* perm orders each of the rank axes once. */
+static int check_perm(const char *op, int rank, const int *perm)
+{
+    if (!perm && rank > 0) return acl_fail("%s: no permutation given", op);
+    int seen = 0;
+    for (int i = 0; i < rank; i++) {
+        if (perm[i] < 0 || perm[i] >= rank || (seen >> perm[i] & 1))
+            return acl_fail("%s: perm[%d] = %d: the perm must order each of the %d axes once",
+                            op, i, perm[i], rank);
+        seen |= 1 << perm[i];
+    }
+    return 0;
+}
+
+int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_tensor *out)
+{
+    if (!g || !x) return acl_fail("import: no program or source given");
+    size_t count;
+    if (graph_check_tensor(g, "import", "output", out, &count) != 0 ||
+        check_perm("import", out->rank, perm) != 0)
+        return -1;
+    int in_dims[ACL_MAX_RANK];
+    for (int i = 0; i < out->rank; i++) in_dims[perm[i]] = out->dims[i];
+    transpose_params p = {.x = x, .y = graph_ptr(g, out), .count = count};
+    transpose_walk(&p.walk, out->rank, in_dims, perm, out->dims);
+    return transpose_run(&p, &g->ex);
 }
 
 int acl_graph_transpose(acl_graph *g, const int *perm, const acl_tensor *in,
@@ -49,28 +122,15 @@ int acl_graph_transpose(acl_graph *g, const int *perm, const acl_tensor *in,
     if (graph_check_tensor(g, "transpose", "input", in, &count) != 0 ||
         graph_check_tensor(g, "transpose", "output", out, &count) != 0)
         return -1;
-    if (!perm && in->rank > 0) return acl_fail("transpose: no permutation given");
-    int seen = 0, want[ACL_MAX_RANK];
-    for (int i = 0; i < in->rank; i++) {
-        if (perm[i] < 0 || perm[i] >= in->rank || (seen >> perm[i] & 1))
-            return acl_fail("transpose: perm[%d] = %d: the perm must order each of the %d axes "
-                            "once", i, perm[i], in->rank);
-        seen |= 1 << perm[i];
-        want[i] = in->dims[perm[i]];
-    }
+    if (check_perm("transpose", in->rank, perm) != 0) return -1;
+    int want[ACL_MAX_RANK];
+    for (int i = 0; i < in->rank; i++) want[i] = in->dims[perm[i]];
     if (graph_check_dims("transpose", "output", out, in->rank, want) != 0 ||
         graph_check_disjoint("transpose", out, "the input", in, 0) != 0)
         return -1;
-    ptrdiff_t in_stride[ACL_MAX_RANK], stride[1][ACL_MAX_RANK];
-    ptrdiff_t step = 1;
-    for (int i = in->rank - 1; i >= 0; i--) {
-        in_stride[i] = step;
-        step *= in->dims[i];
-    }
-    for (int i = 0; i < in->rank; i++) stride[0][i] = in_stride[perm[i]];
     transpose_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("transpose: out of memory");
     *p = (transpose_params){.x = graph_ptr(g, in), .y = graph_ptr(g, out), .count = count};
-    walk_init(&p->walk, out->rank, out->dims, 1, stride);
+    transpose_walk(&p->walk, in->rank, in->dims, perm, out->dims);
     return graph_add(g, transpose_run, NULL, p);
 }

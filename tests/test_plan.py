@@ -13,6 +13,7 @@ from acltuner.engine.config import ExecConfig
 from acltuner.tuner import plan as plan_module
 from acltuner.tuner.plan import (Plan, PlanError, PlanNode, Tuning, check_plan, load_plan,
                                  save_plan, sha256_file)
+from json_edit import set_field
 
 BOARD_FP, ENGINE = "odroid-n2p-3f9a", "0.1.0"
 DEFAULT = ExecConfig("im2col", "8x12-interleaved-neon", (1, 1, 1, 1, 1, 1), 6)
@@ -72,40 +73,26 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     assert sorted(os.listdir(tmp_path)) == ["resnet18.onnx"]
 
 
-def _set(path: str, value):
-    """A change to one field of a plan dict, at a dotted path with [i] for lists."""
-    def change(d: dict) -> None:
-        keys = path.replace("[", ".").replace("]", "").split(".")
-        for key in keys[:-1]:
-            d = d[int(key) if key.isdigit() else key]
-        leaf = int(keys[-1]) if keys[-1].isdigit() else keys[-1]
-        if value is KeyError:
-            del d[leaf]
-        else:
-            d[leaf] = value
-    return change
-
-
 @pytest.mark.parametrize("change, message", [
-    (_set("nodes[3].config.workloads", 0), "nodes[3].config.workloads must be >= 1, got 0"),
-    (_set("nodes[1].config.core_weights[2]", -1),
+    (set_field("nodes[3].config.workloads", 0), "nodes[3].config.workloads must be >= 1, got 0"),
+    (set_field("nodes[1].config.core_weights[2]", -1),
      "nodes[1].config.core_weights[2] must be >= 0, got -1"),
-    (_set("nodes[0].default_config.algorithm", 7),
+    (set_field("nodes[0].default_config.algorithm", 7),
      "nodes[0].default_config.algorithm must be a string, got 7"),
-    (_set("nodes[2].tuned_ms", "fast"), "nodes[2].tuned_ms must be a number, got 'fast'"),
-    (_set("nodes[2].node", "/layer1/conv/Conv"),
+    (set_field("nodes[2].tuned_ms", "fast"), "nodes[2].tuned_ms must be a number, got 'fast'"),
+    (set_field("nodes[2].node", "/layer1/conv/Conv"),
      "nodes[2].node '/layer1/conv/Conv' appears more than once"),
-    (_set("nodes[1].task", KeyError), "nodes[1].task is missing"),
-    (_set("nodes[1].speed", 1), "nodes[1] has unknown field(s) speed"),
-    (_set("nodes", {}), "nodes must be a list, got an object"),
-    (_set("board.fingerprint", KeyError), "board.fingerprint is missing"),
-    (_set("model", KeyError), "model is missing"),
-    (_set("model.sha256", "ABC"), "model.sha256 must be 64 lowercase hex digits, got 'ABC'"),
-    (_set("input_shapes.input[1]", 0), "input_shapes.input[1] must be >= 1, got 0"),
-    (_set("tuning.measurements", "4000"), "tuning.measurements must be an integer, got '4000'"),
-    (_set("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (_set("schema_version", 2), "schema_version 2 is not supported (this acltuner reads 1)"),
-    (_set("created", "now"), "created must be an ISO 8601 time, got 'now'"),
+    (set_field("nodes[1].task", KeyError), "nodes[1].task is missing"),
+    (set_field("nodes[1].speed", 1), "nodes[1] has unknown field(s) speed"),
+    (set_field("nodes", {}), "nodes must be a list, got an object"),
+    (set_field("board.fingerprint", KeyError), "board.fingerprint is missing"),
+    (set_field("model", KeyError), "model is missing"),
+    (set_field("model.sha256", "ABC"), "model.sha256 must be 64 lowercase hex digits, got 'ABC'"),
+    (set_field("input_shapes.input[1]", 0), "input_shapes.input[1] must be >= 1, got 0"),
+    (set_field("tuning.measurements", "4000"), "tuning.measurements must be an integer, got '4000'"),
+    (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
+    (set_field("schema_version", 2), "schema_version 2 is not supported (this acltuner reads 1)"),
+    (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
 ])
 def test_a_bad_field_is_one_error_naming_file_and_field(tmp_path, model, change, message):
     data = make_plan(model).to_dict()

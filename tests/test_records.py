@@ -23,6 +23,7 @@ from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import Measurement
 from acltuner.tuner.records import V1_MEASURE, Record, RecordsError, RecordStore
 from acltuner.tuner.runner import MeasureOptions
+from json_edit import set_field
 
 SHAPE = ConvShape(n=1, h=14, w=14, c=16, oc=24, kh=3, kw=3, pad_top=1, pad_left=1,
                   pad_bottom=1, pad_right=1, act="relu")
@@ -89,38 +90,25 @@ def test_a_nonfinite_error_is_stored_as_null():
     json.dumps(r.to_dict(), allow_nan=False)
 
 
-def _set(path: str, value):
-    """A change to one field of a record dict, at a dotted path."""
-    def change(d: dict) -> None:
-        *parents, leaf = path.split(".")
-        for key in parents:
-            d = d[key]
-        if value is KeyError:
-            del d[leaf]
-        else:
-            d[leaf] = value
-    return change
-
-
 @pytest.mark.parametrize("change, message", [
-    (_set("config.workloads", 0), "config.workloads must be >= 1, got 0"),
-    (_set("config.core_weights", [0, 0]), "config: core weights need at least one positive"),
-    (_set("board", KeyError), "board is missing"),
-    (_set("ok", "yes"), "ok must be true or false, got 'yes'"),
-    (_set("schema_version", 3), "schema_version 3 is not supported (this acltuner reads 2)"),
-    (_set("measure", KeyError), "measure is missing"),
-    (_set("measure.evict_bytes", -1), "measure.evict_bytes must be >= 0, got -1"),
-    (_set("measure.evict_bytes", 1.5), "measure.evict_bytes must be an integer, got 1.5"),
-    (_set("measure.cache", "cold"), "measure has unknown field(s) cache"),
-    (_set("median_ms", float("nan")), "median_ms must be a finite number, got nan"),
-    (_set("median_ms", None), "median_ms must be a number, got null"),
-    (_set("times_ms", [1.0, -2.0]), "times_ms[1] must be >= 0, got -2"),
-    (_set("stages.gemm_ms", KeyError), "stages.gemm_ms is missing"),
-    (_set("shape.c", 3), "shape: group"),
-    (_set("shape.h", 1.5), "shape.h must be an integer, got 1.5"),
-    (_set("error", "boom"), "error must be null when ok is true"),
-    (_set("time", "yesterday"), "time must be an ISO 8601 time, got 'yesterday'"),
-    (_set("speed", 3), "the top level has unknown field(s) speed"),
+    (set_field("config.workloads", 0), "config.workloads must be >= 1, got 0"),
+    (set_field("config.core_weights", [0, 0]), "config: core weights need at least one positive"),
+    (set_field("board", KeyError), "board is missing"),
+    (set_field("ok", "yes"), "ok must be true or false, got 'yes'"),
+    (set_field("schema_version", 3), "schema_version 3 is not supported (this acltuner reads 2)"),
+    (set_field("measure", KeyError), "measure is missing"),
+    (set_field("measure.evict_bytes", -1), "measure.evict_bytes must be >= 0, got -1"),
+    (set_field("measure.evict_bytes", 1.5), "measure.evict_bytes must be an integer, got 1.5"),
+    (set_field("measure.cache", "cold"), "measure has unknown field(s) cache"),
+    (set_field("median_ms", float("nan")), "median_ms must be a finite number, got nan"),
+    (set_field("median_ms", None), "median_ms must be a number, got null"),
+    (set_field("times_ms", [1.0, -2.0]), "times_ms[1] must be >= 0, got -2"),
+    (set_field("stages.gemm_ms", KeyError), "stages.gemm_ms is missing"),
+    (set_field("shape.c", 3), "shape: group"),
+    (set_field("shape.h", 1.5), "shape.h must be an integer, got 1.5"),
+    (set_field("error", "boom"), "error must be null when ok is true"),
+    (set_field("time", "yesterday"), "time must be an ISO 8601 time, got 'yesterday'"),
+    (set_field("speed", 3), "the top level has unknown field(s) speed"),
 ])
 def test_a_bad_line_is_one_error_naming_file_line_and_field(tmp_path, change, message):
     lines = [record(workloads=i + 1).to_dict() for i in range(3)]

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.engine.graph import Graph, Tensor
+from acltuner.engine.graph import Graph, Tensor, conv_attrs, matmul_attrs
 from acltuner.engine.native import EngineError
 from conv_oracle import ort_conv, rel_err
 
@@ -93,7 +93,7 @@ UNARY_CASES = [  # name, a, b, ONNX op, attributes, constant inputs, tolerance
 @pytest.mark.parametrize("in_place", [False, True], ids=["out", "in_place"])
 def test_unary(name, a, b, op, attrs, consts, tol, in_place):
     x = _uniform(_rng(), (2, 5, 7, 3), -8, 8)
-    (y,) = run_node(lambda g, i, o: g.unary(name, i[0], o[0], a, b), [x], [x.shape],
+    (y,) = run_node(lambda g, i, o: g.add("unary", i, o[0], op=name, a=a, b=b), [x], [x.shape],
                     in_place=in_place)
     assert_close(y, ort_node(op, [x], consts, **attrs), tol)
 
@@ -116,13 +116,13 @@ def test_binary(name, op, sa, sb):
     a = _uniform(rng, sa)
     b = np.sign(_uniform(rng, sb)) * _uniform(rng, sb, 0.5, 1.5)
     out = np.broadcast_shapes(sa, sb)
-    (y,) = run_node(lambda g, i, o: g.binary(name, i[0], i[1], o[0]), [a, b], [out])
+    (y,) = run_node(lambda g, i, o: g.add("binary", i, o[0], op=name), [a, b], [out])
     assert_close(y, ort_node(op, [a, b]), EXACT)
 
 
 def test_binary_in_place_over_a():
     a, b = _uniform(_rng(2), (3, 4, 8)), _uniform(_rng(3), (1, 1, 8))
-    (y,) = run_node(lambda g, i, o: g.binary("mul", i[0], i[1], o[0]), [a, b], [a.shape],
+    (y,) = run_node(lambda g, i, o: g.add("binary", i, o[0], op="mul"), [a, b], [a.shape],
                     in_place=True)
     assert_close(y, a * b, EXACT)
 
@@ -152,15 +152,17 @@ def test_pool(op, kernel, strides, dilations, pads, ceil_mode, include):
         attrs["count_include_pad"] = include
     ref = ort_node("MaxPool" if op == "max" else "AveragePool",
                    [np.ascontiguousarray(x.transpose(NCHW))], **attrs).transpose(NHWC)
-    (y,) = run_node(lambda g, i, o: g.pool(op, i[0], o[0], kernel, strides, dilations, pads,
-                                           bool(include)), [x], [ref.shape])
+    (y,) = run_node(lambda g, i, o: g.add("pool", i, o[0], op=op, kernel=kernel,
+                                          strides=strides, dilations=dilations, pads=pads,
+                                          count_include_pad=bool(include)), [x], [ref.shape])
     assert_close(y, ref, EXACT)
 
 
 def test_global_average_pool():
     x = _uniform(_rng(5), (2, 7, 9, 70))
     ref = ort_node("GlobalAveragePool", [np.ascontiguousarray(x.transpose(NCHW))])
-    (y,) = run_node(lambda g, i, o: g.global_average_pool(i[0], o[0]), [x], [(2, 1, 1, 70)])
+    (y,) = run_node(lambda g, i, o: g.add("global_average_pool", i, o[0]), [x],
+                    [(2, 1, 1, 70)])
     assert_close(y, ref.transpose(NHWC), EXACT)
 
 
@@ -174,7 +176,7 @@ def test_concat(axis):
         s[axis] = i + 1
     xs = [_uniform(rng, s) for s in shapes]
     ref = np.concatenate(xs, axis)
-    (y,) = run_node(lambda g, i, o: g.concat(axis, i, o[0]), xs, [ref.shape])
+    (y,) = run_node(lambda g, i, o: g.add("concat", i, o[0], axis=axis), xs, [ref.shape])
     np.testing.assert_array_equal(y, ref)
 
 
@@ -182,7 +184,7 @@ def test_concat(axis):
                                   (0, 1, 2, 3), (5, 1, 3, 0, 4, 2)])
 def test_transpose(perm):
     x = _uniform(_rng(7), (2, 3, 4, 5, 2, 3)[:len(perm)])
-    (y,) = run_node(lambda g, i, o: g.transpose(perm, i[0], o[0]), [x],
+    (y,) = run_node(lambda g, i, o: g.add("transpose", i, o[0], perm=perm), [x],
                     [x.transpose(perm).shape])
     np.testing.assert_array_equal(y, x.transpose(perm))
 
@@ -214,7 +216,7 @@ def test_image_transpose_node_over_blocks():
     """NCHW -> NHWC of a 3-channel image inside a program (the short-row path)."""
     x = _uniform(_rng(9), (1, 3, 40, 50))
     for split in SPLITS:
-        (y,) = run_node(lambda g, i, o: g.transpose(NHWC, i[0], o[0]), [x],
+        (y,) = run_node(lambda g, i, o: g.add("transpose", i, o[0], perm=NHWC), [x],
                         [x.transpose(NHWC).shape], split)
         np.testing.assert_array_equal(y, x.transpose(NHWC))
 
@@ -233,14 +235,16 @@ def test_pad(mode, pads):
     x = _uniform(_rng(8), (2, 5, 6, 3))
     ref = ort_node("Pad", [x], {"pads": np.array(pads, np.int64),
                                 "value": np.float32(0.75)}, mode=mode)
-    (y,) = run_node(lambda g, i, o: g.pad(mode, pads, i[0], o[0], 0.75), [x], [ref.shape])
+    (y,) = run_node(lambda g, i, o: g.add("pad", i, o[0], mode=mode, pads=pads,
+                                         value=0.75), [x], [ref.shape])
     np.testing.assert_array_equal(y, ref)
 
 
 def test_reflect_pad_wider_than_the_axis_bounces_like_numpy():
     x = _uniform(_rng(9), (3, 4))
     ref = np.pad(x, ((5, 7), (6, 2)), mode="reflect")
-    (y,) = run_node(lambda g, i, o: g.pad("reflect", (5, 6, 7, 2), i[0], o[0]), [x],
+    (y,) = run_node(lambda g, i, o: g.add("pad", i, o[0], mode="reflect",
+                                         pads=(5, 6, 7, 2)), [x],
                     [ref.shape])
     np.testing.assert_array_equal(y, ref)
 
@@ -250,7 +254,7 @@ def test_reflect_pad_wider_than_the_axis_bounces_like_numpy():
 @pytest.mark.parametrize("shape,scale", [((4, 10), 1.0), ((2, 3, 1000), 50.0), ((7,), 300.0)])
 def test_softmax(shape, scale):
     x = _uniform(_rng(10), shape) * np.float32(scale)
-    (y,) = run_node(lambda g, i, o: g.softmax(i[0], o[0]), [x], [x.shape])
+    (y,) = run_node(lambda g, i, o: g.add("softmax", i, o[0]), [x], [x.shape])
     assert_close(y, ort_node("Softmax", [x], axis=-1), TRANSCENDENTAL)
 
 
@@ -273,7 +277,8 @@ def test_lrn(size, alpha, beta, bias):
                        beta=beta, bias=bias).transpose(NHWC)
     else:  # onnxruntime takes odd sizes only (and onnx.reference sums over the wrong axis)
         ref = lrn_spec(x, size, alpha, beta, bias)
-    (y,) = run_node(lambda g, i, o: g.lrn(size, i[0], o[0], alpha, beta, bias), [x],
+    (y,) = run_node(lambda g, i, o: g.add("lrn", i, o[0], size=size, alpha=alpha,
+                                         beta=beta, bias=bias), [x],
                     [x.shape])
     assert_close(y, ref, TRANSCENDENTAL)
 
@@ -296,7 +301,8 @@ def test_matmul(uk, lead, stored):
     # NxK: B handed over as the transpose of a contiguous N x K array (Gemm's
     # transB), which the engine packs without a copy.
     given = b if stored == "KxN" else np.ascontiguousarray(b.T).T
-    (y,) = run_node(lambda g, i, o: g.matmul(uk.name, given, bias, i[0], o[0]), [x],
+    (y,) = run_node(lambda g, i, o: g.add("matmul", i, o[0],
+                                         **matmul_attrs(uk.name, given, bias)), [x],
                     [(*lead, n)])
     assert_close(y, ref, TRANSCENDENTAL)
 
@@ -324,8 +330,8 @@ def test_conv(shape):
         if native.check(shape, algorithm, ukernel) is not None:
             continue
         config = ExecConfig(algorithm, ukernel, (1,), 4)
-        (y,) = run_node(lambda g, i, o: g.conv(shape, config, w, bias, i[0], o[0],
-                                               i[1] if shape.has_residual else None),
+        (y,) = run_node(lambda g, i, o: g.add("conv", i, o[0],
+                                              **conv_attrs(shape, config, w, bias)),
                         inputs, [shape.output_shape])
         assert rel_err(y, ref) <= TRANSCENDENTAL, (algorithm, ukernel, rel_err(y, ref))
         tried += 1
@@ -338,22 +344,25 @@ def _big_cases():
     rng = _rng(14)
     x, b = _uniform(rng, (2, 40, 40, 32)), _uniform(rng, (32, 16))
     return {
-        "unary": ([x], [x.shape], lambda g, i, o: g.unary("sigmoid", i[0], o[0])),
+        "unary": ([x], [x.shape], lambda g, i, o: g.add("unary", i, o[0], op="sigmoid")),
         "binary": ([x, _uniform(rng, (1, 1, 1, 32))], [x.shape],
-                   lambda g, i, o: g.binary("add", i[0], i[1], o[0])),
+                   lambda g, i, o: g.add("binary", i, o[0], op="add")),
         "pool": ([x], [(2, 20, 20, 32)],
-                 lambda g, i, o: g.pool("average", i[0], o[0], (3, 3), (2, 2), (1, 1),
-                                        (1, 1, 1, 1))),
-        "gap": ([x], [(2, 1, 1, 32)], lambda g, i, o: g.global_average_pool(i[0], o[0])),
+                 lambda g, i, o: g.add("pool", i, o[0], op="average", kernel=(3, 3),
+                                       strides=(2, 2), dilations=(1, 1), pads=(1, 1, 1, 1))),
+        "gap": ([x], [(2, 1, 1, 32)], lambda g, i, o: g.add("global_average_pool", i, o[0])),
         "concat": ([x, x[..., :8].copy()], [(2, 40, 40, 40)],
-                   lambda g, i, o: g.concat(3, i, o[0])),
-        "transpose": ([x], [(2, 32, 40, 40)], lambda g, i, o: g.transpose(NCHW, i[0], o[0])),
+                   lambda g, i, o: g.add("concat", i, o[0], axis=3)),
+        "transpose": ([x], [(2, 32, 40, 40)], lambda g, i, o: g.add("transpose", i, o[0], perm=NCHW)),
         "pad": ([x], [(2, 43, 42, 32)],
-                lambda g, i, o: g.pad("reflect", (0, 1, 1, 0, 0, 2, 1, 0), i[0], o[0])),
-        "softmax": ([x], [x.shape], lambda g, i, o: g.softmax(i[0], o[0])),
-        "lrn": ([x], [x.shape], lambda g, i, o: g.lrn(5, i[0], o[0])),
+                lambda g, i, o: g.add("pad", i, o[0], mode="reflect",
+                                      pads=(0, 1, 1, 0, 0, 2, 1, 0))),
+        "softmax": ([x], [x.shape], lambda g, i, o: g.add("softmax", i, o[0])),
+        "lrn": ([x], [x.shape], lambda g, i, o: g.add("lrn", i, o[0], size=5, alpha=1e-4,
+                                                            beta=0.75, bias=1.0)),
         "matmul": ([x], [(2, 40, 40, 16)],
-                   lambda g, i, o: g.matmul(_hybrid().name, b, None, i[0], o[0])),
+                   lambda g, i, o: g.add("matmul", i, o[0],
+                                         **matmul_attrs(_hybrid().name, b, None))),
     }
 
 
@@ -377,10 +386,9 @@ def test_program_of_several_nodes_runs_in_order():
                    Tensor(600, (1, 8, 4, 4)))
     with Graph(800, (1,), 2) as g:
         g.view(xt)[...] = x
-        # Keywords as the compiler (acltuner.runtime) passes them.
-        g.unary(op="relu", x=xt, out=r, a=0.0, b=0.0)
-        g.binary(op="add", a=r, b=xt, out=s)
-        g.transpose(perm=NCHW, x=s, out=y)
+        g.add("unary", [xt], r, op="relu")
+        g.add("binary", [r, xt], s, op="add")
+        g.add("transpose", [s], y, perm=NCHW)
         times = g.run()
         assert g.node_count == 3 and len(times) == 3 and min(times) >= 0
         np.testing.assert_array_equal(g.view(y), (np.maximum(x, 0) + x).transpose(NCHW))
@@ -408,8 +416,8 @@ def test_convolutions_share_one_workspace_of_the_largest_scratch():
     yt = Tensor(8000, second.output_shape)
     with Graph(11000, (1,), 1) as g:
         g.view(xt)[...] = x
-        g.conv(first, configs[0], weights[0], biases[0], xt, mt)
-        g.conv(second, configs[1], weights[1], biases[1], mt, yt)
+        g.add("conv", [xt], mt, **conv_attrs(first, configs[0], weights[0], biases[0]))
+        g.add("conv", [mt], yt, **conv_attrs(second, configs[1], weights[1], biases[1]))
         assert min(scratch) > 0 and g.workspace_bytes == max(scratch)
         for _ in range(2):  # the second run starts from the first's leftovers
             g.run()
@@ -417,25 +425,28 @@ def test_convolutions_share_one_workspace_of_the_largest_scratch():
 
 
 BAD = {
-    "concat": (lambda g: g.concat(3, [Tensor(0, (1, 7, 7, 32)), Tensor(2000, (1, 7, 6, 32))],
-                                  Tensor(5000, (1, 7, 7, 64))),
+    "concat": (lambda g: g.add("concat", [Tensor(0, (1, 7, 7, 32)), Tensor(2000, (1, 7, 6, 32))],
+                                 Tensor(5000, (1, 7, 7, 64)), axis=3),
                "concat: input 1 has dims [1,7,6,32] but axis 3 needs the other dims of "
                "[1,7,7,64]"),
-    "arena": (lambda g: g.unary("relu", Tensor(9990, (4, 5)), Tensor(0, (4, 5))),
+    "arena": (lambda g: g.add("unary", [Tensor(9990, (4, 5))], Tensor(0, (4, 5)), op="relu"),
               "relu: input [4,5] at offset 9990 runs past the end of the arena"),
-    "broadcast": (lambda g: g.binary("add", Tensor(0, (2, 3)), Tensor(10, (3, 2)),
-                                     Tensor(20, (2, 3))), "add: a [2,3] and b [3,2]"),
-    "overlap": (lambda g: g.transpose((1, 0), Tensor(0, (4, 5)), Tensor(10, (5, 4))),
+    "broadcast": (lambda g: g.add("binary", [Tensor(0, (2, 3)), Tensor(10, (3, 2))],
+                                  Tensor(20, (2, 3)), op="add"), "add: a [2,3] and b [3,2]"),
+    "overlap": (lambda g: g.add("transpose", [Tensor(0, (4, 5))], Tensor(10, (5, 4)),
+                                     perm=(1, 0)),
                 "transpose: the output [10, 30) overlaps the input [0, 20)"),
-    "pool": (lambda g: g.pool("max", Tensor(0, (1, 8, 8, 4)), Tensor(500, (1, 5, 4, 4)), (2, 2),
-                              (2, 2)), "max pool: output height is 5 but must be 4"),
-    "conv": (lambda g: g.conv(ConvShape(1, 8, 8, 4, 4, 1, 1), ExecConfig("reference", None,
-                                                                         (1,), 1),
-                              np.zeros((4, 4, 1, 1), np.float32), None, Tensor(0, (1, 8, 8, 3)),
-                              Tensor(1000, (1, 8, 8, 4))),
+    "pool": (lambda g: g.add("pool", [Tensor(0, (1, 8, 8, 4))], Tensor(500, (1, 5, 4, 4)),
+                             op="max", kernel=(2, 2), strides=(2, 2), dilations=(1, 1),
+                             pads=(0, 0, 0, 0)), "max pool: output height is 5 but must be 4"),
+    "conv": (lambda g: g.add("conv", [Tensor(0, (1, 8, 8, 3))], Tensor(1000, (1, 8, 8, 4)),
+                             **conv_attrs(ConvShape(1, 8, 8, 4, 4, 1, 1),
+                                          ExecConfig("reference", None, (1,), 1),
+                                          np.zeros((4, 4, 1, 1), np.float32), None)),
              "conv: input has dims [1,8,8,3] but must have [1,8,8,4]"),
-    "matmul": (lambda g: g.matmul(_hybrid().name, np.zeros((8, 16), np.float32), None,
-                                  Tensor(0, (3, 9)), Tensor(100, (3, 16))),
+    "matmul": (lambda g: g.add("matmul", [Tensor(0, (3, 9))], Tensor(100, (3, 16)),
+                               **matmul_attrs(_hybrid().name, np.zeros((8, 16), np.float32),
+                                              None)),
                "matmul: input has dims [3,9] but its innermost dim must be K = 8"),
 }
 

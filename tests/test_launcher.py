@@ -360,7 +360,7 @@ loaded = False
 for line in sys.stdin:
     request = json.loads(line)
     if request["cmd"] == "hello":
-        answer = {"ok": True, "protocol": 2, "algorithms": [], "ukernels": []}
+        answer = {"ok": True, "protocol": PROTOCOL_VERSION, "algorithms": [], "ukernels": []}
     elif request["cmd"] == "load":
         loaded, answer = True, {"ok": True}
     elif request["cmd"] == "quit":
@@ -386,7 +386,7 @@ for line in sys.stdin:
 @pytest.fixture
 def fake_launcher(tmp_path):
     script = tmp_path / "fake_launcher.py"
-    script.write_text(FAKE_LAUNCHER)
+    script.write_text(FAKE_LAUNCHER.replace("PROTOCOL_VERSION", str(PROTOCOL_VERSION)))
     starts = tmp_path / "starts"
 
     def command(*extra: str) -> list[str]:

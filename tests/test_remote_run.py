@@ -185,8 +185,8 @@ def _error(client: LauncherClient, request: dict) -> str:
 def test_graph_order_runs_nodes_added_out_of_order_in_model_order(client):
     g = LauncherGraph(client, 48, [1, 1], 4)
     x, mid, out = Tensor(0, (2, 8)), Tensor(16, (2, 8)), Tensor(32, (2, 8))
-    g.unary("clip", mid, out, a=-1.0, b=0.5)  # added first, runs second
-    g.unary("leaky_relu", x, mid, a=0.25)
+    g.add("unary", [mid], out, op="clip", a=-1.0, b=0.5)  # added first, runs second
+    g.add("unary", [x], mid, op="leaky_relu", a=0.25)
     g.order([1, 0])
     xs = np.linspace(-6, 6, 16, dtype=np.float32).reshape(2, 8)
     run = g.run([(x, xs)], [out], repeat=1, warmup=0)
@@ -203,24 +203,35 @@ def test_graph_requests_without_a_graph_are_refused(client):
 def test_bad_graph_requests_name_the_field_and_keep_the_graph(client):
     g = LauncherGraph(client, 64, [1, 1], 4)
     x, out = Tensor(0, (2, 8)), Tensor(16, (2, 8))
-    g.unary("clip", x, out, a=-1.0, b=1.0)
+    g.add("unary", [x], out, op="clip", a=-1.0, b=1.0)
     assert g.node_count == 1
     cases = [
         ({"cmd": "graph_create", "arena_floats": 64, "core_weights": [1], "workloads": 1,
           "colour": 1}, 'unknown field "colour" in graph_create'),
-        ({"cmd": "graph_op", "kind": "warp", "x": {}}, 'unknown kind "warp"'),
-        ({"cmd": "graph_op", "kind": "unary", "op": "relu", "x": {"offset": 60, "dims": [2, 8]},
-          "out": {"offset": 16, "dims": [2, 8]}}, "graph_op unary: relu: input"),
-        ({"cmd": "graph_op", "kind": "unary", "op": "tanh", "x": {"offset": 0, "dims": [2]},
-          "out": {"offset": 16, "dims": [2]}}, 'field "op" must be one of relu'),
-        ({"cmd": "graph_op", "kind": "softmax", "x": {"offset": 0, "dims": [2, 8], "at": 1},
-          "out": {"offset": 16, "dims": [2, 8]}}, 'graph_op softmax: x: unknown field "at"'),
-        ({"cmd": "graph_op", "kind": "pool", "op": "max", "kernel": [2], "x": {"offset": 0,
-          "dims": [1, 4, 4, 1]}, "out": {"offset": 16, "dims": [1, 2, 2, 1]}},
-         'field "kernel" must hold 2 integers'),
-        ({"cmd": "graph_op", "kind": "matmul", "ukernel": "none", "k": 8, "n": 2, "b": "AAAAAA==",
-          "x": {"offset": 0, "dims": [2, 8]}, "out": {"offset": 32, "dims": [2, 2]}},
-         'field "b" must hold 16 floats, got 1'),
+        ({"cmd": "graph_op", "kind": "warp", "inputs": []}, 'unknown kind "warp"'),
+        ({"cmd": "graph_op", "kind": "unary", "attrs": {"op": "relu"},
+          "inputs": [{"offset": 60, "dims": [2, 8]}], "out": {"offset": 16, "dims": [2, 8]}},
+         "graph_op unary: relu: input"),
+        ({"cmd": "graph_op", "kind": "unary", "attrs": {"op": "tanh"},
+          "inputs": [{"offset": 0, "dims": [2]}], "out": {"offset": 16, "dims": [2]}},
+         'field "op" must be one of relu'),
+        ({"cmd": "graph_op", "kind": "unary", "attrs": {"op": "relu", "alpha": 1},
+          "inputs": [{"offset": 0, "dims": [2]}], "out": {"offset": 16, "dims": [2]}},
+         'graph_op unary: unknown field "alpha" in attrs'),
+        ({"cmd": "graph_op", "kind": "softmax", "inputs": [{"offset": 0, "dims": [2, 8], "at": 1}],
+          "out": {"offset": 16, "dims": [2, 8]}}, 'graph_op softmax: inputs[0]: unknown field "at"'),
+        ({"cmd": "graph_op", "kind": "softmax", "inputs": [], "out": {"offset": 16, "dims": [2]}},
+         "graph_op softmax: softmax: takes 1 input, got 0"),
+        ({"cmd": "graph_op", "kind": "pool", "attrs": {"op": "max", "kernel": [2]},
+          "inputs": [{"offset": 0, "dims": [1, 4, 4, 1]}], "out": {"offset": 16, "dims": [1, 2, 2, 1]}},
+         'pool: kernel must hold 2 values, got 1'),
+        ({"cmd": "graph_op", "kind": "matmul",
+          "attrs": {"ukernel": "none", "k": 8, "n": 2, "b": "AAAAAA=="},
+          "inputs": [{"offset": 0, "dims": [2, 8]}], "out": {"offset": 32, "dims": [2, 2]}},
+         'matmul: b must hold 16 values, got 1'),
+        ({"cmd": "graph_op", "kind": "matmul", "attrs": {"ukernel": "none", "b": "AAAAA"},
+          "inputs": [{"offset": 0, "dims": [2, 8]}], "out": {"offset": 32, "dims": [2, 2]}},
+         'field "b" is not base64 of float32'),
         ({"cmd": "graph_write", "offset": 62, "data": "AAAAAAAAAAAAAAAA"},
          "graph_write: floats [62, 65) lie outside the arena of 64 floats"),
         ({"cmd": "graph_run", "outputs": [{"offset": 60, "floats": 8}]},

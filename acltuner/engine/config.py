@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-ACTIVATIONS = {"none": 0, "relu": 1, "clip": 2}
+ACTIVATIONS = ("none", "relu", "clip")  # the engine's ACL_ACTIVATIONS, in order
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class ConvShape:
 
     def __post_init__(self) -> None:
         if self.act not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.act!r}")
+            raise ValueError(f"activation must be one of {list(ACTIVATIONS)}, got {self.act!r}")
         for name in ("n", "h", "w", "c", "oc", "kh", "kw", "stride_h", "stride_w", "dil_h",
                      "dil_w", "group"):
             if getattr(self, name) < 1:

@@ -27,7 +27,7 @@ import numpy as np
 from .config import ConvShape, ExecConfig
 from .native import native_dir
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 LAUNCHER_NAME = "acl-launcher"
 LAUNCHER_ENV = "ACLTUNER_LAUNCHER"
 

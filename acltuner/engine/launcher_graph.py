@@ -1,9 +1,10 @@
 """A whole-model program built and run inside acl-launcher (PROTOCOL.md, graph
 commands), for a board that has the launcher but no Python.
 
-LauncherGraph has Graph's operation methods (acltuner.engine.graph), each sent
-as one graph_op request whose fields are the method's parameters; tensors
-travel as {"offset", "dims"}, weights as base64 float32.  The launcher holds
+LauncherGraph meets GraphBackend (acltuner.engine.graph) as Graph does: each
+add() is one graph_op request whose attributes are encoded by the schema the
+launcher reported in its hello; tensors travel as {"offset", "dims"}, weights
+as base64 float32.  The launcher holds
 one graph, so creating a LauncherGraph replaces the one it had.  The arena is
 on the other side: constants are written with write() (or assigned to
 `arena[a:b]`, as with a local Graph), and run() copies inputs in and outputs
@@ -17,17 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.graph import Tensor
-from acltuner.engine.launcher import LauncherClient, _encode_tensor
+from acltuner.engine.launcher import LauncherClient
+from acltuner.engine.schema import Schema, floats_base64, to_json
 
 
 def _tensor(t: Tensor) -> dict:
     return {"offset": t.offset, "dims": list(t.dims)}
-
-
-def _floats(a: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(a, dtype="<f4")).decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -66,74 +63,23 @@ class LauncherGraph:
         self.client = client
         self.arena_floats = arena_floats
         self.node_count = 0
+        self.schema = Schema.from_json(client.hello_info["schema"])
         client.request({"cmd": "graph_create", "arena_floats": arena_floats,
                         "core_weights": list(core_weights), "workloads": workloads})
         self.arena = _RemoteArena(self)
 
     def write(self, offset: int, values: np.ndarray) -> None:
         """Copies float32 values into the arena from `offset` (constants)."""
-        self.client.request({"cmd": "graph_write", "offset": offset, "data": _floats(values)})
+        self.client.request({"cmd": "graph_write", "offset": offset, "data": floats_base64(values)})
 
-    def _op(self, kind: str, **fields) -> None:
-        answer = self.client.request({"cmd": "graph_op", "kind": kind, **fields})
+    def add(self, kind: str, inputs: Sequence[Tensor], out: Tensor, **attrs) -> None:
+        """As Graph.add, inside the launcher."""
+        op = self.schema.op(kind)
+        op.check(len(inputs), attrs)
+        answer = self.client.request({"cmd": "graph_op", "kind": kind,
+                                      "attrs": to_json(op.fields, attrs),
+                                      "inputs": [_tensor(t) for t in inputs], "out": _tensor(out)})
         self.node_count = answer["nodes"]
-
-    # ---- operations, as in Graph ------------------------------------------------------
-
-    def conv(self, shape: ConvShape, config: ExecConfig, weight: np.ndarray,
-             bias: np.ndarray | None, x: Tensor, out: Tensor,
-             residual: Tensor | None = None) -> None:
-        self._op("conv", shape=shape.to_dict(), config=config.to_dict(),
-                 weight=_encode_tensor("weight", weight, shape.weight_shape),
-                 bias=None if bias is None else _encode_tensor("bias", bias, (shape.oc,)),
-                 x=_tensor(x), out=_tensor(out),
-                 residual=None if residual is None else _tensor(residual))
-
-    def unary(self, op: str, x: Tensor, out: Tensor, a: float = 0.0, b: float = 0.0) -> None:
-        self._op("unary", op=op, x=_tensor(x), out=_tensor(out), a=float(a), b=float(b))
-
-    def binary(self, op: str, a: Tensor, b: Tensor, out: Tensor) -> None:
-        self._op("binary", op=op, a=_tensor(a), b=_tensor(b), out=_tensor(out))
-
-    def pool(self, op: str, x: Tensor, out: Tensor, kernel: tuple[int, int],
-             strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
-             pads: tuple[int, int, int, int] = (0, 0, 0, 0),
-             count_include_pad: bool = False) -> None:
-        self._op("pool", op=op, x=_tensor(x), out=_tensor(out), kernel=list(kernel),
-                 strides=list(strides), dilations=list(dilations), pads=list(pads),
-                 count_include_pad=bool(count_include_pad))
-
-    def global_average_pool(self, x: Tensor, out: Tensor) -> None:
-        self._op("global_average_pool", x=_tensor(x), out=_tensor(out))
-
-    def concat(self, axis: int, ins: Sequence[Tensor], out: Tensor) -> None:
-        self._op("concat", axis=axis, ins=[_tensor(t) for t in ins], out=_tensor(out))
-
-    def transpose(self, perm: Sequence[int], x: Tensor, out: Tensor) -> None:
-        self._op("transpose", perm=[int(p) for p in perm], x=_tensor(x), out=_tensor(out))
-
-    def matmul(self, ukernel: str, b: np.ndarray, bias: np.ndarray | None, x: Tensor,
-               out: Tensor) -> None:
-        b = np.asarray(b)
-        if b.ndim != 2:
-            raise ValueError(f"matmul: B must be K x N, got shape {b.shape}")
-        k, n = b.shape
-        self._op("matmul", ukernel=ukernel, k=k, n=n, b=_floats(b),
-                 bias=None if bias is None else _encode_tensor("bias", bias, (n,)),
-                 x=_tensor(x), out=_tensor(out))
-
-    def softmax(self, x: Tensor, out: Tensor) -> None:
-        self._op("softmax", x=_tensor(x), out=_tensor(out))
-
-    def lrn(self, size: int, x: Tensor, out: Tensor, alpha: float = 1e-4, beta: float = 0.75,
-            bias: float = 1.0) -> None:
-        self._op("lrn", size=size, x=_tensor(x), out=_tensor(out), alpha=float(alpha),
-                 beta=float(beta), bias=float(bias))
-
-    def pad(self, mode: str, pads: Sequence[int], x: Tensor, out: Tensor,
-            value: float = 0.0) -> None:
-        self._op("pad", mode=mode, pads=[int(p) for p in pads], x=_tensor(x), out=_tensor(out),
-                 value=float(value))
 
     def order(self, order: Sequence[int]) -> None:
         """Run order: the node added order[i]-th (from 0) runs i-th."""
@@ -155,7 +101,7 @@ class LauncherGraph:
                                  f"got {np.shape(a)}")
         answer = self.client.request({
             "cmd": "graph_run", "warmup": warmup, "repeat": repeat,
-            "inputs": [{"offset": t.offset, "data": _floats(a)} for t, a in inputs],
+            "inputs": [{"offset": t.offset, "data": floats_base64(a)} for t, a in inputs],
             "outputs": [{"offset": t.offset, "floats": t.size} for t in outputs]})
         arrays = [np.frombuffer(bytearray(base64.b64decode(data)), dtype="<f4").reshape(t.dims)
                   for t, data in zip(outputs, answer["outputs"])]

@@ -15,20 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from acltuner.engine.config import ACTIVATIONS, ConvShape, ExecConfig
+from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.engine.schema import CtypesLayout, Schema
 
 _LIB_NAME = "libaclengine.so"
 
 
 class EngineError(RuntimeError):
     """A one-line error reported by the native engine."""
-
-
-class _ConvShapeC(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int) for name in (
-        "n", "h", "w", "c", "oc", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w",
-        "pad_top", "pad_left", "pad_bottom", "pad_right", "group", "act")] + [
-        ("act_min", ctypes.c_float), ("act_max", ctypes.c_float), ("has_residual", ctypes.c_int)]
 
 
 class _ExecC(ctypes.Structure):
@@ -79,8 +73,10 @@ def native_dir() -> Path:
 
 
 _FLOAT_P = ctypes.POINTER(ctypes.c_float)
+_SHAPE_P = ctypes.c_void_p  # an acl_conv_shape, laid out by layout()
 _SIGNATURES = {
     "acl_version": ([], ctypes.c_char_p),
+    "acl_describe": ([], ctypes.c_char_p),
     "acl_isa": ([], ctypes.c_char_p),
     "acl_last_error": ([], ctypes.c_char_p),
     "acl_cpu_count": ([], ctypes.c_int),
@@ -89,9 +85,9 @@ _SIGNATURES = {
     "acl_algorithm_uses_ukernel": ([ctypes.c_char_p], ctypes.c_int),
     "acl_ukernel_count": ([], ctypes.c_int),
     "acl_ukernel_get": ([ctypes.c_int, ctypes.POINTER(_UkernelInfoC)], ctypes.c_int),
-    "acl_conv_check": ([ctypes.POINTER(_ConvShapeC), ctypes.c_char_p, ctypes.c_char_p],
+    "acl_conv_check": ([_SHAPE_P, ctypes.c_char_p, ctypes.c_char_p],
                        ctypes.c_int),
-    "acl_conv_create": ([ctypes.POINTER(_ConvShapeC), ctypes.c_char_p, ctypes.c_char_p,
+    "acl_conv_create": ([_SHAPE_P, ctypes.c_char_p, ctypes.c_char_p,
                          _FLOAT_P, _FLOAT_P, ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
     "acl_conv_run": ([ctypes.c_void_p, ctypes.POINTER(_ExecC), _FLOAT_P, _FLOAT_P, _FLOAT_P,
                       ctypes.POINTER(_StageTimesC)], ctypes.c_int),
@@ -162,11 +158,23 @@ def ukernels() -> list[UkernelInfo]:
     return out
 
 
-def _shape_c(shape: ConvShape) -> _ConvShapeC:
-    d = shape.to_dict()
-    d["act"] = ACTIVATIONS[d["act"]]
-    d["has_residual"] = int(d["has_residual"])
-    return _ConvShapeC(**d)
+@functools.cache
+def schema() -> Schema:
+    """This engine's schema, as it describes itself."""
+    text = library().acl_describe()
+    if text is None:
+        raise EngineError(library().acl_last_error().decode())
+    return Schema.from_json(text.decode())
+
+
+@functools.cache
+def layout() -> CtypesLayout:
+    """The schema's structs as ctypes types."""
+    return CtypesLayout(schema())
+
+
+def _shape_c(shape: ConvShape) -> ctypes.Structure:
+    return layout().shape(shape)
 
 
 def _exec_c(core_weights: tuple[int, ...], workloads: int) -> tuple[_ExecC, ctypes.Array]:

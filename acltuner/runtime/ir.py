@@ -51,9 +51,9 @@ class Deferred:
 
 @dataclass(eq=False)
 class Op:
-    """One call of the native graph API: `kind` is the method, `tensors` its
-    tensor arguments by parameter name ("out" is written, the rest read),
-    `args` the others (Deferred ones computed when built).  `node` and `what` label it in profiles."""
+    """One operation of the native graph: `kind` its name in ACL_GRAPH_OPS,
+    `tensors` its tensors by role ("out" is written, the rest are its inputs
+    in order), `args` its attributes (Deferred ones computed when built).  `node` and `what` label it in profiles."""
     kind: str
     node: str
     what: str

@@ -21,6 +21,7 @@ import onnx
 from onnx import TensorProto
 
 from acltuner.engine.config import ExecConfig
+from acltuner.engine.graph import conv_attrs
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
@@ -176,9 +177,8 @@ def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
         n, oh, ow, oc = conv.shape.output_shape
         out = low.new(conv.output, (n, oc, oh, ow), NHWC)
         low.emit("conv", conv.name, f"conv {config}", {"x": x, "residual": residual, "out": out},
-                 shape=conv.shape, config=config,
-                 weight=Deferred(lambda: conv.weight, conv.conv_weight.nbytes),
-                 bias=conv.bias)
+                 **conv_attrs(conv.shape, config,
+                              Deferred(lambda: conv.weight, conv.conv_weight.nbytes), conv.bias))
     return lower
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from acltuner.board.model import Board
-from acltuner.engine.graph import Graph, Tensor
+from acltuner.engine.graph import Graph, GraphBackend, Tensor
 from acltuner.runtime.arena import plan_arena
 from acltuner.runtime.delegate import DelegatedRunner
 from acltuner.runtime.ir import Deferred, NativeStage, Op, Stage, Value
@@ -81,11 +81,9 @@ def _tensor(v: Value) -> Tensor:
     return Tensor(v.buffer.offset, v.dims)
 
 
-def _emit(graph: Graph, op: Op) -> None:
-    tensors = {name: None if t is None else [_tensor(v) for v in t] if isinstance(t, list)
-               else _tensor(t) for name, t in op.tensors.items()}
+def _emit(graph: GraphBackend, op: Op) -> None:
     args = {k: a.make() if isinstance(a, Deferred) else a for k, a in op.args.items()}
-    getattr(graph, op.kind)(**args, **tensors)
+    graph.add(op.kind, [_tensor(v) for v in op.reads], _tensor(op.out), **args)
 
 
 @dataclass(frozen=True)

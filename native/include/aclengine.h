@@ -15,22 +15,79 @@ extern "C" {
 
 #define ACL_ENGINE_VERSION "0.1.0"
 
-enum acl_activation { ACL_ACT_NONE = 0, ACL_ACT_RELU = 1, ACL_ACT_CLIP = 2 };
+/* ---- The schema -----------------------------------------------------------
+ * The engine's structs are declared once, as X-macro lists, and everything
+ * that reads or writes their fields is generated from these lists: the C
+ * structs, the engine's field checks, the launcher's request decoders, and
+ * (through acl_describe(), which reports every list as JSON) the Python
+ * bindings.  A field is F(KIND, name, presence, min, default, names):
+ *   KIND      INT, FLOAT, BOOL (an int, 0 or 1), ENUM (an int given by name),
+ *             STRING (const char *), INTS (const int *name + int name_count),
+ *             FLOATS (const float *name + size_t name_count), CONV_SHAPE;
+ *   presence  REQUIRED or OPTIONAL (an absent OPTIONAL field takes `default`);
+ *   min       the smallest legal value of an INT field;
+ *   names     for an ENUM, the X-macro list of its values, X(CONSTANT, name). */
 
-/* One convolution, ONNX Conv semantics.  The epilogue is
- * y = act(conv(x, w) + bias + residual); residual has the output's shape. */
+#define ACL_ACTIVATIONS(X) X(ACL_ACT_NONE, none) X(ACL_ACT_RELU, relu) X(ACL_ACT_CLIP, clip)
+
+/* One convolution, ONNX Conv semantics, NHWC input.  The epilogue is
+ * y = act(conv(x, w) + bias + residual); residual has the output's shape;
+ * act_min/act_max bound ACL_ACT_CLIP. */
+#define ACL_CONV_SHAPE_FIELDS(F)                                                     \
+    F(INT, n, REQUIRED, 1, 0, 0) F(INT, h, REQUIRED, 1, 0, 0)                       \
+    F(INT, w, REQUIRED, 1, 0, 0) F(INT, c, REQUIRED, 1, 0, 0)                       \
+    F(INT, oc, REQUIRED, 1, 0, 0) F(INT, kh, REQUIRED, 1, 0, 0)                     \
+    F(INT, kw, REQUIRED, 1, 0, 0) F(INT, stride_h, OPTIONAL, 1, 1, 0)               \
+    F(INT, stride_w, OPTIONAL, 1, 1, 0) F(INT, dil_h, OPTIONAL, 1, 1, 0)            \
+    F(INT, dil_w, OPTIONAL, 1, 1, 0) F(INT, pad_top, OPTIONAL, 0, 0, 0)             \
+    F(INT, pad_left, OPTIONAL, 0, 0, 0) F(INT, pad_bottom, OPTIONAL, 0, 0, 0)       \
+    F(INT, pad_right, OPTIONAL, 0, 0, 0) F(INT, group, OPTIONAL, 1, 1, 0)           \
+    F(ENUM, act, OPTIONAL, 0, 0, ACL_ACTIVATIONS)                                   \
+    F(FLOAT, act_min, OPTIONAL, 0, 0, 0) F(FLOAT, act_max, OPTIONAL, 0, 0, 0)       \
+    F(BOOL, has_residual, OPTIONAL, 0, 0, 0)
+
+/* C declarations of the field kinds (the FLOATS and INTS counts follow the pointer). */
+#define ACL_DECLARE_INT(name) int name;
+#define ACL_DECLARE_FLOAT(name) float name;
+#define ACL_DECLARE_BOOL(name) int name;
+#define ACL_DECLARE_ENUM(name) int name;
+#define ACL_DECLARE_STRING(name) const char *name;
+#define ACL_DECLARE_INTS(name) const int *name; int name##_count;
+#define ACL_DECLARE_FLOATS(name) const float *name; size_t name##_count;
+#define ACL_DECLARE_CONV_SHAPE(name) acl_conv_shape name;
+#define ACL_DECLARE_FIELD(kind, name, presence, min, dflt, names) ACL_DECLARE_##kind(name)
+#define ACL_ENUM_CONSTANT(constant, name) constant,
+
+enum acl_activation { ACL_ACTIVATIONS(ACL_ENUM_CONSTANT) };
+
 typedef struct {
-    int n, h, w, c;                  /* input, NHWC */
-    int oc;                          /* output channels */
-    int kh, kw;                      /* kernel */
-    int stride_h, stride_w;
-    int dil_h, dil_w;
-    int pad_top, pad_left, pad_bottom, pad_right;
-    int group;
-    int act;                         /* enum acl_activation */
-    float act_min, act_max;          /* ACL_ACT_CLIP bounds */
-    int has_residual;
+    ACL_CONV_SHAPE_FIELDS(ACL_DECLARE_FIELD)
 } acl_conv_shape;
+
+enum acl_field_kind {
+    ACL_FIELD_INT, ACL_FIELD_FLOAT, ACL_FIELD_BOOL, ACL_FIELD_ENUM, ACL_FIELD_STRING,
+    ACL_FIELD_INTS, ACL_FIELD_FLOATS, ACL_FIELD_CONV_SHAPE,
+};
+
+/* One field of a schema list, as the engine and the launcher read it. */
+typedef struct {
+    const char *name;
+    int kind;                   /* enum acl_field_kind */
+    size_t offset;              /* in its struct; an INTS/FLOATS count follows the pointer */
+    int required;
+    int min;                    /* INT */
+    double dflt;                /* INT, FLOAT, BOOL, ENUM when absent */
+    const char *const *names;   /* ENUM: the values' names, NULL-terminated */
+} acl_field_info;
+
+/* The fields of acl_conv_shape, in order. */
+const acl_field_info *acl_conv_shape_fields(int *count);
+
+/* Every schema list of this build as one JSON document (static storage):
+ * {"version", "isa", "field_kinds", "conv_shape": {"size", "fields"},
+ *  "ops": [{"name", "code", "inputs": [min, max], "size", "fields"}]}; each
+ * field is {"name", "kind", "offset", "required", "min", "default"[, "names"]}. */
+const char *acl_describe(void);
 
 /* How one call is spread over the cores.  weights[i] is the share of CPU i
  * (0 = no thread on CPU i); the output is cut into `workloads` units that are

@@ -43,72 +43,129 @@ void acl_graph_destroy(acl_graph *g);
 /* To fill constants and inputs, read outputs; zero-filled at creation. */
 float *acl_graph_arena(acl_graph *g);
 
-/* Convolution with its fused epilogue; weights are packed now.  residual may be
- * NULL (and must be, unless shape->has_residual).  in/out/residual are NHWC
- * 4-D tensors matching `shape`; ex: this convolution's tuned split (copied). */
-int acl_graph_conv(acl_graph *g, const acl_conv_shape *shape, const char *algorithm,
-                   const char *ukernel, const acl_exec *ex, const float *weight,
-                   const float *bias, const acl_tensor *in, const acl_tensor *residual,
-                   const acl_tensor *out);
+/* ---- Operations --------------------------------------------------------------
+ * Every operation is one line of ACL_GRAPH_OPS: X(CODE, name, min inputs, max
+ * inputs (0: any number), ATTRS).  Each writes one output tensor.  ATTRS is
+ * the X-macro list of its attribute struct acl_<name>_attrs, fields as in
+ * aclengine.h (F(S, ...) with S the struct, for offsetof); an attribute
+ * absent from a request reads as zero or NULL.  Operations are added with
+ * acl_graph_add(g, ACL_OP_<CODE>, &attrs, nin, ins, out). */
 
-enum acl_unary_op {
-    ACL_UNARY_RELU, ACL_UNARY_CLIP,        /* a = min, b = max */
-    ACL_UNARY_LEAKY_RELU,                  /* a = alpha */
-    ACL_UNARY_SIGMOID, ACL_UNARY_HARD_SIGMOID,  /* a = alpha, b = beta */
-    ACL_UNARY_HARD_SWISH, ACL_UNARY_COPY,
-};
-int acl_graph_unary(acl_graph *g, int op, float a, float b, const acl_tensor *in,
-                    const acl_tensor *out);
+#define ACL_GRAPH_OPS(X)                                       \
+    X(CONV, conv, 1, 2, ACL_CONV_ATTRS)                        \
+    X(UNARY, unary, 1, 1, ACL_UNARY_ATTRS)                     \
+    X(BINARY, binary, 2, 2, ACL_BINARY_ATTRS)                  \
+    X(POOL, pool, 1, 1, ACL_POOL_ATTRS)                        \
+    X(GLOBAL_AVERAGE_POOL, global_average_pool, 1, 1, ACL_NO_ATTRS) \
+    X(CONCAT, concat, 1, 0, ACL_CONCAT_ATTRS)                  \
+    X(TRANSPOSE, transpose, 1, 1, ACL_TRANSPOSE_ATTRS)         \
+    X(MATMUL, matmul, 1, 1, ACL_MATMUL_ATTRS)                  \
+    X(SOFTMAX, softmax, 1, 1, ACL_NO_ATTRS)                    \
+    X(LRN, lrn, 1, 1, ACL_LRN_ATTRS)                           \
+    X(PAD, pad, 1, 1, ACL_PAD_ATTRS)
 
-/* Elementwise with numpy broadcasting: a and b have out's rank (dims of 1
+#define ACL_NO_ATTRS(F, S)
+
+/* Convolution with its fused epilogue (inputs: x, then the residual when
+ * shape.has_residual), weights packed now; x, residual and out are NHWC 4-D
+ * tensors matching `shape`.  core_weights/workloads: this convolution's own
+ * split (acl_exec).  weight: oc x (c/group) x kh x kw floats (OIHW); bias: oc
+ * floats or none; ukernel: NULL or "" for direct algorithms. */
+#define ACL_CONV_ATTRS(F, S)                                                           \
+    F(S, CONV_SHAPE, shape, 0) F(S, STRING, algorithm, 0) F(S, STRING, ukernel, 0)    \
+    F(S, INTS, core_weights, 0) F(S, INT, workloads, 0) F(S, FLOATS, weight, 0)       \
+    F(S, FLOATS, bias, 0)
+
+/* a and b: clip's min and max, leaky_relu's alpha, hard_sigmoid's alpha and beta. */
+#define ACL_UNARY_OPS(X)                                                                \
+    X(ACL_UNARY_RELU, relu) X(ACL_UNARY_CLIP, clip) X(ACL_UNARY_LEAKY_RELU, leaky_relu) \
+    X(ACL_UNARY_SIGMOID, sigmoid) X(ACL_UNARY_HARD_SIGMOID, hard_sigmoid)               \
+    X(ACL_UNARY_HARD_SWISH, hard_swish) X(ACL_UNARY_COPY, copy)
+#define ACL_UNARY_ATTRS(F, S) F(S, ENUM, op, ACL_UNARY_OPS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
+
+/* Elementwise with numpy broadcasting: both inputs have out's rank (dims of 1
  * broadcast). */
-enum acl_binary_op { ACL_BINARY_ADD, ACL_BINARY_MUL, ACL_BINARY_SUB, ACL_BINARY_DIV };
-int acl_graph_binary(acl_graph *g, int op, const acl_tensor *a, const acl_tensor *b,
-                     const acl_tensor *out);
+#define ACL_BINARY_OPS(X) \
+    X(ACL_BINARY_ADD, add) X(ACL_BINARY_MUL, mul) X(ACL_BINARY_SUB, sub) X(ACL_BINARY_DIV, div)
+#define ACL_BINARY_ATTRS(F, S) F(S, ENUM, op, ACL_BINARY_OPS)
 
-/* NHWC pooling.  pads: top, left, bottom, right.  Max pooling treats pads as
- * -inf.  Average pooling divides by the window's size inside the padded input
- * when count_include_pad, else by the taps that fall inside the input.  out's
- * spatial dims may be the floor (ceil_mode=0) or the ceil (ceil_mode=1) output
- * size; a window with no tap inside the input gives -inf (max) or 0 (average). */
-enum acl_pool_op { ACL_POOL_MAX, ACL_POOL_AVERAGE };
-int acl_graph_pool(acl_graph *g, int op, int kh, int kw, int stride_h, int stride_w,
-                   int dil_h, int dil_w, const int pads[4], int count_include_pad,
-                   const acl_tensor *in, const acl_tensor *out);
-/* in [N, H, W, C] -> out [N, 1, 1, C]. */
-int acl_graph_global_average_pool(acl_graph *g, const acl_tensor *in, const acl_tensor *out);
+/* NHWC pooling: kernel, strides and dilations are (h, w), pads (top, left,
+ * bottom, right).  Max pooling treats pads as -inf.  Average pooling divides
+ * by the window's size inside the padded input when count_include_pad, else
+ * by the taps that fall inside the input.  out's spatial dims may be the
+ * floor (ceil_mode=0) or the ceil (ceil_mode=1) output size; a window with no
+ * tap inside the input gives -inf (max) or 0 (average). */
+#define ACL_POOL_OPS(X) X(ACL_POOL_MAX, max) X(ACL_POOL_AVERAGE, average)
+#define ACL_POOL_ATTRS(F, S)                                                            \
+    F(S, ENUM, op, ACL_POOL_OPS) F(S, INTS, kernel, 0) F(S, INTS, strides, 0)          \
+    F(S, INTS, dilations, 0) F(S, INTS, pads, 0) F(S, BOOL, count_include_pad, 0)
 
-/* The n inputs have out's rank and dims except along axis (negative counts
- * from the end), where their sizes add up to out's. */
-int acl_graph_concat(acl_graph *g, int axis, int n, const acl_tensor *ins, const acl_tensor *out);
+/* global_average_pool: [N, H, W, C] -> [N, 1, 1, C].  softmax: over the
+ * innermost axis (the compiler transposes others there); out may be x. */
+
+/* The inputs have out's rank and dims except along axis (negative counts from
+ * the end), where their sizes add up to out's. */
+#define ACL_CONCAT_ATTRS(F, S) F(S, INT, axis, 0)
+
 /* out->dims[i] = in->dims[perm[i]] (numpy.transpose). */
-int acl_graph_transpose(acl_graph *g, const int *perm, const acl_tensor *in,
-                        const acl_tensor *out);
+#define ACL_TRANSPOSE_ATTRS(F, S) F(S, INTS, perm, 0)
+
+/* out[M, N] = in[M, K] x B + bias; B holds K x N floats row-major, or its
+ * transpose (N x K, as Gemm's transB stores it) when b_transposed (packed now
+ * either way); bias: N floats or none.  in is [..., K] and out [..., N] with
+ * the same leading dims, M their product; ukernel must accept K and N. */
+#define ACL_MATMUL_ATTRS(F, S)                                                          \
+    F(S, STRING, ukernel, 0) F(S, INT, k, 0) F(S, INT, n, 0) F(S, FLOATS, b, 0)        \
+    F(S, BOOL, b_transposed, 0) F(S, FLOATS, bias, 0)
+
+/* ONNX LRN across the channels (the innermost axis) of an NHWC tensor. */
+#define ACL_LRN_ATTRS(F, S) F(S, INT, size, 0) F(S, FLOAT, alpha, 0) F(S, FLOAT, beta, 0) \
+    F(S, FLOAT, bias, 0)
+
+/* Constant / edge / reflect padding; pads: begin of every axis, then end of
+ * every axis (2 * rank ints).  Negative pads crop, as in ONNX; reflect pads
+ * wider than the axis keep bouncing between its ends (numpy's "reflect"). */
+#define ACL_PAD_MODES(X) X(ACL_PAD_CONSTANT, constant) X(ACL_PAD_EDGE, edge) X(ACL_PAD_REFLECT, reflect)
+#define ACL_PAD_ATTRS(F, S) F(S, ENUM, mode, ACL_PAD_MODES) F(S, FLOAT, value, 0) F(S, INTS, pads, 0)
+
+enum acl_unary_op { ACL_UNARY_OPS(ACL_ENUM_CONSTANT) };
+enum acl_binary_op { ACL_BINARY_OPS(ACL_ENUM_CONSTANT) };
+enum acl_pool_op { ACL_POOL_OPS(ACL_ENUM_CONSTANT) };
+enum acl_pad_mode { ACL_PAD_MODES(ACL_ENUM_CONSTANT) };
+
+#define ACL_OP_ATTR_FIELD(S, kind, name, names) ACL_DECLARE_##kind(name)
+/* An operation without attributes has an empty struct (a GNU C extension). */
+#define ACL_OP_ATTRS_STRUCT(CODE, name, min_in, max_in, ATTRS) \
+    typedef struct { ATTRS(ACL_OP_ATTR_FIELD, acl_##name##_attrs) } acl_##name##_attrs;
+ACL_GRAPH_OPS(ACL_OP_ATTRS_STRUCT)
+
+#define ACL_OP_CODE(CODE, name, min_in, max_in, ATTRS) ACL_OP_##CODE,
+enum acl_graph_op { ACL_GRAPH_OPS(ACL_OP_CODE) ACL_OP_COUNT };
+
+/* Adds operation `op` reading the nin tensors `ins` and writing `out`; attrs
+ * points at its acl_<name>_attrs (NULL for one without attributes).  Weights
+ * are copied or packed now: the caller need not keep them. */
+int acl_graph_add(acl_graph *g, int op, const void *attrs, int nin, const acl_tensor *ins,
+                  const acl_tensor *out);
+
+/* An operation's schema entry: its fields are those of its ATTRS list. */
+typedef struct {
+    const char *name;
+    int min_inputs, max_inputs;  /* max 0: any number */
+    size_t attrs_size;
+    int field_count;
+    const acl_field_info *fields;
+} acl_op_info;
+
+/* NULL unless 0 <= op < ACL_OP_COUNT. */
+const acl_op_info *acl_graph_op_info(int op);
+/* The op code of `name`, or -1. */
+int acl_graph_op_find(const char *name);
+
 /* Writes transpose(x, perm) into out now, on the program's default split: x is
  * a dense row-major array outside the arena with dims[perm[i]] = out->dims[i]
  * (a model input in ONNX layout, copied into the layout the program keeps). */
 int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_tensor *out);
-
-/* out[M, N] = in[M, K] x B + bias; B given as K x N row-major, or as its
- * transpose (N x K row-major, as Gemm's transB stores it) when b_transposed
- * (packed now either way); bias: N floats or NULL (copied).  in is [..., K]
- * and out [..., N] with the same leading dims, M their product; ukernel must
- * accept K and N. */
-int acl_graph_matmul(acl_graph *g, const char *ukernel, int k, int n, const float *b,
-                     int b_transposed, const float *bias, const acl_tensor *in,
-                     const acl_tensor *out);
-
-/* Softmax over the innermost axis of in (the compiler transposes others there). */
-int acl_graph_softmax(acl_graph *g, const acl_tensor *in, const acl_tensor *out);
-/* ONNX LRN across the channels (the innermost axis) of an NHWC tensor. */
-int acl_graph_lrn(acl_graph *g, int size, float alpha, float beta, float bias,
-                  const acl_tensor *in, const acl_tensor *out);
-/* Constant / edge / reflect padding; pads: begin of every axis, then end of
- * every axis (2 * rank ints).  Negative pads crop, as in ONNX; reflect pads
- * wider than the axis keep bouncing between its ends (numpy's "reflect"). */
-enum acl_pad_mode { ACL_PAD_CONSTANT, ACL_PAD_EDGE, ACL_PAD_REFLECT };
-int acl_graph_pad(acl_graph *g, int mode, float value, const int *pads, const acl_tensor *in,
-                  const acl_tensor *out);
 
 int acl_graph_node_count(const acl_graph *g);
 /* Bytes of the one scratch buffer the operations share, since they run one

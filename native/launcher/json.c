@@ -505,6 +505,12 @@ void json_bool(json_writer *w, int b)
     append(w, b ? "true" : "false", b ? 4 : 5);
 }
 
+void json_raw(json_writer *w, const char *json)
+{
+    separate(w);
+    append(w, json, strlen(json));
+}
+
 void json_null(json_writer *w)
 {
     separate(w);

@@ -73,5 +73,7 @@ void json_number(json_writer *w, double x);
 void json_int(json_writer *w, long long x);
 void json_bool(json_writer *w, int b);
 void json_null(json_writer *w);
+/* A value that is already JSON text (acl_describe()). */
+void json_raw(json_writer *w, const char *json);
 
 #endif

@@ -7,19 +7,27 @@
 #include <unistd.h>
 
 #include "aclengine.h"
-#include "graph_cmd.h"
+#include "graph_session.h"
 #include "json.h"
 #include "measure.h"
 #include "request.h"
 #include "task.h"
 
-#define PROTOCOL_VERSION 2
+#define PROTOCOL_VERSION 3
+
+/* What the launcher keeps between requests: the loaded task and the graph. */
+typedef struct {
+    task task;
+    graph_session graph;
+} session;
 
 static const char *const bare_fields[] = {"cmd", NULL};
 
-static int handle_hello(task *t, const json_value *request, json_writer *w)
+static int handle_hello(session *s, const json_value *request, json_writer *w)
 {
+    const char *schema = acl_describe();
     if (request_check_fields(request, "hello", bare_fields)) return -1;
+    if (!schema) return request_fail("%s", acl_last_error());
     json_key(w, "protocol");
     json_int(w, PROTOCOL_VERSION);
     json_key(w, "version");
@@ -66,11 +74,14 @@ static int handle_hello(task *t, const json_value *request, json_writer *w)
         json_object_end(w);
     }
     json_array_end(w);
+    json_key(w, "schema");
+    json_raw(w, schema);
     return 0;
 }
 
-static int handle_load(task *t, const json_value *request, json_writer *w)
+static int handle_load(session *s, const json_value *request, json_writer *w)
 {
+    task *t = &s->task;
     if (task_load(t, request)) return -1;
     json_key(w, "output_shape");
     json_array_begin(w);
@@ -84,7 +95,7 @@ static int handle_load(task *t, const json_value *request, json_writer *w)
     return 0;
 }
 
-static int handle_check(task *t, const json_value *request, json_writer *w)
+static int handle_check(session *s, const json_value *request, json_writer *w)
 {
     static const char *const fields[] = {"cmd", "shape", "algorithm", "ukernel", NULL};
     const json_value *shape_json = NULL;
@@ -106,28 +117,45 @@ static int handle_check(task *t, const json_value *request, json_writer *w)
     return 0;
 }
 
-static int handle_quit(task *t, const json_value *request, json_writer *w)
+static int handle_quit(session *s, const json_value *request, json_writer *w)
 {
     return request_check_fields(request, "quit", bare_fields);
 }
 
+static int handle_measure(session *s, const json_value *request, json_writer *w)
+{
+    return measure_command(&s->task, request, w);
+}
+
+/* The graph commands act on the session's graph. */
+#define GRAPH_HANDLER(name)                                                          \
+    static int handle_##name(session *s, const json_value *request, json_writer *w) \
+    {                                                                                \
+        return name##_command(&s->graph, request, w);                                \
+    }
+GRAPH_HANDLER(graph_create)
+GRAPH_HANDLER(graph_write)
+GRAPH_HANDLER(graph_op)
+GRAPH_HANDLER(graph_order)
+GRAPH_HANDLER(graph_run)
+
 static const struct {
     const char *name;
-    int (*handle)(task *t, const json_value *request, json_writer *w);
+    int (*handle)(session *s, const json_value *request, json_writer *w);
 } commands[] = {
     {"hello", handle_hello},
     {"load", handle_load},
-    {"measure", measure_command},
+    {"measure", handle_measure},
     {"check", handle_check},
-    {"graph_create", graph_create_command},
-    {"graph_write", graph_write_command},
-    {"graph_op", graph_op_command},
-    {"graph_order", graph_order_command},
-    {"graph_run", graph_run_command},
+    {"graph_create", handle_graph_create},
+    {"graph_write", handle_graph_write},
+    {"graph_op", handle_graph_op},
+    {"graph_order", handle_graph_order},
+    {"graph_run", handle_graph_run},
     {"quit", handle_quit},
 };
 
-static int dispatch(task *t, const json_value *request, json_writer *w, int *quit)
+static int dispatch(session *s, const json_value *request, json_writer *w, int *quit)
 {
     const char *cmd = NULL;
     if (request->type != JSON_OBJECT)
@@ -136,7 +164,7 @@ static int dispatch(task *t, const json_value *request, json_writer *w, int *qui
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, cmd) == 0) {
             *quit = commands[i].handle == handle_quit;
-            return commands[i].handle(t, request, w);
+            return commands[i].handle(s, request, w);
         }
     return request_fail("unknown command \"%s\" (expected hello, load, measure, check, "
                         "graph_create, graph_write, graph_op, graph_order, graph_run or quit)", cmd);
@@ -154,7 +182,7 @@ static void write_error(json_writer *w, const char *error)
 }
 
 /* Answers one request line into w; returns 1 if it was a successful quit. */
-static int serve_line(task *t, const char *line, size_t len, json_writer *w)
+static int serve_line(session *s, const char *line, size_t len, json_writer *w)
 {
     json_value request;
     char parse_error[256];
@@ -166,7 +194,7 @@ static int serve_line(task *t, const char *line, size_t len, json_writer *w)
     if (json_parse(line, len, &request, parse_error, sizeof parse_error)) {
         rc = request_fail("%s", parse_error);
     } else {
-        rc = dispatch(t, &request, w, &quit);
+        rc = dispatch(s, &request, w, &quit);
         json_free(&request);
     }
     json_object_end(w);
@@ -195,7 +223,7 @@ int main(void)
         perror("acl-launcher: cannot set up the answer stream");
         return 1;
     }
-    task t = {0};
+    session s = {0};
     json_writer w;
     json_writer_init(&w);
     char *line = NULL;
@@ -207,7 +235,7 @@ int main(void)
         json_writer_reset(&w);
         /* Without its newline, so error offsets count only the request. */
         if (len > 0 && line[len - 1] == '\n') len--;
-        quit = serve_line(&t, line, (size_t)len, &w);
+        quit = serve_line(&s, line, (size_t)len, &w);
         fwrite(w.data, 1, w.len, answers);
         fputc('\n', answers);
         if (fflush(answers) != 0) {
@@ -217,7 +245,7 @@ int main(void)
     }
     free(line);
     json_writer_free(&w);
-    task_clear(&t);
-    graph_clear();
+    task_clear(&s.task);
+    graph_session_clear(&s.graph);
     return 0;
 }

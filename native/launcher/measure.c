@@ -9,6 +9,7 @@
 
 #include "base64.h"
 #include "clock.h"
+#include "repeat.h"
 #include "request.h"
 
 /* PROTOCOL.md: an output is correct when max|y - ref| / max|ref| <= 1e-4. */
@@ -17,11 +18,10 @@
 typedef struct {
     const char *algorithm;
     const char *ukernel;  /* NULL for direct algorithms */
-    int *core_weights;
+    int core_weights[MAX_CORES];
     int ncores;
     int workloads;
-    int warmup, min_repeats, max_repeats;
-    double min_repeat_ms;
+    repeat_policy repeat;
     long long evict_bytes;
     int return_output;
 } measure_request;
@@ -52,47 +52,27 @@ static const char *const config_fields[] = {"algorithm", "ukernel", "core_weight
  * of the ISAs we build for. */
 #define LINE_FLOATS (64 / sizeof(float))
 
-static int parse_core_weights(const json_value *config, measure_request *r)
-{
-    const json_value *list = NULL;
-    if (request_member(config, "core_weights", REQUIRED, JSON_ARRAY, &list)) return -1;
-    if (list->array.count == 0 || list->array.count > INT_MAX)
-        return request_fail("config field \"core_weights\" must not be empty");
-    r->ncores = (int)list->array.count;
-    r->core_weights = malloc(list->array.count * sizeof *r->core_weights);
-    if (!r->core_weights) return request_fail("out of memory");
-    for (size_t i = 0; i < list->array.count; i++) {
-        const json_value *v = &list->array.items[i];
-        /* Negative and all-zero weights are the engine's to reject. */
-        if (v->type != JSON_NUMBER || v->number != floor(v->number) || fabs(v->number) > INT_MAX)
-            return request_fail("config field \"core_weights\" must hold integers; item %zu does not",
-                                i);
-        r->core_weights[i] = (int)v->number;
-    }
-    return 0;
-}
-
 static int parse_request(const json_value *request, measure_request *r)
 {
-    *r = (measure_request){.warmup = 1, .min_repeats = 3, .max_repeats = 100,
-                           .min_repeat_ms = 50};
+    *r = (measure_request){.repeat = {.warmup = 1, .min_repeats = 3, .max_repeats = 100,
+                                      .min_total_ms = 50}};
     const json_value *config = NULL;
     if (request_check_fields(request, "measure", measure_fields) ||
         request_member(request, "config", REQUIRED, JSON_OBJECT, &config) ||
         request_check_fields(config, "config", config_fields) ||
         request_string(config, "algorithm", REQUIRED, 0, &r->algorithm) ||
         request_string(config, "ukernel", OPTIONAL, 1, &r->ukernel) ||
-        request_int(config, "workloads", REQUIRED, 1, &r->workloads) ||
-        parse_core_weights(config, r) ||
-        request_int(request, "warmup", OPTIONAL, 0, &r->warmup) ||
-        request_double(request, "min_repeat_ms", OPTIONAL, &r->min_repeat_ms) ||
-        request_int(request, "min_repeats", OPTIONAL, 1, &r->min_repeats) ||
-        request_int(request, "max_repeats", OPTIONAL, 1, &r->max_repeats) ||
+        request_exec(config, r->core_weights, &r->ncores, &r->workloads) ||
+        request_int(request, "warmup", OPTIONAL, 0, &r->repeat.warmup) ||
+        request_double(request, "min_repeat_ms", OPTIONAL, &r->repeat.min_total_ms) ||
+        request_int(request, "min_repeats", OPTIONAL, 1, &r->repeat.min_repeats) ||
+        request_int(request, "max_repeats", OPTIONAL, 1, &r->repeat.max_repeats) ||
         request_integer(request, "evict_bytes", OPTIONAL, 0, MAX_EVICT_BYTES, &r->evict_bytes) ||
         request_bool(request, "return_output", OPTIONAL, &r->return_output))
         return -1;
-    if (!(r->min_repeat_ms >= 0))
-        return request_fail("field \"min_repeat_ms\" must be >= 0, got %g", r->min_repeat_ms);
+    if (!(r->repeat.min_total_ms >= 0))
+        return request_fail("field \"min_repeat_ms\" must be >= 0, got %g",
+                            r->repeat.min_total_ms);
     return 0;
 }
 
@@ -216,10 +196,33 @@ static int evict_caches(const evictor *e, const task *t)
     return 0;
 }
 
-/* Warmup, then timed repeats until both minimums are met or max_repeats. */
+/* One run of the conv for repeat_runs: the first writes the output that is
+ * checked, the others a second buffer; a timed run is evicted for first. */
+typedef struct {
+    task *t;
+    acl_conv *conv;
+    acl_exec ex;
+    const evictor *e;
+    measurement *m;
+    float *out, *later_output;
+} conv_runs;
+
+static double run_conv(void *arg, int index)
+{
+    conv_runs *c = arg;
+    acl_stage_times stages = {0};
+    if (index >= 0 && c->e->gemm && evict_caches(c->e, c->t)) return -1;
+    long long start = now_ns();
+    int rc = acl_conv_run(c->conv, &c->ex, c->t->input, c->t->residual, c->out, &stages);
+    double elapsed = (double)(now_ns() - start) / 1e6;
+    if (rc) return request_fail("%s", acl_last_error());
+    c->out = c->later_output;
+    if (index >= 0 && samples_push(&c->m->runs, elapsed, &stages)) return -1;
+    return elapsed;
+}
+
 static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measurement *m)
 {
-    acl_exec ex = {.ncores = r->ncores, .weights = r->core_weights, .workloads = r->workloads};
     m->output = alloc_floats(t->output_floats);
     float *later_output = alloc_floats(t->output_floats);
     if (!m->output || !later_output) {
@@ -237,35 +240,12 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
         free(later_output);
         return -1;
     }
-    float *out = m->output;
-    double measured_ms = 0;
-    int rc = 0, failed = 0;
-    for (int i = 0; i < r->warmup && rc == 0; i++, out = later_output)
-        rc = acl_conv_run(conv, &ex, t->input, t->residual, out, NULL);
-    while (rc == 0) {
-        acl_stage_times stages = {0};
-        if (e.gemm && evict_caches(&e, t)) {
-            failed = 1;
-            break;
-        }
-        long long start = now_ns();
-        rc = acl_conv_run(conv, &ex, t->input, t->residual, out, &stages);
-        double elapsed = (double)(now_ns() - start) / 1e6;
-        if (rc) break;
-        out = later_output;
-        if (samples_push(&m->runs, elapsed, &stages)) {
-            failed = 1;  /* the push has set the error */
-            break;
-        }
-        measured_ms += elapsed;
-        int enough = (int)m->runs.count >= r->min_repeats && measured_ms >= r->min_repeat_ms;
-        if (enough || (int)m->runs.count >= r->max_repeats) break;
-    }
+    conv_runs runs = {t, conv, {r->ncores, r->core_weights, r->workloads}, &e, m, m->output,
+                      later_output};
+    int rc = repeat_runs(&r->repeat, run_conv, &runs) < 0 ? -1 : 0;
     free(later_output);
     evictor_free(&e);
-    if (failed) return -1;
-    if (rc) return request_fail("%s", acl_last_error());
-    return 0;
+    return rc;
 }
 
 static int measure(task *t, const measure_request *r, measurement *m)
@@ -362,7 +342,6 @@ int measure_command(task *t, const json_value *request, json_writer *w)
     if (rc == 0 && !t->loaded) rc = request_fail("no task loaded: send a load request first");
     if (rc == 0) rc = measure(t, &r, &m);
     if (rc == 0) rc = write_answer(w, t, &r, &m);
-    free(r.core_weights);
     free(m.output);
     samples_free(&m.runs);
     return rc;

@@ -7,6 +7,8 @@
 #ifndef ACL_LAUNCHER_REQUEST_H
 #define ACL_LAUNCHER_REQUEST_H
 
+#include <stddef.h>
+
 #include "json.h"
 
 typedef enum { REQUIRED, OPTIONAL } presence;
@@ -28,6 +30,27 @@ int request_bool(const json_value *object, const char *key, presence p, int *out
 /* A string; with `nullable`, null reads as NULL.  *out points into the request. */
 int request_string(const json_value *object, const char *key, presence p, int nullable,
                    const char **out);
+/* An array of integers >= min: exactly `cap` of them when count is NULL, else
+ * at most `cap` (their number into *count). */
+int request_ints(const json_value *object, const char *key, presence p, long long min, int *out,
+                 int cap, int *count);
+/* One of the NULL-terminated names, its index into *out. */
+int request_enum(const json_value *object, const char *key, presence p, const char *const names[],
+                 int *out);
+/* Base64 float32 into a new 64-byte aligned buffer (free() it): exactly
+ * `expected` floats, or any number (into *n) when expected is SIZE_MAX.  An
+ * OPTIONAL one absent or null gives NULL. */
+int request_floats(const json_value *object, const char *key, presence p, size_t expected,
+                   float **out, size_t *n);
+/* The most cores an execution config may list. */
+#define MAX_CORES 1024
+/* An acl_exec's fields from "core_weights" (at most MAX_CORES, into weights)
+ * and "workloads" (>= 1). */
+int request_exec(const json_value *object, int *weights, int *ncores, int *workloads);
+
+/* Puts "where: " in front of the current error; returns -1. */
+int request_fail_in(const char *where);
+
 /* The member itself, checked to be of `type`. */
 int request_member(const json_value *object, const char *key, presence p, json_type type,
                    const json_value **out);

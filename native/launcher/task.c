@@ -8,6 +8,7 @@
 #include "base64.h"
 #include "prng.h"
 #include "request.h"
+#include "schema_decode.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tensors travel as little-endian float32 and are decoded in place"
@@ -22,11 +23,6 @@ enum { STREAM_WEIGHT, STREAM_BIAS, STREAM_INPUT, STREAM_RESIDUAL };
 
 static const char *const load_fields[] = {"cmd", "shape", "seed", "weight", "bias", "input",
                                           "residual", NULL};
-static const char *const shape_fields[] = {
-    "n", "h", "w", "c", "oc", "kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w", "pad_top",
-    "pad_left", "pad_bottom", "pad_right", "group", "act", "act_min", "act_max", "has_residual",
-    NULL};
-
 float *alloc_floats(size_t n)
 {
     void *p = NULL;
@@ -34,45 +30,12 @@ float *alloc_floats(size_t n)
     return p;
 }
 
-static int parse_activation(const json_value *shape, acl_conv_shape *s)
-{
-    static const char *const names[] = {[ACL_ACT_NONE] = "none", [ACL_ACT_RELU] = "relu",
-                                        [ACL_ACT_CLIP] = "clip"};
-    const char *act = "none";
-    if (request_string(shape, "act", OPTIONAL, 0, &act)) return -1;
-    for (int i = 0; i < 3; i++)
-        if (strcmp(act, names[i]) == 0) {
-            s->act = i;
-            return 0;
-        }
-    return request_fail("shape field \"act\" must be \"none\", \"relu\" or \"clip\", got \"%s\"", act);
-}
-
 int parse_conv_shape(const json_value *shape, acl_conv_shape *s)
 {
-    *s = (acl_conv_shape){.stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
-    double act_min = 0, act_max = 0;
-    if (request_check_fields(shape, "shape", shape_fields) ||
-        request_int(shape, "n", REQUIRED, 1, &s->n) || request_int(shape, "h", REQUIRED, 1, &s->h) ||
-        request_int(shape, "w", REQUIRED, 1, &s->w) || request_int(shape, "c", REQUIRED, 1, &s->c) ||
-        request_int(shape, "oc", REQUIRED, 1, &s->oc) ||
-        request_int(shape, "kh", REQUIRED, 1, &s->kh) ||
-        request_int(shape, "kw", REQUIRED, 1, &s->kw) ||
-        request_int(shape, "stride_h", OPTIONAL, 1, &s->stride_h) ||
-        request_int(shape, "stride_w", OPTIONAL, 1, &s->stride_w) ||
-        request_int(shape, "dil_h", OPTIONAL, 1, &s->dil_h) ||
-        request_int(shape, "dil_w", OPTIONAL, 1, &s->dil_w) ||
-        request_int(shape, "pad_top", OPTIONAL, 0, &s->pad_top) ||
-        request_int(shape, "pad_left", OPTIONAL, 0, &s->pad_left) ||
-        request_int(shape, "pad_bottom", OPTIONAL, 0, &s->pad_bottom) ||
-        request_int(shape, "pad_right", OPTIONAL, 0, &s->pad_right) ||
-        request_int(shape, "group", OPTIONAL, 1, &s->group) || parse_activation(shape, s) ||
-        request_double(shape, "act_min", OPTIONAL, &act_min) ||
-        request_double(shape, "act_max", OPTIONAL, &act_max) ||
-        request_bool(shape, "has_residual", OPTIONAL, &s->has_residual))
-        return -1;
-    s->act_min = (float)act_min;
-    s->act_max = (float)act_max;
+    int n;
+    const acl_field_info *fields = acl_conv_shape_fields(&n);
+    schema_buffers none = {0};  /* a shape has no array fields */
+    if (schema_decode(shape, "shape", fields, n, sizeof *s, s, &none)) return -1;
     if (s->c % s->group || s->oc % s->group)
         return request_fail("group %d must divide the input channels %d and output channels %d",
                             s->group, s->c, s->oc);

@@ -200,7 +200,7 @@ typedef struct {
 static int add_unary(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const unary_spec *s = spec;
-    return acl_graph_unary(g, s->op, s->a, s->b, &s->in, &s->out);
+    return acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){s->op, s->a, s->b}, 1, &s->in, &s->out);
 }
 
 static double unary_ref(const unary_spec *s, double x)
@@ -250,7 +250,8 @@ typedef struct {
 static int add_binary(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const binary_spec *s = spec;
-    return acl_graph_binary(g, s->op, &s->a, &s->b, &s->out);
+    const acl_tensor ins[2] = {s->a, s->b};
+    return acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){s->op}, 2, ins, &s->out);
 }
 
 /* Offset of output element i in a broadcast operand x. */
@@ -314,8 +315,13 @@ typedef struct {
 static int add_pool(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const pool_spec *s = spec;
-    return acl_graph_pool(g, s->op, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->pads,
-                          s->include_pad, &s->in, &s->out);
+    const acl_pool_attrs a = {.op = s->op,
+                              .kernel = (const int[]){s->kh, s->kw}, .kernel_count = 2,
+                              .strides = (const int[]){s->sh, s->sw}, .strides_count = 2,
+                              .dilations = (const int[]){s->dh, s->dw}, .dilations_count = 2,
+                              .pads = s->pads, .pads_count = 4,
+                              .count_include_pad = s->include_pad};
+    return acl_graph_add(g, ACL_OP_POOL, &a, 1, &s->in, &s->out);
 }
 
 /* Output size of one axis, floor or ceil; 0 when the window does not fit. */
@@ -388,7 +394,7 @@ typedef struct {
 static int add_gap(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const io_spec *s = spec;
-    return acl_graph_global_average_pool(g, &s->in, &s->out);
+    return acl_graph_add(g, ACL_OP_GLOBAL_AVERAGE_POOL, NULL, 1, &s->in, &s->out);
 }
 
 static void global_average_pool_case(int big)
@@ -425,7 +431,7 @@ typedef struct {
 static int add_concat(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const concat_spec *s = spec;
-    return acl_graph_concat(g, s->axis, s->n, s->ins, &s->out);
+    return acl_graph_add(g, ACL_OP_CONCAT, &(acl_concat_attrs){s->axis}, s->n, s->ins, &s->out);
 }
 
 static void concat_case(int big)
@@ -464,7 +470,8 @@ typedef struct {
 static int add_transpose(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const transpose_spec *s = spec;
-    return acl_graph_transpose(g, s->perm, &s->in, &s->out);
+    const acl_transpose_attrs a = {s->perm, s->in.rank};
+    return acl_graph_add(g, ACL_OP_TRANSPOSE, &a, 1, &s->in, &s->out);
 }
 
 static void transpose_case(int big)
@@ -506,7 +513,8 @@ typedef struct {
 static int add_pad(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const pad_spec *s = spec;
-    return acl_graph_pad(g, s->mode, s->value, s->pads, &s->in, &s->out);
+    const acl_pad_attrs a = {s->mode, s->value, s->pads, 2 * s->in.rank};
+    return acl_graph_add(g, ACL_OP_PAD, &a, 1, &s->in, &s->out);
 }
 
 /* Index i of an axis of size d after folding out-of-range indices back in:
@@ -559,7 +567,7 @@ static void pad_case(int big)
 static int add_softmax(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const io_spec *s = spec;
-    return acl_graph_softmax(g, &s->in, &s->out);
+    return acl_graph_add(g, ACL_OP_SOFTMAX, NULL, 1, &s->in, &s->out);
 }
 
 static void softmax_case(int big)
@@ -603,7 +611,8 @@ typedef struct {
 static int add_lrn(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const lrn_spec *s = spec;
-    return acl_graph_lrn(g, s->size, s->alpha, s->beta, s->bias, &s->in, &s->out);
+    const acl_lrn_attrs a = {s->size, s->alpha, s->beta, s->bias};
+    return acl_graph_add(g, ACL_OP_LRN, &a, 1, &s->in, &s->out);
 }
 
 static void lrn_case(int big)
@@ -646,7 +655,10 @@ typedef struct {
 static int add_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const matmul_spec *s = spec;
-    return acl_graph_matmul(g, s->ukernel, s->k, s->n, s->b, 0, s->bias, &s->in, &s->out);
+    const acl_matmul_attrs a = {.ukernel = s->ukernel, .k = s->k, .n = s->n, .b = s->b,
+                                .b_count = (size_t)s->k * s->n, .bias = s->bias,
+                                .bias_count = s->bias ? (size_t)s->n : 0};
+    return acl_graph_add(g, ACL_OP_MATMUL, &a, 1, &s->in, &s->out);
 }
 
 static void matmul_case(int big)
@@ -688,6 +700,20 @@ static void matmul_case(int big)
     free(s.bias);
 }
 
+/* A convolution through acl_graph_add; the weight's size follows the shape. */
+static int add_conv_op(acl_graph *g, const acl_conv_shape *shape, const char *algorithm,
+                       const char *ukernel, const acl_exec *ex, const float *w, const float *bias,
+                       const acl_tensor *ins, int nin, const acl_tensor *out)
+{
+    const acl_conv_attrs a = {
+        .shape = *shape, .algorithm = algorithm, .ukernel = ukernel,
+        .core_weights = ex->weights, .core_weights_count = ex->ncores, .workloads = ex->workloads,
+        .weight = w, .weight_count = (size_t)shape->oc * (shape->c / shape->group) * shape->kh *
+                                     shape->kw,
+        .bias = bias, .bias_count = bias ? (size_t)shape->oc : 0};
+    return acl_graph_add(g, ACL_OP_CONV, &a, nin, ins, out);
+}
+
 typedef struct {
     acl_conv_shape shape;
     const char *algorithm, *ukernel;
@@ -698,8 +724,9 @@ typedef struct {
 static int add_conv(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const conv_spec *s = spec;
-    return acl_graph_conv(g, &s->shape, s->algorithm, s->ukernel, ex, s->w, s->bias, &s->in,
-                          s->shape.has_residual ? &s->residual : NULL, &s->out);
+    const acl_tensor ins[2] = {s->in, s->residual};
+    return add_conv_op(g, &s->shape, s->algorithm, s->ukernel, ex, s->w, s->bias, ins,
+                       1 + s->shape.has_residual, &s->out);
 }
 
 /* Some algorithm (and micro-kernel) that runs the shape; "reference" always does. */
@@ -792,9 +819,11 @@ static void chain_case(void)
     }
     float *arena = acl_graph_arena(g);
     fill_random(arena, 120, 1.0f);
-    int ok = acl_graph_unary(g, ACL_UNARY_RELU, 0, 0, &x, &r) == 0 &&
-             acl_graph_binary(g, ACL_BINARY_ADD, &r, &x, &s) == 0 &&
-             acl_graph_transpose(g, perm, &s, &y) == 0 && acl_graph_run(g, ms) == 0;
+    const acl_tensor rx[2] = {r, x};
+    int ok = acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = ACL_UNARY_RELU}, 1, &x, &r) == 0 &&
+             acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){ACL_BINARY_ADD}, 2, rx, &s) == 0 &&
+             acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm, 3}, 1, &s, &y) == 0 &&
+             acl_graph_run(g, ms) == 0;
     if (!ok) printf("FAIL chain: %s\n", acl_last_error());
     for (int i = 0; ok && i < 3; i++) ok = ms[i] >= 0.0;
     ok = ok && acl_graph_node_count(g) == 3;
@@ -867,8 +896,8 @@ static void shared_workspace_case(void)
     ok = ok && acl_graph_create(arena, ex, &g) == 0;
     if (ok) {
         memcpy(acl_graph_arena(g), x0, 800 * sizeof(float));
-        ok = acl_graph_conv(g, &a, algo_a, uk, ex, wa, ba, &x, NULL, &y1) == 0 &&
-             acl_graph_conv(g, &b, algo_b, uk, ex, wb, bb, &y1, NULL, &y2) == 0;
+        ok = add_conv_op(g, &a, algo_a, uk, ex, wa, ba, &x, 1, &y1) == 0 &&
+             add_conv_op(g, &b, algo_b, uk, ex, wb, bb, &y1, 1, &y2) == 0;
         if (!ok) printf("FAIL shared workspace: add: %s\n", acl_last_error());
     }
     if (ok && (sa == 0 || sb == 0 || acl_graph_workspace_bytes(g) != (sa > sb ? sa : sb))) {
@@ -924,44 +953,61 @@ static void check_errors(void)
                      c = {6000, 4, {1, 7, 7, 3}}, far = {19950, 2, {10, 10}},
                      deep = {0, 7, {1, 1, 1, 1, 1, 1}}, wide = {19000, 1, {64}};
     const acl_tensor out96 = {8000, 4, {1, 7, 7, 96}}, cat_in[2] = {a, c};
-    expect_error(acl_graph_concat(g, 3, 2, cat_in, &out96),
+    const acl_concat_attrs axis3 = {3};
+    expect_error(acl_graph_add(g, ACL_OP_CONCAT, &axis3, 2, cat_in, &out96),
                  "concat: the inputs add up to 67 along axis 3 but the output has 96");
     const acl_tensor cat_bad[2] = {a, {4000, 4, {1, 7, 6, 32}}};
-    expect_error(acl_graph_concat(g, 3, 2, cat_bad, &out96),
+    expect_error(acl_graph_add(g, ACL_OP_CONCAT, &axis3, 2, cat_bad, &out96),
                  "concat: input 1 has dims [1,7,6,32] but axis 3 needs the other dims of "
                  "[1,7,7,96]");
-    expect_error(acl_graph_unary(g, ACL_UNARY_RELU, 0, 0, &far, &wide), "past the end of the arena");
-    expect_error(acl_graph_unary(g, ACL_UNARY_RELU, 0, 0, &deep, &deep), "rank 7");
-    expect_error(acl_graph_unary(g, 99, 0, 0, &a, &a), "unknown operation 99");
-    expect_error(acl_graph_unary(g, ACL_UNARY_SIGMOID, 0, 0, &a, &b), "sigmoid: output has dims");
-    expect_error(acl_graph_binary(g, ACL_BINARY_ADD, &a, &b, &a), "do not broadcast");
+    const acl_unary_attrs relu = {.op = ACL_UNARY_RELU}, sigmoid = {.op = ACL_UNARY_SIGMOID},
+                          copy = {.op = ACL_UNARY_COPY}, unknown = {.op = 99};
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &far, &wide), "past the end of the arena");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &deep, &deep), "rank 7");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &unknown, 1, &a, &a), "unknown operation 99");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &sigmoid, 1, &a, &b), "sigmoid: output has dims");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 2, cat_in, &a), "unary: takes 1 input, got 2");
+    expect_error(acl_graph_add(g, ACL_OP_COUNT, &relu, 1, &a, &b), "unknown operation");
+    const acl_tensor ab[2] = {a, b};
+    expect_error(acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){ACL_BINARY_ADD}, 2, ab, &a),
+                 "do not broadcast");
     const acl_tensor shifted = {10, 4, {1, 7, 7, 64}};
-    expect_error(acl_graph_unary(g, ACL_UNARY_COPY, 0, 0, &a, &shifted), "overlaps");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &copy, 1, &a, &shifted), "overlaps");
     const int perm_bad[4] = {0, 1, 1, 3};
-    expect_error(acl_graph_transpose(g, perm_bad, &a, &b), "perm[2] = 1");
-    const int pads[4] = {0, 0, 0, 0};
+    expect_error(acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm_bad, 4}, 1, &a, &b),
+                 "perm[2] = 1");
+    expect_error(acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm_bad, 3}, 1, &a, &b),
+                 "transpose: perm must hold 4 values, got 3");
+    const int pads[4] = {0, 0, 0, 0}, two[2] = {2, 2}, ones[2] = {1, 1}, tall[2] = {9, 2};
     const acl_tensor pooled = {13000, 4, {1, 2, 2, 64}};
-    expect_error(acl_graph_pool(g, ACL_POOL_MAX, 2, 2, 2, 2, 1, 1, pads, 0, &a, &pooled),
+    acl_pool_attrs pool = {ACL_POOL_MAX, two, 2, two, 2, ones, 2, pads, 4, 0};
+    expect_error(acl_graph_add(g, ACL_OP_POOL, &pool, 1, &a, &pooled),
                  "max pool: output height is 2 but must be 3 (or 4 with ceil_mode)");
-    expect_error(acl_graph_pool(g, ACL_POOL_AVERAGE, 9, 2, 1, 1, 1, 1, pads, 0, &a, &pooled),
-                 "window height");
-    expect_error(acl_graph_lrn(g, 0, 1, 1, 1, &a, &out96), "lrn: size");
+    pool = (acl_pool_attrs){ACL_POOL_AVERAGE, tall, 2, ones, 2, ones, 2, pads, 4, 0};
+    expect_error(acl_graph_add(g, ACL_OP_POOL, &pool, 1, &a, &pooled), "window height");
+    expect_error(acl_graph_add(g, ACL_OP_LRN, &(acl_lrn_attrs){0, 1, 1, 1}, 1, &a, &out96),
+                 "lrn: size");
     const int pad_neg[8] = {0, 0, -7, 0, 0, 0, 0, 0};
-    expect_error(acl_graph_pad(g, ACL_PAD_REFLECT, 0, pad_neg, &a, &out96), "empty");
+    expect_error(acl_graph_add(g, ACL_OP_PAD, &(acl_pad_attrs){ACL_PAD_REFLECT, 0, pad_neg, 8}, 1,
+                               &a, &out96),
+                 "empty");
     float weights[64 * 8] = {0};
-    expect_error(acl_graph_matmul(g, "no-such-kernel", 64, 8, weights, 0, NULL, &a, &b),
-                 "unknown micro-kernel");
+    acl_matmul_attrs mm = {"no-such-kernel", 64, 8, weights, 64 * 8, 0, NULL, 0};
+    expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "unknown micro-kernel");
+    mm.b_count = 7;
+    expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: b must hold 512 values");
     acl_conv_shape shape = {.n = 1, .h = 7, .w = 7, .c = 32, .oc = 8, .kh = 1, .kw = 1,
                             .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
     const acl_tensor conv_out = {14000, 4, {1, 7, 7, 8}};
-    expect_error(acl_graph_conv(g, &shape, "reference", NULL, &configs[0], weights, NULL, &a, NULL,
-                                &conv_out),
+    expect_error(add_conv_op(g, &shape, "reference", NULL, &configs[0], weights, NULL, &a, 1,
+                             &conv_out),
                  "conv: input has dims [1,7,7,64] but must have [1,7,7,32]");
-    expect_error(acl_graph_conv(g, &shape, "reference", NULL, &configs[0], weights, NULL, &b,
-                                &conv_out, &conv_out),
+    const acl_tensor with_residual[2] = {b, conv_out};
+    expect_error(add_conv_op(g, &shape, "reference", NULL, &configs[0], weights, NULL,
+                             with_residual, 2, &conv_out),
                  "has_residual=0");
-    expect_error(acl_graph_conv(g, &shape, "no_such", NULL, &configs[0], weights, NULL, &b, NULL,
-                                &conv_out),
+    expect_error(add_conv_op(g, &shape, "no_such", NULL, &configs[0], weights, NULL, &b, 1,
+                             &conv_out),
                  "conv: unknown algorithm");
     if (acl_graph_node_count(g) != 0) {
         printf("FAIL rejected operations left %d nodes\n", acl_graph_node_count(g));

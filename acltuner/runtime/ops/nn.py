@@ -7,6 +7,7 @@ import numpy as np
 import onnx
 
 from acltuner.engine.config import ConvShape
+from acltuner.engine.graph import matmul_attrs
 from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.registry import attrs, handles, shape
@@ -132,8 +133,7 @@ def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray |
     ukernel = matmul_ukernel(m, k, n, low.target)
     low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}",
              {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
-             ukernel=ukernel, b=np.asarray(b, dtype=np.float32),  # packed from a view
-             bias=None if bias is None else np.ascontiguousarray(bias, dtype=np.float32))
+             **matmul_attrs(ukernel, b, bias))
     return yv
 
 

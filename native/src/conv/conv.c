@@ -63,36 +63,15 @@ int acl_algorithm_uses_ukernel(const char *algorithm)
     return a ? a->uses_ukernel : -1;
 }
 
-/* Integer fields and their smallest legal value. */
-static const struct {
-    const char *name;
-    size_t offset;
-    int min;
-} int_fields[] = {
-    {"n", offsetof(acl_conv_shape, n), 1},
-    {"h", offsetof(acl_conv_shape, h), 1},
-    {"w", offsetof(acl_conv_shape, w), 1},
-    {"c", offsetof(acl_conv_shape, c), 1},
-    {"oc", offsetof(acl_conv_shape, oc), 1},
-    {"kh", offsetof(acl_conv_shape, kh), 1},
-    {"kw", offsetof(acl_conv_shape, kw), 1},
-    {"stride_h", offsetof(acl_conv_shape, stride_h), 1},
-    {"stride_w", offsetof(acl_conv_shape, stride_w), 1},
-    {"dil_h", offsetof(acl_conv_shape, dil_h), 1},
-    {"dil_w", offsetof(acl_conv_shape, dil_w), 1},
-    {"pad_top", offsetof(acl_conv_shape, pad_top), 0},
-    {"pad_left", offsetof(acl_conv_shape, pad_left), 0},
-    {"pad_bottom", offsetof(acl_conv_shape, pad_bottom), 0},
-    {"pad_right", offsetof(acl_conv_shape, pad_right), 0},
-    {"group", offsetof(acl_conv_shape, group), 1},
-};
-
 static int check_int_fields(const acl_conv_shape *s)
 {
-    for (size_t i = 0; i < sizeof int_fields / sizeof int_fields[0]; i++) {
-        int v = *(const int *)((const char *)s + int_fields[i].offset);
-        if (v < int_fields[i].min)
-            return acl_fail("%s must be >= %d, got %d", int_fields[i].name, int_fields[i].min, v);
+    int n;
+    const acl_field_info *fields = acl_conv_shape_fields(&n);
+    for (int i = 0; i < n; i++) {
+        if (fields[i].kind != ACL_FIELD_INT) continue;
+        int v = *(const int *)((const char *)s + fields[i].offset);
+        if (v < fields[i].min)
+            return acl_fail("%s must be >= %d, got %d", fields[i].name, fields[i].min, v);
     }
     return 0;
 }
@@ -130,6 +109,8 @@ static int validate_shape(const acl_conv_shape *s, conv_dims *d)
         return acl_fail("group=%d does not divide oc=%d", s->group, s->oc);
     if (s->act < ACL_ACT_NONE || s->act > ACL_ACT_CLIP)
         return acl_fail("act must be 0 (none), 1 (relu) or 2 (clip), got %d", s->act);
+    if (s->has_residual != 0 && s->has_residual != 1)
+        return acl_fail("has_residual must be 0 or 1, got %d", s->has_residual);
     if (s->act == ACL_ACT_CLIP && !(s->act_min <= s->act_max))
         return acl_fail("clip needs act_min <= act_max, got act_min=%g act_max=%g",
                         (double)s->act_min, (double)s->act_max);

@@ -124,10 +124,11 @@ static int check_broadcast(const char *op, const acl_tensor *a, const acl_tensor
                     graph_dims_str(out->rank, out->dims, dout));
 }
 
-int acl_graph_binary(acl_graph *g, int op, const acl_tensor *a, const acl_tensor *b,
-                     const acl_tensor *out)
+int graph_op_binary(acl_graph *g, const acl_binary_attrs *attrs, int nin, const acl_tensor *ins,
+                    const acl_tensor *out)
 {
-    if (!g) return acl_fail("binary: no program given");
+    const int op = attrs->op;
+    const acl_tensor *a = &ins[0], *b = &ins[1];
     if (op < 0 || op >= NOPS)
         return acl_fail("binary: unknown operation %d (0 to %d)", op, NOPS - 1);
     const char *name = ops[op].name;

@@ -65,10 +65,10 @@ static int check_input(const acl_graph *g, int i, int axis, const acl_tensor *in
     return graph_check_disjoint("concat", out, what, in, 0);
 }
 
-int acl_graph_concat(acl_graph *g, int axis, int n, const acl_tensor *ins, const acl_tensor *out)
+int graph_op_concat(acl_graph *g, const acl_concat_attrs *a, int n, const acl_tensor *ins,
+                    const acl_tensor *out)
 {
-    if (!g) return acl_fail("concat: no program given");
-    if (n < 1 || !ins) return acl_fail("concat: needs at least one input, got %d", n);
+    int axis = a->axis;
     size_t count;
     if (graph_check_tensor(g, "concat", "output", out, &count) != 0) return -1;
     if (axis < -out->rank || axis >= out->rank)

@@ -53,18 +53,24 @@ static int check_tensors(const acl_graph *g, const acl_conv_shape *s, const acl_
     return 0;
 }
 
-int acl_graph_conv(acl_graph *g, const acl_conv_shape *shape, const char *algorithm,
-                   const char *ukernel, const acl_exec *ex, const float *weight,
-                   const float *bias, const acl_tensor *in, const acl_tensor *residual,
-                   const acl_tensor *out)
+int graph_op_conv(acl_graph *g, const acl_conv_attrs *a, int nin, const acl_tensor *ins,
+                  const acl_tensor *out)
 {
-    if (!g || !shape) return acl_fail("conv: no program or shape given");
+    const acl_conv_shape *shape = &a->shape;
+    const acl_tensor *in = &ins[0], *residual = nin > 1 ? &ins[1] : NULL;
+    const acl_exec ex = {a->core_weights_count, a->core_weights, a->workloads};
     if (check_tensors(g, shape, in, residual, out) != 0) return -1;
+    /* The shape is valid now: group divides c, and the product fits. */
+    const size_t weight_floats = (size_t)shape->oc * (size_t)(shape->c / shape->group) *
+                                 (size_t)shape->kh * (size_t)shape->kw;
+    if (graph_check_count("conv", "weight", a->weight_count, weight_floats) != 0 ||
+        (a->bias && graph_check_count("conv", "bias", a->bias_count, (size_t)shape->oc) != 0))
+        return -1;
     conv_params *p = calloc(1, sizeof *p);
     if (!p) return acl_fail("conv: out of memory");
-    int rc = graph_copy_exec("conv", ex, &p->ex, &p->ex_weights);
-    if (rc == 0 &&
-        acl_conv_create_borrowing(shape, algorithm, ukernel, weight, bias, &p->conv) != 0)
+    int rc = graph_copy_exec("conv", &ex, &p->ex, &p->ex_weights);
+    if (rc == 0 && acl_conv_create_borrowing(shape, a->algorithm, a->ukernel, a->weight, a->bias,
+                                             &p->conv) != 0)
         rc = graph_fail_in("conv");
     if (rc == 0) rc = graph_workspace_reserve(g, acl_conv_scratch_bytes(p->conv));
     if (rc != 0) {

@@ -2,8 +2,9 @@
  * every operation runs on its tensors at add time, and the row-split helper
  * that spreads an operation over the program's cores.
  *
- * graph.c owns the program (arena, default exec, node list, run); each
- * operation file validates its tensors, precomputes everything its run needs
+ * graph.c owns the program (arena, default exec, node list, run); schema.c
+ * dispatches acl_graph_add to graph_op_<name>; each operation file validates its
+ * attributes and tensors, precomputes everything its run needs
  * into a params struct and appends a node with graph_add.
  */
 #ifndef ACL_GRAPH_IMPL_H
@@ -13,6 +14,13 @@
 
 #include "aclgraph.h"
 #include "internal.h"
+
+/* Each operation of ACL_GRAPH_OPS: acl_graph_add has checked g, the number
+ * of inputs and that ins, out and attrs are given. */
+#define GRAPH_OP_DECLARE(CODE, name, min_in, max_in, ATTRS)                       \
+    int graph_op_##name(acl_graph *g, const acl_##name##_attrs *a, int nin,     \
+                        const acl_tensor *ins, const acl_tensor *out);
+ACL_GRAPH_OPS(GRAPH_OP_DECLARE)
 
 /* Runs one node: params are the node's own, ex the program's default split. */
 typedef int (*graph_run_fn)(const void *params, const acl_exec *ex);
@@ -75,6 +83,9 @@ static inline float *graph_ptr(const acl_graph *g, const acl_tensor *t)
 {
     return g->arena + t->offset;
 }
+
+/* An INTS or FLOATS attribute holds exactly `want` values. */
+int graph_check_count(const char *op, const char *attr, size_t given, size_t want);
 
 /* Product of dims [begin, end). */
 size_t graph_volume(const int *dims, int begin, int end);

@@ -35,10 +35,11 @@ static int lrn_run(const void *arg, const acl_exec *ex)
     return graph_parallel(ex, p->pixels, (size_t)p->c * (p->before + p->after + 1), lrn_rows, p);
 }
 
-int acl_graph_lrn(acl_graph *g, int size, float alpha, float beta, float bias,
-                  const acl_tensor *in, const acl_tensor *out)
+int graph_op_lrn(acl_graph *g, const acl_lrn_attrs *attrs, int nin, const acl_tensor *in,
+                 const acl_tensor *out)
 {
-    if (!g) return acl_fail("lrn: no program given");
+    const int size = attrs->size;
+    const float alpha = attrs->alpha, beta = attrs->beta, bias = attrs->bias;
     if (size < 1) return acl_fail("lrn: size must be >= 1, got %d", size);
     size_t count, out_count;
     if (graph_check_tensor(g, "lrn", "input", in, &count) != 0 ||

@@ -57,12 +57,16 @@ static int check_tensors(const acl_graph *g, int k, int n, const acl_tensor *in,
     return 0;
 }
 
-int acl_graph_matmul(acl_graph *g, const char *ukernel, int k, int n, const float *b,
-                     int b_transposed, const float *bias, const acl_tensor *in,
-                     const acl_tensor *out)
+int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_tensor *in,
+                    const acl_tensor *out)
 {
-    if (!g) return acl_fail("matmul: no program given");
-    if (!b) return acl_fail("matmul: no B matrix given");
+    const char *ukernel = a->ukernel;
+    const int k = a->k, n = a->n, b_transposed = a->b_transposed;
+    const float *b = a->b, *bias = a->bias;
+    if (k < 1 || n < 1) return acl_fail("matmul: k and n must be >= 1, got %d and %d", k, n);
+    if (graph_check_count("matmul", "b", a->b_count, (size_t)k * (size_t)n) != 0 ||
+        (bias && graph_check_count("matmul", "bias", a->bias_count, (size_t)n) != 0))
+        return -1;
     const acl_ukernel *uk = acl_ukernel_find(ukernel);
     if (!uk)
         return acl_fail("matmul: unknown micro-kernel '%s' on this machine",

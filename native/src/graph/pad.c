@@ -69,17 +69,19 @@ static int source_index(int mode, int o, int before, int d)
     return m < d ? m : period - m;
 }
 
-int acl_graph_pad(acl_graph *g, int mode, float value, const int *pads, const acl_tensor *in,
-                  const acl_tensor *out)
+int graph_op_pad(acl_graph *g, const acl_pad_attrs *a, int nin, const acl_tensor *in,
+                 const acl_tensor *out)
 {
-    if (!g) return acl_fail("pad: no program given");
+    const int mode = a->mode, *pads = a->pads;
+    const float value = a->value;
     if (mode != ACL_PAD_CONSTANT && mode != ACL_PAD_EDGE && mode != ACL_PAD_REFLECT)
         return acl_fail("pad: unknown mode %d (0: constant, 1: edge, 2: reflect)", mode);
     size_t count;
     if (graph_check_tensor(g, "pad", "input", in, &count) != 0 ||
         graph_check_tensor(g, "pad", "output", out, &count) != 0)
         return -1;
-    if (!pads && in->rank > 0) return acl_fail("pad: no pads given");
+    if (graph_check_count("pad", "pads", (size_t)a->pads_count, 2 * (size_t)in->rank) != 0)
+        return -1;
     const int rank = in->rank;
     int want[ACL_MAX_RANK], axes = 1;
     for (int a = 0; a < rank; a++) {

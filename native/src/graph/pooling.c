@@ -125,11 +125,18 @@ static int check_attributes(const char *op, int kh, int kw, int stride_h, int st
     return 0;
 }
 
-int acl_graph_pool(acl_graph *g, int op, int kh, int kw, int stride_h, int stride_w, int dil_h,
-                   int dil_w, const int pads[4], int count_include_pad, const acl_tensor *in,
-                   const acl_tensor *out)
+int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tensor *in,
+                  const acl_tensor *out)
 {
-    if (!g) return acl_fail("pool: no program given");
+    const int op = a->op;
+    if (graph_check_count("pool", "kernel", (size_t)a->kernel_count, 2) != 0 ||
+        graph_check_count("pool", "strides", (size_t)a->strides_count, 2) != 0 ||
+        graph_check_count("pool", "dilations", (size_t)a->dilations_count, 2) != 0 ||
+        graph_check_count("pool", "pads", (size_t)a->pads_count, 4) != 0)
+        return -1;
+    const int kh = a->kernel[0], kw = a->kernel[1], stride_h = a->strides[0],
+              stride_w = a->strides[1], dil_h = a->dilations[0], dil_w = a->dilations[1];
+    const int *pads = a->pads, count_include_pad = a->count_include_pad;
     if (op != ACL_POOL_MAX && op != ACL_POOL_AVERAGE)
         return acl_fail("pool: unknown operation %d (0: max, 1: average)", op);
     const char *name = op == ACL_POOL_MAX ? "max pool" : "average pool";
@@ -195,10 +202,10 @@ static int gap_run(const void *arg, const acl_exec *ex)
                           gap_rows, p);
 }
 
-int acl_graph_global_average_pool(acl_graph *g, const acl_tensor *in, const acl_tensor *out)
+int graph_op_global_average_pool(acl_graph *g, const acl_global_average_pool_attrs *a, int nin,
+                                 const acl_tensor *in, const acl_tensor *out)
 {
     const char *name = "global average pool";
-    if (!g) return acl_fail("%s: no program given", name);
     size_t count;
     if (graph_check_ranked(g, name, "input", in, 4, &count) != 0 ||
         graph_check_tensor(g, name, "output", out, &count) != 0)

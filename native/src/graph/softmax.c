@@ -35,9 +35,9 @@ static int softmax_run(const void *arg, const acl_exec *ex)
     return graph_parallel(ex, p->rows, p->len, softmax_rows, p);
 }
 
-int acl_graph_softmax(acl_graph *g, const acl_tensor *in, const acl_tensor *out)
+int graph_op_softmax(acl_graph *g, const acl_softmax_attrs *attrs, int nin, const acl_tensor *in,
+                     const acl_tensor *out)
 {
-    if (!g) return acl_fail("softmax: no program given");
     size_t count, out_count;
     if (graph_check_tensor(g, "softmax", "input", in, &count) != 0 ||
         graph_check_tensor(g, "softmax", "output", out, &out_count) != 0 ||

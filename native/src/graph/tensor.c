@@ -92,3 +92,10 @@ int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what
                               "written in place"
                             : "");
 }
+
+int graph_check_count(const char *op, const char *attr, size_t given, size_t want)
+{
+    if (given == want) return 0;
+    return acl_fail("%s: %s must hold %zu value%s, got %zu", op, attr, want, want == 1 ? "" : "s",
+                    given);
+}

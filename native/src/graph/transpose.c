@@ -114,13 +114,14 @@ int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_te
     return transpose_run(&p, &g->ex);
 }
 
-int acl_graph_transpose(acl_graph *g, const int *perm, const acl_tensor *in,
-                        const acl_tensor *out)
+int graph_op_transpose(acl_graph *g, const acl_transpose_attrs *a, int nin, const acl_tensor *in,
+                       const acl_tensor *out)
 {
-    if (!g) return acl_fail("transpose: no program given");
+    const int *perm = a->perm;
     size_t count;
     if (graph_check_tensor(g, "transpose", "input", in, &count) != 0 ||
-        graph_check_tensor(g, "transpose", "output", out, &count) != 0)
+        graph_check_tensor(g, "transpose", "output", out, &count) != 0 ||
+        graph_check_count("transpose", "perm", (size_t)a->perm_count, (size_t)in->rank) != 0)
         return -1;
     if (check_perm("transpose", in->rank, perm) != 0) return -1;
     int want[ACL_MAX_RANK];

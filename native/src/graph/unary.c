@@ -84,10 +84,11 @@ static int unary_run(const void *arg, const acl_exec *ex)
     return graph_parallel(ex, p->count, 1, unary_rows, p);
 }
 
-int acl_graph_unary(acl_graph *g, int op, float a, float b, const acl_tensor *in,
-                    const acl_tensor *out)
+int graph_op_unary(acl_graph *g, const acl_unary_attrs *attrs, int nin, const acl_tensor *in,
+                   const acl_tensor *out)
 {
-    if (!g) return acl_fail("unary: no program given");
+    const int op = attrs->op;
+    const float a = attrs->a, b = attrs->b;
     if (op < 0 || op >= NOPS) return acl_fail("unary: unknown operation %d (0 to %d)", op, NOPS - 1);
     const char *name = ops[op].name;
     size_t count, out_count;

@@ -1,0 +1,20 @@
+/* The repeat loop every timed command shares (measure, graph_run): warm-up
+ * runs, then timed runs until enough of them took long enough. */
+#ifndef ACL_LAUNCHER_REPEAT_H
+#define ACL_LAUNCHER_REPEAT_H
+
+typedef struct {
+    int warmup;
+    int min_repeats, max_repeats;
+    double min_total_ms;  /* the timed runs' sum must reach this too */
+} repeat_policy;
+
+/* One run: index < 0 for a warm-up run, else the timed run's index.  Returns
+ * its time in ms, or a negative number on failure with request_error() set. */
+typedef double (*repeat_fn)(void *ctx, int index);
+
+/* Runs p->warmup warm-ups, then timed runs until both minimums are met or
+ * max_repeats; returns how many runs were timed, or -1. */
+int repeat_runs(const repeat_policy *p, repeat_fn run, void *ctx);
+
+#endif

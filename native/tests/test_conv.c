@@ -8,17 +8,14 @@
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aclengine.h"
-#include "test_random.h"
+#include "test_harness.h"
 
 #define TOLERANCE 1e-4
-
-static int passed, failed;
 
 static float *random_floats(size_t count)
 {
@@ -122,7 +119,10 @@ static int problem_init(problem *p, const acl_conv_shape *s, int with_bias)
 {
     memset(p, 0, sizeof *p);
     p->s = *s;
-    if (acl_conv_out_size(s, &p->oh, &p->ow) != 0) return -1;
+    if (acl_conv_out_size(s, &p->oh, &p->ow) != 0) {
+        check(0, "output size: %s", acl_last_error());
+        return -1;
+    }
     p->in_count = (size_t)s->n * s->h * s->w * s->c;
     p->out_count = (size_t)s->n * p->oh * p->ow * s->oc;
     p->weight_count = (size_t)s->oc * (s->c / s->group) * s->kh * s->kw;
@@ -134,7 +134,7 @@ static int problem_init(problem *p, const acl_conv_shape *s, int with_bias)
     acl_conv *ref;
     if (acl_conv_create(s, "reference", NULL, p->w, p->bias, &ref) != 0 ||
         acl_conv_run(ref, &single, p->x, p->residual, p->expected, NULL) != 0) {
-        printf("FAIL reference: %s\n", acl_last_error());
+        check(0, "reference: %s", acl_last_error());
         return -1;
     }
     acl_conv_destroy(ref);
@@ -177,15 +177,13 @@ static void fail(const problem *p, const char *algorithm, const char *ukernel, c
 
 static void fail(const problem *p, const char *algorithm, const char *ukernel, const char *fmt, ...)
 {
-    char shape[256];
-    va_list ap;
+    char shape[256], context[320];
     describe(&p->s, shape, sizeof shape);
-    printf("FAIL %s %s [%s]: ", algorithm, ukernel ? ukernel : "", shape);
+    snprintf(context, sizeof context, "%s %s [%s]", algorithm, ukernel ? ukernel : "", shape);
+    va_list ap;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vfail(context, fmt, ap);
     va_end(ap);
-    printf("\n");
-    failed++;
 }
 
 /* The same convolution created borrowing its scratch needs as much as the one
@@ -289,7 +287,6 @@ static void run_case(const acl_conv_shape *s)
 {
     problem p;
     if (problem_init(&p, s, rnd(0, 3) != 0) == 0) check_all_algorithms(&p);
-    else failed++;
     problem_free(&p);
 }
 
@@ -324,30 +321,21 @@ static const char *first_ukernel(const char *style)
 static void expect_rejected(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
                             const char *reason_part)
 {
-    if (acl_conv_check(s, algorithm, ukernel) == 0) {
-        printf("FAIL %s %s accepted a shape it should reject (%s)\n", algorithm,
-               ukernel ? ukernel : "", reason_part);
-        failed++;
-    } else if (!strstr(acl_last_error(), reason_part)) {
-        printf("FAIL %s %s: reason '%s' does not mention '%s'\n", algorithm, ukernel ? ukernel : "",
-               acl_last_error(), reason_part);
-        failed++;
-    } else {
-        passed++;
-    }
+    if (acl_conv_check(s, algorithm, ukernel) == 0)
+        check(0, "%s %s accepted a shape it should reject (%s)", algorithm, ukernel ? ukernel : "",
+              reason_part);
+    else
+        check(strstr(acl_last_error(), reason_part) != NULL,
+              "%s %s: reason '%s' does not mention '%s'", algorithm, ukernel ? ukernel : "",
+              acl_last_error(), reason_part);
 }
 
 static void expect_run_rejected(acl_conv *conv, const acl_exec *ex, const float *x,
                                 const float *residual, float *y, const char *reason_part)
 {
-    if (acl_conv_run(conv, ex, x, residual, y, NULL) == 0 ||
-        !strstr(acl_last_error(), reason_part)) {
-        printf("FAIL acl_conv_run should fail mentioning '%s', got '%s'\n", reason_part,
-               acl_last_error());
-        failed++;
-    } else {
-        passed++;
-    }
+    const int rc = acl_conv_run(conv, ex, x, residual, y, NULL);
+    check(rc != 0 && strstr(acl_last_error(), reason_part),
+          "acl_conv_run should fail mentioning '%s', got '%s'", reason_part, acl_last_error());
 }
 
 /* acl_conv_run refuses a bad execution config or a missing residual. */
@@ -361,8 +349,7 @@ static void check_run_rejections(const acl_conv_shape *shape)
     const acl_exec no_core = {2, idle, 1}, no_workload = {1, one_core, 0};
     if (problem_init(&p, &s, 1) != 0 || acl_conv_create(&s, "im2col", first_ukernel("hybrid"),
                                                         p.w, p.bias, &conv) != 0) {
-        printf("FAIL creating the run-rejection case: %s\n", acl_last_error());
-        failed++;
+        check(0, "creating the run-rejection case: %s", acl_last_error());
         return;
     }
     float *y = malloc(p.out_count * sizeof(float));
@@ -372,19 +359,13 @@ static void check_run_rejections(const acl_conv_shape *shape)
     free(y);
     acl_conv_destroy(conv);
     if (acl_conv_create_borrowing(&s, "im2col", first_ukernel("hybrid"), p.w, p.bias, &conv) != 0) {
-        printf("FAIL creating the borrowing run-rejection case: %s\n", acl_last_error());
-        failed++;
+        check(0, "creating the borrowing run-rejection case: %s", acl_last_error());
     } else {
         y = malloc(p.out_count * sizeof(float));
         expect_run_rejected(conv, &single, p.x, p.residual, y, "acl_conv_run_scratch");
-        if (acl_conv_run_scratch(conv, &single, p.x, p.residual, y, NULL, NULL) == 0 ||
-            !strstr(acl_last_error(), "none was given")) {
-            printf("FAIL a borrowing run without scratch should fail, got '%s'\n",
-                   acl_last_error());
-            failed++;
-        } else {
-            passed++;
-        }
+        const int rc = acl_conv_run_scratch(conv, &single, p.x, p.residual, y, NULL, NULL);
+        check(rc != 0 && strstr(acl_last_error(), "none was given"),
+              "a borrowing run without scratch should fail, got '%s'", acl_last_error());
         free(y);
         acl_conv_destroy(conv);
     }
@@ -475,7 +456,6 @@ static int bench(void)
 int main(int argc, char **argv)
 {
     int cases = 300;
-    rng_state = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) return bench();
         if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
@@ -497,6 +477,5 @@ int main(int argc, char **argv)
     }
     for (int a = 0; a < acl_algorithm_count() && a < MAX_ALGORITHMS; a++)
         printf("  %-24s worst max|diff|/max|ref| %.2e\n", acl_algorithm_name(a), worst_error[a]);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return test_summary();
 }

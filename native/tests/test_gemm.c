@@ -3,8 +3,6 @@
  * splits.  `test_gemm --bench` prints single-core GFLOP/s per kernel instead.
  */
 #include <math.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,52 +10,22 @@
 #include "aclengine.h"
 #include "gemm.h"
 #include "internal.h"
+#include "test_harness.h"
 
 #define TOLERANCE 1e-5
 
-static int passed, failed;
-
 /* ---- helpers ------------------------------------------------------------ */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rng_next(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static int rng_int(int lo, int hi) { return lo + (int)(rng_next() % (uint32_t)(hi - lo + 1)); }
-
-/* Uniform in [-0.5, 1]: the positive mean makes |C| grow like K instead of
+/* Uniform in [-0.5, 1): the positive mean makes |C| grow like K instead of
  * sqrt(K), so float rounding stays well inside TOLERANCE at K = 1000, while
  * the negative values still exercise relu and clip. */
-static float rng_float(void) { return (float)(rng_next() % 1501) / 1000.0f - 0.5f; }
+static float rnd_operand(void) { return 0.75f * rnd_float() + 0.25f; }
 
 static float *random_floats(size_t n)
 {
     float *p = malloc((n ? n : 1) * sizeof *p);
-    for (size_t i = 0; i < n; i++) p[i] = rng_float();
+    for (size_t i = 0; i < n; i++) p[i] = rnd_operand();
     return p;
-}
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        passed++;
-        return;
-    }
-    failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
 }
 
 /* The thread splits every result must be identical under; CPUs this
@@ -117,10 +85,10 @@ static int problem_init(problem *p, const acl_ukernel *uk, int m, int n, int ks,
                         int indirect, int epilogue)
 {
     const int k = ks * kc;
-    *p = (problem){.m = m, .n = n, .ks = ks, .kc = kc, .ldc = n + rng_int(0, 5),
+    *p = (problem){.m = m, .n = n, .ks = ks, .kc = kc, .ldc = n + rnd(0, 5),
                    .indirect = indirect};
     p->b_src = random_floats((size_t)k * n);
-    if (rng_next() & 1) {  /* OIHW weights */
+    if (rnd(0, 1)) {  /* OIHW weights */
         p->sn = k, p->sc = ks, p->st = 1;
     } else {  /* row-major K x N, tap-major */
         p->sn = 1, p->sc = n, p->st = (ptrdiff_t)kc * n;
@@ -132,10 +100,10 @@ static int problem_init(problem *p, const acl_ukernel *uk, int m, int n, int ks,
          * overlapping windows. */
         const int input_floats = 4 * kc + 64;
         p->a_dense = random_floats(input_floats);
-        p->offset = rng_int(0, 7);
+        p->offset = rnd(0, 7);
         p->rows = malloc((size_t)(m ? m : 1) * ks * sizeof *p->rows);
         for (int i = 0; i < m * ks; i++)
-            p->rows[i] = p->a_dense + rng_int(0, input_floats - kc - (int)p->offset);
+            p->rows[i] = p->a_dense + rnd(0, input_floats - kc - (int)p->offset);
     } else {
         p->a_dense = random_floats((size_t)m * (k + 3));
     }
@@ -270,7 +238,7 @@ static int pick_k(const acl_ukernel *uk, int idx)
 {
     if (uk->kmax) {
         const int lo = uk->kmin + 1, hi = uk->kmax;
-        const int ks[] = {lo, hi, rng_int(lo, hi)};
+        const int ks[] = {lo, hi, rnd(lo, hi)};
         return ks[idx % 3];
     }
     const int ks[] = {1, 2, 3, 7, 17, 64, 255, 256, 257, 300, 531, 1000};
@@ -282,8 +250,8 @@ static void test_kernel(const acl_ukernel *uk)
     const int cases = 14;
     for (int idx = 0; idx < cases; idx++) {
         const int k = pick_k(uk, idx);
-        const int m = idx == 0 ? 1 : rng_int(1, 3 * uk->mr + 5);
-        int n = idx == 1 ? 1 : rng_int(1, 3 * uk->nr + 3);
+        const int m = idx == 0 ? 1 : rnd(1, 3 * uk->mr + 5);
+        int n = idx == 1 ? 1 : rnd(1, 3 * uk->nr + 3);
         n = acl_div_up(n, uk->n_multiple) * uk->n_multiple;
         for (int indirect = 0; indirect < 2; indirect++) {
             /* Indirect A splits K into taps; dense A sometimes too (a 1xk
@@ -292,19 +260,19 @@ static void test_kernel(const acl_ukernel *uk)
             if (indirect && uk->kmax) {
                 /* A small-K kernel's bounds apply per call, i.e. per tap. */
                 const int taps[] = {1, 2, 3, 9};
-                ks = taps[rng_int(0, 3)];
-            } else if (indirect || (rng_next() & 1)) {
+                ks = taps[rnd(0, 3)];
+            } else if (indirect || rnd(0, 1)) {
                 const int divisors[] = {9, 4, 3, 2, 1};
                 for (int d = 0; d < 5; d++)
-                    if (k % divisors[d] == 0 && (rng_next() & 1)) { ks = divisors[d]; break; }
+                    if (k % divisors[d] == 0 && rnd(0, 1)) { ks = divisors[d]; break; }
                 kc = k / ks;
             }
             const int njobs = (idx % 3 == 2) ? 2 : 1;
             problem probs[2];
             int ok = 1;
             for (int j = 0; j < njobs; j++)
-                ok &= problem_init(&probs[j], uk, j ? rng_int(0, 2 * uk->mr) : m, n, ks, kc,
-                                   indirect, rng_int(0, 11)) == 0;
+                ok &= problem_init(&probs[j], uk, j ? rnd(0, 2 * uk->mr) : m, n, ks, kc,
+                                   indirect, rnd(0, 11)) == 0;
             char what[128];
             snprintf(what, sizeof what, "M=%d N=%d K=%d (ks=%d) %s x%d", m, n, ks * kc, ks,
                      indirect ? "indirect" : "dense", njobs);
@@ -428,6 +396,5 @@ int main(int argc, char **argv)
         test_public_gemm(list[i]);
         printf("%-24s %s\n", list[i]->name, failed == before ? "ok" : "FAILED");
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return test_summary();
 }

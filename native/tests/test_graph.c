@@ -17,12 +17,10 @@
 #include <string.h>
 
 #include "aclgraph.h"
-#include "test_random.h"
+#include "test_harness.h"
 
 #define TOL_EXACT 1e-5      /* one rounding per element, or sums of a few terms */
 #define TOL_GEMM 1e-4       /* long dot products in a different order */
-
-static int passed, failed;
 
 static void fill_random(float *p, size_t n, float scale)
 {
@@ -98,13 +96,10 @@ static void trial_fail(const trial *t, const char *fmt, ...) __attribute__((form
 
 static void trial_fail(const trial *t, const char *fmt, ...)
 {
-    printf("FAIL %s: ", t->desc);
     va_list ap;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vfail(t->desc, fmt, ap);
     va_end(ap);
-    printf("\n");
-    failed++;
 }
 
 /* The output within tolerance (relative to max|expected|), the rest exact. */
@@ -929,12 +924,8 @@ static void shared_workspace_case(void)
 static void expect_error(int rc, const char *part)
 {
     const char *msg = acl_last_error();
-    if (rc == 0 || !strstr(msg, part) || strchr(msg, '\n')) {
-        printf("FAIL expected an error mentioning '%s', got rc %d '%s'\n", part, rc, msg);
-        failed++;
-    } else {
-        passed++;
-    }
+    check(rc != 0 && strstr(msg, part) && !strchr(msg, '\n'),
+          "expected an error mentioning '%s', got rc %d '%s'", part, rc, msg);
 }
 
 static void check_errors(void)
@@ -1028,7 +1019,6 @@ static void (*const op_cases[])(int big) = {
 int main(int argc, char **argv)
 {
     int cases = 200;
-    rng_state = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
@@ -1044,6 +1034,5 @@ int main(int argc, char **argv)
     /* `cases` random cases per operation, one in four big enough to be split. */
     for (int i = 0; i < cases; i++)
         for (int op = 0; op < NOPS; op++) op_cases[op](i % 4 == 3);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return test_summary();
 }

@@ -808,8 +808,7 @@ static void chain_case(void)
     acl_graph *g;
     double ms[3] = {-1, -1, -1};
     if (acl_graph_create(480, &configs[0], &g) != 0) {
-        printf("FAIL chain: create: %s\n", acl_last_error());
-        failed++;
+        check(0, "chain: create: %s", acl_last_error());
         return;
     }
     float *arena = acl_graph_arena(g);
@@ -827,11 +826,7 @@ static void chain_case(void)
         const float v = arena[i] > 0 ? 2 * arena[i] : arena[i];
         ok = arena[360 + (c * tdims[1] + a) * tdims[2] + b] == v;
     }
-    if (ok) passed++;
-    else {
-        printf("FAIL chain: wrong result or node times\n");
-        failed++;
-    }
+    check(ok, "chain: wrong result or node times");
     acl_graph_destroy(g);
 }
 
@@ -909,8 +904,7 @@ static void shared_workspace_case(void)
             ok = 0;
         }
     }
-    if (ok) passed++;
-    else failed++;
+    check(ok, "shared workspace: see above");
     acl_graph_destroy(g);
     acl_conv_destroy(ca);
     acl_conv_destroy(cb);
@@ -936,8 +930,7 @@ static void check_errors(void)
     expect_error(acl_graph_create(100, &no_core, &g), "every core weight is 0");
     expect_error(acl_graph_create(0, &configs[0], &g), "at least one float");
     if (acl_graph_create(20000, &configs[0], &g) != 0) {
-        printf("FAIL creating the error-case program: %s\n", acl_last_error());
-        failed++;
+        check(0, "creating the error-case program: %s", acl_last_error());
         return;
     }
     const acl_tensor a = {0, 4, {1, 7, 7, 64}}, b = {4000, 4, {1, 7, 7, 32}},
@@ -1000,10 +993,8 @@ static void check_errors(void)
     expect_error(add_conv_op(g, &shape, "no_such", NULL, &configs[0], weights, NULL, &b, 1,
                              &conv_out),
                  "conv: unknown algorithm");
-    if (acl_graph_node_count(g) != 0) {
-        printf("FAIL rejected operations left %d nodes\n", acl_graph_node_count(g));
-        failed++;
-    }
+    check(acl_graph_node_count(g) == 0, "rejected operations left %d nodes",
+          acl_graph_node_count(g));
     acl_graph_destroy(g);
 }
 

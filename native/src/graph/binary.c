@@ -15,8 +15,9 @@ static inline __attribute__((always_inline)) float apply(int op, float x, float 
     case ACL_BINARY_ADD: return x + y;
     case ACL_BINARY_MUL: return x * y;
     case ACL_BINARY_SUB: return x - y;
-    default: return x / y;
+    case ACL_BINARY_DIV: return x / y;
     }
+    return 0;
 }
 
 /* One innermost row; sa, sb are 0 or 1 and not both 0.  Written once and
@@ -36,35 +37,20 @@ static inline __attribute__((always_inline)) void row(int op, float *y, const fl
     }
 }
 
-static void add_row(float *y, const float *a, const float *b, size_t n, ptrdiff_t sa, ptrdiff_t sb)
-{
-    row(ACL_BINARY_ADD, y, a, b, n, sa, sb);
-}
+/* One row function and table entry per value of ACL_BINARY_OPS. */
+#define ROW_FN(constant, name)                                                            \
+    static void name##_row(float *y, const float *a, const float *b, size_t n, ptrdiff_t sa, \
+                           ptrdiff_t sb)                                                  \
+    {                                                                                     \
+        row(constant, y, a, b, n, sa, sb);                                                \
+    }
+ACL_BINARY_OPS(ROW_FN)
 
-static void mul_row(float *y, const float *a, const float *b, size_t n, ptrdiff_t sa, ptrdiff_t sb)
-{
-    row(ACL_BINARY_MUL, y, a, b, n, sa, sb);
-}
-
-static void sub_row(float *y, const float *a, const float *b, size_t n, ptrdiff_t sa, ptrdiff_t sb)
-{
-    row(ACL_BINARY_SUB, y, a, b, n, sa, sb);
-}
-
-static void div_row(float *y, const float *a, const float *b, size_t n, ptrdiff_t sa, ptrdiff_t sb)
-{
-    row(ACL_BINARY_DIV, y, a, b, n, sa, sb);
-}
-
+#define OP_ENTRY(constant, name) [constant] = {#name, name##_row},
 static const struct {
     const char *name;
     row_fn fn;
-} ops[] = {
-    [ACL_BINARY_ADD] = {"add", add_row},
-    [ACL_BINARY_MUL] = {"mul", mul_row},
-    [ACL_BINARY_SUB] = {"sub", sub_row},
-    [ACL_BINARY_DIV] = {"div", div_row},
-};
+} ops[] = {ACL_BINARY_OPS(OP_ENTRY)};
 #define NOPS (int)(sizeof ops / sizeof ops[0])
 
 typedef struct {

@@ -238,6 +238,13 @@ def _aliases(b):
                   "sum")
 
 
+def _max_min(b):
+    x = _features(b)
+    y = b.conv(x, "other", 8, 3, pads=1)
+    peak = b.node("Max", [x, b.constant("floor", b.rng.normal(0, 1, (8, 1, 1))), y], "max")
+    return b.node("Min", [peak, b.constant("ceiling", np.array(0.5, np.float32))], "min")
+
+
 def _reshapes(b):
     x = b.global_avg_pool(_features(b), "gap")
     y = b.node("Squeeze", [x, b.constant("axes", np.array([2, 3]))], "squeeze")
@@ -252,7 +259,8 @@ def _transposed_output(b):
 
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _concat_pad,
-    _broadcasting, _activations, _batchnorm_alone, _aliases, _reshapes, _transposed_output)}
+    _broadcasting, _activations, _batchnorm_alone, _aliases, _max_min, _reshapes,
+    _transposed_output)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11)}
 
 

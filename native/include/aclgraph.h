@@ -85,8 +85,9 @@ float *acl_graph_arena(acl_graph *g);
 
 /* Elementwise with numpy broadcasting: both inputs have out's rank (dims of 1
  * broadcast). */
-#define ACL_BINARY_OPS(X) \
-    X(ACL_BINARY_ADD, add) X(ACL_BINARY_MUL, mul) X(ACL_BINARY_SUB, sub) X(ACL_BINARY_DIV, div)
+#define ACL_BINARY_OPS(X)                                                                    \
+    X(ACL_BINARY_ADD, add) X(ACL_BINARY_MUL, mul) X(ACL_BINARY_SUB, sub) X(ACL_BINARY_DIV, div) \
+    X(ACL_BINARY_MAX, max) X(ACL_BINARY_MIN, min)
 #define ACL_BINARY_ATTRS(F, S) F(S, ENUM, op, ACL_BINARY_OPS)
 
 /* NHWC pooling: kernel, strides and dilations are (h, w), pads (top, left,

@@ -1,4 +1,4 @@
-"""Elementwise operators: activations, broadcasting arithmetic, Sum, and a
+"""Elementwise operators: activations, broadcasting arithmetic, Sum/Max/Min, and a
 BatchNormalization no convolution absorbed (a per-channel Mul then Add).
 
 Outputs keep the layout of the input they take their shape from, so an
@@ -14,6 +14,7 @@ from acltuner.taskgen.graph import bn_affine, clip_bounds, OnnxGraph, node_name
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "HardSwish": "hard_swish"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
+_VARIADIC = {"Sum": "add", "Max": "max", "Min": "min"}
 
 
 def _unary(node: onnx.NodeProto, op: str, a: float = 0.0, b: float = 0.0):
@@ -76,11 +77,11 @@ def _binary(g: OnnxGraph, node: onnx.NodeProto):
     return lambda low: _binary_chain(low, g, node, _BINARY[node.op_type], list(node.input))
 
 
-@handles("Sum")
-def _sum(g: OnnxGraph, node: onnx.NodeProto):
+@handles(*_VARIADIC)
+def _variadic(g: OnnxGraph, node: onnx.NodeProto):
     if len(node.input) == 1:
         return lambda low: low.alias(node.output[0], low.get(node.input[0]))
-    return lambda low: _binary_chain(low, g, node, "add", list(node.input))
+    return lambda low: _binary_chain(low, g, node, _VARIADIC[node.op_type], list(node.input))
 
 
 @handles("BatchNormalization")

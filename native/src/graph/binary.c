@@ -16,6 +16,8 @@ static inline __attribute__((always_inline)) float apply(int op, float x, float 
     case ACL_BINARY_MUL: return x * y;
     case ACL_BINARY_SUB: return x - y;
     case ACL_BINARY_DIV: return x / y;
+    case ACL_BINARY_MAX: return x > y ? x : y;
+    case ACL_BINARY_MIN: return x < y ? x : y;
     }
     return 0;
 }

@@ -464,7 +464,7 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
     Example:
       acltuner plan show resnet18.plan.json
     """
-    from acltuner.tuner.plan import check_plan, load_plan, plan_board
+    from acltuner.plan import check_plan, load_plan, plan_board
     p = load_plan(plan_path)
     board = plan_board(p, board_name)
     for warning in check_plan(p, p.model_path, board.fingerprint, native.version(), force):
@@ -638,7 +638,7 @@ def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_nam
     from acltuner.remote.launcher import RemoteLauncherClient
     from acltuner.runtime.inputs import random_inputs, read_inputs
     from acltuner.runtime.remote import RemoteProgram
-    from acltuner.tuner.plan import load_plan, plan_board
+    from acltuner.plan import load_plan, plan_board
     board = plan_board(load_plan(plan_path), board_name)
     with RemoteLauncherClient(board, host, timeout_s=600) as client:
         remote = RemoteProgram(plan_path, client, force=force, board=board_name)

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
+from acltuner.armnn_default import armnn_default
 from acltuner.board.model import Board
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
+from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
-from acltuner.tuner.defaults import armnn_default
 from acltuner.tuner.features import FeatureEncoder
-from acltuner.tuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.tuner.records import Record, RecordStore
 from acltuner.tuner.runner import Result, Runner
 from acltuner.tuner.search import search

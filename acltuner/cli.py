@@ -8,6 +8,7 @@ import click
 from acltuner import __version__
 from acltuner.engine import native
 from acltuner.engine.launcher import LauncherError
+from acltuner.tuner import TUNE_STRATEGIES
 
 
 class _Group(click.Group):
@@ -494,7 +495,7 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
               help="Measurements per task (default: configs/tuner.yaml, 100).")
 @click.option("--early-stopping", type=click.IntRange(1), default=None, metavar="N",
               help="Stop a task after N rounds without a better time.")
-@click.option("--strategy", type=click.Choice(["xgb", "random", "default"]), default="xgb",
+@click.option("--strategy", type=click.Choice(TUNE_STRATEGIES), default="xgb",
               show_default=True, help="xgb: the paper's cost-model search; random: the same "
                                       "budget at random; default: write ArmNN's rule-based "
                                       "plan without measuring.")

@@ -25,13 +25,12 @@ from typing import IO, TYPE_CHECKING, Any, Iterable
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.schema import JSON, FieldError, at, conv_shape, exec_config, now, timestamp, versioned
-from acltuner.tuner.runner import MeasureOptions
+from acltuner.tuner.runner import STAGES, MeasureOptions
 
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
 
 SCHEMA_VERSION = 2
-STAGES = ("pre_ms", "gemm_ms", "post_ms")
 _FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "measure", "ok",
            "error", "median_ms", "min_ms", "times_ms", "stages", "correct", "max_rel_err",
            "strategy", "time")

@@ -22,14 +22,13 @@ from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
+from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.records import Record, RecordStore
 from acltuner.tuner.runner import Result, Runner
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig
-
-STRATEGIES = ("xgb", "random", "default")
 
 
 @dataclasses.dataclass
@@ -62,8 +61,9 @@ class TaskTuner:
     def __init__(self, board: Board, client: LauncherClient, store: RecordStore,
                  config: TunerConfig, strategy: str, seed: int = 0,
                  on_progress: Callable[[str], None] | None = None):
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
+        if strategy not in TUNE_STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; one of "
+                             f"{', '.join(TUNE_STRATEGIES)}")
         self.board, self.client, self.store = board, client, store
         self.config, self.strategy, self.seed = config, strategy, seed
         self.on_progress = on_progress or (lambda text: None)

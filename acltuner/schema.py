@@ -116,11 +116,10 @@ class Wording:
             value = float(value)
             if not math.isfinite(value):  # json.loads and YAML accept NaN and infinities
                 raise self.error(path, f"{self.verb} a finite number, got {value}")
-        in_range = wrong or _within(value, minimum, maximum, exclusive)
-        if wrong or (not in_range and self.bound_with_kind):
+        if wrong or (self.bound_with_kind and not _within(value, minimum, maximum, exclusive)):
             expected = f"{noun} {bound}" if bound and self.bound_with_kind else noun
             raise self.error(path, f"{self.verb} {expected}, got {self.shown(value)}")
-        if not in_range:
+        if not _within(value, minimum, maximum, exclusive):
             raise self.error(path, f"{self.verb} {bound}, got {value:g}")
         return value
 

@@ -2,13 +2,24 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from acltuner import __version__
 from acltuner.engine import native
 from acltuner.engine.launcher import LauncherError
+from acltuner.progress import Progress
 from acltuner.tuner import TUNE_STRATEGIES
+from acltuner.tuner.report import TuneReporter
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from acltuner.board.model import Board
+    from acltuner.plan import Plan
+    from acltuner.tuner.tune import TaskReport
+    from acltuner.tuner.tuner_config import TunerConfig
 
 
 class _Group(click.Group):
@@ -535,11 +546,65 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
-                 input_shapes=input_shapes, config_path=config_path, seed=seed, host=host)
+                 input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
+                 reporter=_Printer(plan_path))
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
         raise SystemExit(130) from None
+
+
+def _task_line(r: TaskReport) -> str:
+    def ms(v):
+        return f"{v:9.3f}" if v is not None else f"{'-':>9s}"
+    speed = f"{r.speedup:6.2f}x" if r.speedup else f"{'-':>7s}"
+    return (f"{r.task.key:48s} {len(r.task.nodes):5d} {ms(r.default_ms)} {ms(r.tuned_ms)} "
+            f"{speed}  {r.best}")
+
+
+class _Printer(TuneReporter):
+    """The tune on the terminal: what it runs with and the summary on stderr, a
+    table of tasks on stdout, a task's progress redrawn on stderr."""
+
+    def __init__(self, plan_path: str):
+        self.plan_path = plan_path
+        self.host: str | None = None
+        self.line = Progress()
+
+    def started(self, model: str, board: Board, host: str | None, strategy: str,
+                config: TunerConfig, caches: str, records: Path) -> None:
+        self.host = host
+        where = f" on {host}" if host else ""
+        click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
+                   f"strategy {strategy}, {config.search.trials} trials per task, caches {caches}, "
+                   f"records {records}", err=True)
+        click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
+                   f"best config (algorithm/micro-kernel/core weights/workloads)")
+
+    def progress(self, text: str) -> None:
+        self.line.update(text)
+
+    def task_done(self, report: TaskReport) -> None:
+        self.line.clear()
+        click.echo(_task_line(report))
+
+    def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
+        if reconnects:
+            click.echo(f"the connection to {self.host} dropped {reconnects} time(s): reconnected, "
+                       f"and the interrupted measurements were taken again", err=True)
+        per_node = [(len(r.task.nodes) * r.default_ms, len(r.task.nodes) * r.tuned_ms)
+                    for r in reports if r.default_ms and r.tuned_ms]
+        if per_node:
+            default_total = sum(d for d, _ in per_node)
+            tuned_total = sum(t for _, t in per_node)
+            click.echo(f"convolutions per inference: default {default_total:.2f} ms, tuned "
+                       f"{tuned_total:.2f} ms, speedup {default_total / tuned_total:.2f}x")
+        t = plan.tuning
+        share = 100.0 * t.tuner_s / t.wall_s if t.wall_s else 0.0
+        reused = sum(r.reused for r in reports)
+        click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s ({share:.1f}% "
+                   f"of wall), {t.measurements} measurements ({reused} reused from records)")
+        click.echo(f"plan written to {self.plan_path}")
 
 
 # The largest relative difference from onnxruntime `run --check` accepts.

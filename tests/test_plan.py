@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
+from acltuner import plan as plan_module
 from acltuner.engine.config import ExecConfig
-from acltuner.tuner import plan as plan_module
-from acltuner.tuner.plan import (Plan, PlanError, PlanNode, Tuning, check_plan, load_plan,
-                                 save_plan, sha256_file)
+from acltuner.plan import (Plan, PlanError, PlanNode, Tuning, check_plan, load_plan, save_plan,
+                           sha256_file)
 from json_edit import set_field
 
 BOARD_FP, ENGINE = "odroid-n2p-3f9a", "0.1.0"

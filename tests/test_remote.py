@@ -25,10 +25,10 @@ from acltuner.board.registry import load_board
 from acltuner.cli import main
 from acltuner.engine.build import missing_tools
 from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.plan import load_plan
 from acltuner.remote import ssh
 from acltuner.remote.launcher import RemoteLauncherClient, remote_launcher_command
 from acltuner.remote.layout import engine_version
-from acltuner.tuner.plan import load_plan
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
 

@@ -19,6 +19,7 @@ from acltuner.engine.graph import Tensor
 from acltuner.engine.launcher import PROTOCOL_VERSION, LauncherClient, LauncherError, \
     default_launcher_path
 from acltuner.engine.launcher_graph import LauncherGraph
+from acltuner.plan import load_plan
 from acltuner.runtime.inputs import random_inputs
 from acltuner.runtime.lower import lower
 from acltuner.runtime.measure import check
@@ -28,7 +29,6 @@ from acltuner.runtime.report import render_json
 from acltuner.runtime.simplify import simplify
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import generate_tasks
-from acltuner.tuner.plan import load_plan
 from acltuner.tuner.tune import tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 from acltuner.zoo.builder import GraphBuilder

@@ -16,7 +16,8 @@ from onnx import helper, numpy_helper
 
 import acltuner
 from acltuner import zoo
-from acltuner.cli import CHECK_TOLERANCE, main
+from acltuner.cli import main
+from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.engine import native
 from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model

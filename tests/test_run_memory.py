@@ -14,12 +14,12 @@ from click.testing import CliRunner
 from onnx import numpy_helper
 
 from acltuner.cli import main
+from acltuner.plan import load_plan
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.simplify import simplify
 from acltuner.board.registry import load_board
 from acltuner.taskgen.model import load_model, load_model_detached
-from acltuner.tuner.plan import load_plan
 
 
 @pytest.fixture(scope="module")

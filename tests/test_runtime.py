@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from acltuner import zoo
+from acltuner.armnn_default import armnn_default
 from acltuner.board.registry import load_board
 from acltuner.engine import native
 from acltuner.runtime import compile_model
@@ -25,7 +26,6 @@ from acltuner.runtime.simplify import simplify
 from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import signature
-from acltuner.tuner.defaults import armnn_default
 from acltuner.zoo.builder import GraphBuilder
 
 BOARD = load_board("split-host")

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from acltuner.armnn_default import armnn_default, armnn_method, armnn_placement, armnn_ukernel
 from acltuner.bench.layers import LAYERS
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape
-from acltuner.tuner.defaults import armnn_default, armnn_method, armnn_placement, armnn_ukernel
 from acltuner.tuner.space import SearchSpace, placements
 
 ODROID = [[0, 1], [2, 3, 4, 5]]       # 2x A53 + 4x A73

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from acltuner.cli import main
-from acltuner.tuner.plan import load_plan
+from acltuner.plan import load_plan
 from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error

@@ -5,11 +5,12 @@ is a file, not code.  `Board.from_dict` checks a file's fields and reports the
 first problem as one line naming the file and the field."""
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from acltuner.schema import KINDS, FieldError, Wording, at, is_kind
 
 SCHEMA_VERSION = 1
 ISAS = ("aarch64", "x86_64")
@@ -80,7 +81,10 @@ class Board:
 
     @classmethod
     def from_dict(cls, data, source: str = "<board>") -> Board:
-        return _Checker(source).board(data)
+        try:
+            return _board(data)
+        except FieldError as e:
+            raise BoardError(f"{source}: {e}") from None
 
 
 def speed_order(clusters: Sequence[Cluster]) -> list[Cluster]:
@@ -92,18 +96,14 @@ def speed_order(clusters: Sequence[Cluster]) -> list[Cluster]:
                                            c.max_freq_mhz, min(c.cpus)))
 
 
-_BOARD_FIELDS = {"schema_version", "name", "description", "isa", "clusters",
-                 "compiler_flags", "launcher_wrapper"}
+_BOARD_FIELDS = ("schema_version", "name", "description", "isa", "clusters", "compiler_flags",
+                 "launcher_wrapper")
 _BOARD_REQUIRED = ("schema_version", "name", "isa", "clusters")
-_CLUSTER_FIELDS = {"name", "core_type", "cpus", "max_freq_mhz", "capacity"}
+_CLUSTER_FIELDS = ("name", "core_type", "cpus", "max_freq_mhz", "capacity")
 _CLUSTER_REQUIRED = ("name", "core_type", "cpus", "max_freq_mhz")
 
 _YAML_KINDS = {bool: "boolean", int: "integer", float: "number", str: "string",
                list: "list", dict: "mapping", type(None): "nothing (null)"}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _shown(value) -> str:
@@ -113,97 +113,66 @@ def _shown(value) -> str:
     return kind if value is None or len(text) > 40 else f"{kind} {text}"
 
 
-class _Checker:
-    """Builds a Board from parsed YAML, stopping at the first problem."""
+_WORDING = Wording(line="{path}: {why}", top="", verb="expected",
+                   kinds={**KINDS, dict: "a mapping of fields"}, shown=_shown,
+                   bound_with_kind=True, missing=("{parent}", "missing field '{key}'"),
+                   unknown=("{parent}", "unknown field '{key}'{hint}"))
 
-    def __init__(self, source: str):
-        self.source = source
 
-    def fail(self, where: str, message: str) -> BoardError:
-        return BoardError(f"{self.source}: {where}: {message}" if where
-                          else f"{self.source}: {message}")
+def _strings(value, where: str) -> list[str]:
+    items = _WORDING.check(value, where, list, what="a list of strings")
+    return [_WORDING.check(v, at(where, i), str, nonempty=True) for i, v in enumerate(items)]
 
-    def mapping(self, data, where: str, known: set[str], required: Sequence[str]) -> dict:
-        if not isinstance(data, dict):
-            raise self.fail(where, f"expected a mapping of fields, got {_shown(data)}")
-        for key in data:
-            if key not in known:
-                close = difflib.get_close_matches(str(key), sorted(known), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise self.fail(where, f"unknown field '{key}'{hint}")
-        for key in required:
-            if key not in data:
-                raise self.fail(where, f"missing field '{key}'")
-        return data
 
-    def text(self, value, where: str, allow_empty: bool = False) -> str:
-        if not isinstance(value, str) or not (value or allow_empty):
-            raise self.fail(where, f"expected a non-empty string, got {_shown(value)}")
-        return value
+def _cluster(data, where: str) -> Cluster:
+    d = _WORDING.mapping(data, where, _CLUSTER_FIELDS, _CLUSTER_REQUIRED)
+    cpus = _WORDING.check(d["cpus"], at(where, "cpus"), list, nonempty=True,
+                          what="a non-empty list of cpu ids")
+    return Cluster(
+        name=_WORDING.check(d["name"], at(where, "name"), str, nonempty=True),
+        core_type=_WORDING.check(d["core_type"], at(where, "core_type"), str, nonempty=True),
+        cpus=tuple(_WORDING.check(c, at(at(where, "cpus"), i), int, minimum=0)
+                   for i, c in enumerate(cpus)),
+        max_freq_mhz=_WORDING.check(d["max_freq_mhz"], at(where, "max_freq_mhz"), int,
+                                    minimum=0),
+        capacity=_WORDING.check(d.get("capacity"), at(where, "capacity"), int, null=True,
+                                minimum=1, maximum=1024))
 
-    def integer(self, value, where: str, lo: int, hi: int | None = None) -> int:
-        if not _is_int(value) or value < lo or (hi is not None and value > hi):
-            bound = f">= {lo}" if hi is None else f"from {lo} to {hi}"
-            raise self.fail(where, f"expected an integer {bound}, got {_shown(value)}")
-        return value
 
-    def strings(self, value, where: str) -> list[str]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected a list of strings, got {_shown(value)}")
-        return [self.text(v, f"{where}[{i}]") for i, v in enumerate(value)]
+def _board(data) -> Board:
+    d = _WORDING.mapping(data, "", _BOARD_FIELDS, _BOARD_REQUIRED)
+    version = d["schema_version"]
+    if not is_kind(version, int) or version != SCHEMA_VERSION:
+        raise _WORDING.error("schema_version", f"unsupported version {version!r} "
+                                               f"(this acltuner reads {SCHEMA_VERSION})")
+    isa = _WORDING.check(d["isa"], "isa", str, choices=ISAS, what=f"one of {', '.join(ISAS)}")
+    raw = _WORDING.check(d["clusters"], "clusters", list, nonempty=True,
+                         what="a non-empty list of clusters")
+    clusters = tuple(_cluster(c, f"clusters[{i}]") for i, c in enumerate(raw))
+    _check_clusters(clusters)
+    return Board(name=_WORDING.check(d["name"], "name", str, nonempty=True), isa=isa,
+                 clusters=clusters,
+                 compiler_flags=_strings(d.get("compiler_flags", []), "compiler_flags"),
+                 launcher_wrapper=_strings(d.get("launcher_wrapper", []), "launcher_wrapper"),
+                 description=_WORDING.check(d.get("description", ""), "description", str))
 
-    def cluster(self, data, where: str) -> Cluster:
-        d = self.mapping(data, where, _CLUSTER_FIELDS, _CLUSTER_REQUIRED)
-        cpus = d["cpus"]
-        if not isinstance(cpus, list) or not cpus:
-            raise self.fail(f"{where}.cpus", f"expected a non-empty list of cpu ids, "
-                                             f"got {_shown(cpus)}")
-        capacity = d.get("capacity")
-        return Cluster(
-            name=self.text(d["name"], f"{where}.name"),
-            core_type=self.text(d["core_type"], f"{where}.core_type"),
-            cpus=tuple(self.integer(c, f"{where}.cpus[{i}]", 0) for i, c in enumerate(cpus)),
-            max_freq_mhz=self.integer(d["max_freq_mhz"], f"{where}.max_freq_mhz", 0),
-            capacity=None if capacity is None else self.integer(
-                capacity, f"{where}.capacity", 1, 1024))
 
-    def board(self, data) -> Board:
-        d = self.mapping(data, "", _BOARD_FIELDS, _BOARD_REQUIRED)
-        version = d["schema_version"]
-        if not _is_int(version) or version != SCHEMA_VERSION:
-            raise self.fail("schema_version", f"unsupported version {version!r} "
-                                              f"(this acltuner reads {SCHEMA_VERSION})")
-        isa = d["isa"]
-        if isa not in ISAS:
-            raise self.fail("isa", f"expected one of {', '.join(ISAS)}, got {_shown(isa)}")
-        raw = d["clusters"]
-        if not isinstance(raw, list) or not raw:
-            raise self.fail("clusters", f"expected a non-empty list of clusters, got {_shown(raw)}")
-        clusters = tuple(self.cluster(c, f"clusters[{i}]") for i, c in enumerate(raw))
-        self.check_clusters(clusters)
-        return Board(name=self.text(d["name"], "name"), isa=isa, clusters=clusters,
-                     compiler_flags=self.strings(d.get("compiler_flags", []), "compiler_flags"),
-                     launcher_wrapper=self.strings(d.get("launcher_wrapper", []),
-                                                   "launcher_wrapper"),
-                     description=self.text(d.get("description", ""), "description",
-                                           allow_empty=True))
-
-    def check_clusters(self, clusters: tuple[Cluster, ...]) -> None:
-        """Each cpu in one cluster, names unique, and LITTLE to big as the tuner assumes."""
-        owner: dict[int, int] = {}
-        names: dict[str, int] = {}
-        for i, c in enumerate(clusters):
-            for cpu in c.cpus:
-                if cpu in owner:
-                    also = "" if owner[cpu] == i else f" (also in clusters[{owner[cpu]}])"
-                    raise self.fail(f"clusters[{i}].cpus", f"cpu {cpu} is listed twice{also}")
-                owner[cpu] = i
-            if c.name in names:
-                raise self.fail(f"clusters[{i}].name", f"'{c.name}' is also the name of "
-                                                       f"clusters[{names[c.name]}]")
-            names[c.name] = i
-        ordered = speed_order(clusters)
-        if list(clusters) != ordered:
-            raise self.fail("clusters", "not ordered LITTLE to big (by capacity, then "
-                                        "max_freq_mhz): expected "
-                                        + ", ".join(c.name for c in ordered))
+def _check_clusters(clusters: tuple[Cluster, ...]) -> None:
+    """Each cpu in one cluster, names unique, and LITTLE to big as the tuner assumes."""
+    owner: dict[int, int] = {}
+    names: dict[str, int] = {}
+    for i, c in enumerate(clusters):
+        for cpu in c.cpus:
+            if cpu in owner:
+                also = "" if owner[cpu] == i else f" (also in clusters[{owner[cpu]}])"
+                raise _WORDING.error(f"clusters[{i}].cpus", f"cpu {cpu} is listed twice{also}")
+            owner[cpu] = i
+        if c.name in names:
+            raise _WORDING.error(f"clusters[{i}].name", f"'{c.name}' is also the name of "
+                                                        f"clusters[{names[c.name]}]")
+        names[c.name] = i
+    ordered = speed_order(clusters)
+    if list(clusters) != ordered:
+        raise _WORDING.error("clusters", "not ordered LITTLE to big (by capacity, then "
+                                         "max_freq_mhz): expected "
+                                         + ", ".join(c.name for c in ordered))

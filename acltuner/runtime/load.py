@@ -11,6 +11,7 @@ from acltuner.board.model import Board
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import Graph
+from acltuner.plan import Plan, check_plan, load_plan, plan_board
 from acltuner.runtime.ir import DelegatedSegment
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
@@ -18,7 +19,6 @@ from acltuner.runtime.simplify import simplify
 from acltuner.runtime.target import Target
 from acltuner.taskgen.graph import node_name
 from acltuner.taskgen.model import load_model_detached
-from acltuner.tuner.plan import Plan, check_plan, load_plan, plan_board
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,

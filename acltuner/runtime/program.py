@@ -15,13 +15,13 @@ import onnx
 
 from acltuner.board.model import Board
 from acltuner.engine.graph import Graph, GraphBackend, Tensor
+from acltuner.plan import Plan
 from acltuner.runtime.arena import plan_arena
 from acltuner.runtime.delegate import DelegatedRunner
 from acltuner.runtime.ir import Deferred, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import inverse
 from acltuner.runtime.profile import HOST_COPIES, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph
-from acltuner.tuner.plan import Plan
 
 FLOAT_BYTES = 4
 

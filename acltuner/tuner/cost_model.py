@@ -19,8 +19,8 @@ import numpy as np
 import xgboost as xgb
 
 from acltuner.engine.config import ExecConfig
+from acltuner.tuner.runner import STAGES
 
-STAGES = ("pre_ms", "gemm_ms", "post_ms")
 STAGE_EPS_MS = 1e-3
 
 

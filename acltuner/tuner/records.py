@@ -24,14 +24,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
 
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.tuner import jsonfields as jf
-from acltuner.tuner.runner import MeasureOptions
+from acltuner.schema import JSON, FieldError, at, conv_shape, exec_config, now, timestamp, versioned
+from acltuner.tuner.runner import STAGES, MeasureOptions
 
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
 
 SCHEMA_VERSION = 2
-STAGES = ("pre_ms", "gemm_ms", "post_ms")
 _FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "measure", "ok",
            "error", "median_ms", "min_ms", "times_ms", "stages", "correct", "max_rel_err",
            "strategy", "time")
@@ -90,7 +89,7 @@ class Record:
                    # An output holding NaN or inf has no finite error, JSON has no
                    # number for it, and correct=False already says it is wrong.
                    max_rel_err=rel if rel is not None and math.isfinite(rel) else None,
-                   strategy=strategy, time=jf.now())
+                   strategy=strategy, time=now())
 
     def to_dict(self) -> dict:
         return {"schema_version": SCHEMA_VERSION, "board": self.board, "engine": self.engine,
@@ -107,45 +106,44 @@ class Record:
         """Checks d against the schema; `where` (file:line) starts every error."""
         try:
             return cls._parse(d)
-        except jf.FieldError as e:
+        except FieldError as e:
             raise RecordsError(f"{where}: {e}") from None
 
     @classmethod
     def _parse(cls, d: Any) -> "Record":
         if isinstance(d, dict) and d.get("schema_version") == 1:
-            jf.versioned(d, [f for f in _FIELDS if f != "measure"], 1)
+            versioned(d, [f for f in _FIELDS if f != "measure"], 1)
             measure = V1_MEASURE
         else:
-            jf.versioned(d, _FIELDS, SCHEMA_VERSION)
-            measure = _measure_options(jf.get(d, "measure", "", dict))
-        ok = jf.get(d, "ok", "", bool)
-        error = jf.get(d, "error", "", str, null=True)
+            versioned(d, _FIELDS, SCHEMA_VERSION)
+            measure = _measure_options(JSON.get(d, "measure", "", dict))
+        ok = JSON.get(d, "ok", "", bool)
+        error = JSON.get(d, "error", "", str, null=True)
         if ok == (error is not None):
-            raise jf.FieldError("error must be null when ok is true and a message when ok is "
+            raise FieldError("error must be null when ok is true and a message when ok is "
                                 "false")
-        stages = jf.get(d, "stages", "", dict)
-        jf.known_keys(stages, "stages", STAGES)
+        stages = JSON.mapping(JSON.get(d, "stages", "", dict), "stages", STAGES)
         # A failed measurement has no timings; a successful one has them all.
         stage_names = STAGES if ok else tuple(stages)
-        return cls(board=jf.get(d, "board", "", str), engine=jf.get(d, "engine", "", str),
-                   task=jf.get(d, "task", "", str),
-                   shape=jf.conv_shape(jf.get(d, "shape", "", dict), "shape"),
-                   config=jf.exec_config(jf.get(d, "config", "", dict), "config"),
+        return cls(board=JSON.get(d, "board", "", str), engine=JSON.get(d, "engine", "", str),
+                   task=JSON.get(d, "task", "", str),
+                   shape=conv_shape(JSON.get(d, "shape", "", dict), "shape"),
+                   config=exec_config(JSON.get(d, "config", "", dict), "config"),
                    measure=measure, ok=ok, error=error,
-                   median_ms=jf.get(d, "median_ms", "", float, null=not ok, minimum=0),
-                   min_ms=jf.get(d, "min_ms", "", float, null=not ok, minimum=0),
-                   times_ms=tuple(jf.check(t, jf.at("times_ms", i), float, minimum=0)
-                                  for i, t in enumerate(jf.get(d, "times_ms", "", list))),
-                   stages={s: jf.get(stages, s, "stages", float, minimum=0)
+                   median_ms=JSON.get(d, "median_ms", "", float, null=not ok, minimum=0),
+                   min_ms=JSON.get(d, "min_ms", "", float, null=not ok, minimum=0),
+                   times_ms=tuple(JSON.check(t, at("times_ms", i), float, minimum=0)
+                                  for i, t in enumerate(JSON.get(d, "times_ms", "", list))),
+                   stages={s: JSON.get(stages, s, "stages", float, minimum=0)
                            for s in stage_names},
-                   correct=jf.get(d, "correct", "", bool, null=True),
-                   max_rel_err=jf.get(d, "max_rel_err", "", float, null=True, minimum=0),
-                   strategy=jf.get(d, "strategy", "", str), time=jf.timestamp(d, "time", ""))
+                   correct=JSON.get(d, "correct", "", bool, null=True),
+                   max_rel_err=JSON.get(d, "max_rel_err", "", float, null=True, minimum=0),
+                   strategy=JSON.get(d, "strategy", "", str), time=timestamp(d, "time", ""))
 
 
-def _measure_options(d: dict) -> MeasureOptions:
-    jf.known_keys(d, "measure", _MEASURE_KINDS)
-    return MeasureOptions(**{key: jf.get(d, key, "measure", kind, minimum=0)
+def _measure_options(value: Any) -> MeasureOptions:
+    d = JSON.mapping(value, "measure", _MEASURE_KINDS)
+    return MeasureOptions(**{key: JSON.get(d, key, "measure", kind, minimum=0)
                              for key, kind in _MEASURE_KINDS.items()})
 
 

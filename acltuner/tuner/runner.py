@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient, Measurement
 
+# The parts of a convolution the engine times: pre-processing (packing,
+# transforms), the GEMM, post-processing.
+STAGES = ("pre_ms", "gemm_ms", "post_ms")
+
 
 @dataclass(frozen=True)
 class Result:

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from acltuner.engine.config import ExecConfig
+from acltuner.tuner import SEARCH_STRATEGIES
 from acltuner.tuner.cost_model import CostModel, Result
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.tuner_config import SearchSettings, TunerConfig
-
-STRATEGIES = ("xgb", "random", "exhaustive")
 
 
 @dataclass
@@ -89,8 +88,9 @@ def search(space, measure: Callable[[list[ExecConfig]], list[Result]], config: T
     """space: a SearchSpace (shape, size, sample, all); encoder: needed by "xgb";
     on_round(outcome so far) runs after every batch, to show progress and save
     records (outcome.measured grows by that batch)."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown search strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
+    if strategy not in SEARCH_STRATEGIES:
+        raise ValueError(f"unknown search strategy {strategy!r}; one of "
+                         f"{', '.join(SEARCH_STRATEGIES)}")
     if strategy == "xgb" and encoder is None:
         raise ValueError("the xgb strategy needs a FeatureEncoder")
     s = config.search

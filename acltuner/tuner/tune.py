@@ -11,25 +11,24 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from acltuner.armnn_default import armnn_default
 from acltuner.board.model import Board
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
+from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
-from acltuner.tuner.defaults import armnn_default
+from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.features import FeatureEncoder
-from acltuner.tuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.tuner.records import Record, RecordStore
+from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.runner import Result, Runner
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig
-
-STRATEGIES = ("xgb", "random", "default")
 
 
 @dataclasses.dataclass
@@ -61,12 +60,13 @@ class TaskTuner:
 
     def __init__(self, board: Board, client: LauncherClient, store: RecordStore,
                  config: TunerConfig, strategy: str, seed: int = 0,
-                 on_progress: Callable[[str], None] | None = None):
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
+                 reporter: TuneReporter | None = None):
+        if strategy not in TUNE_STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; one of "
+                             f"{', '.join(TUNE_STRATEGIES)}")
         self.board, self.client, self.store = board, client, store
         self.config, self.strategy, self.seed = config, strategy, seed
-        self.on_progress = on_progress or (lambda text: None)
+        self.reporter = reporter or TuneReporter()
         hello = client.hello_info
         self.engine = hello["version"]
         self.isa = hello["isa"]
@@ -115,7 +115,7 @@ class TaskTuner:
                 text += f"  best {best:.3f} ms"
                 if default_ms:
                     text += f"  {default_ms / best:.2f}x over default"
-            self.on_progress(text)
+            self.reporter.progress(text)
 
         rng = np.random.default_rng([self.seed, zlib.crc32(task.key.encode())])
         outcome = search(space, measure, self.config, self.strategy, rng, encoder=encoder,
@@ -157,17 +157,15 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
 def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: LauncherClient,
                records_path: str, config: TunerConfig, strategy: str,
                input_shapes: dict | None = None, seed: int = 0,
-               on_progress: Callable[[str], None] | None = None,
-               on_task: Callable[[TaskReport], None] | None = None) -> tuple[Plan, list[TaskReport]]:
+               reporter: TuneReporter | None = None) -> tuple[Plan, list[TaskReport]]:
     start = time.perf_counter()
     store = RecordStore(records_path)
-    tuner = TaskTuner(board, client, store, config, strategy, seed, on_progress)
+    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter)
     reports = []
     for i, task in enumerate(taskset.tasks, 1):
         report = tuner.tune(task, f"task {i}/{len(taskset.tasks)} {task.key}")
         reports.append(report)
-        if on_task:
-            on_task(report)
+        tuner.reporter.task_done(report)
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
                       time.perf_counter() - start)
     save_plan(plan, plan_path)

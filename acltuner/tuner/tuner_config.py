@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from acltuner.paths import configs_dir
+from acltuner.schema import KINDS, FieldError, Wording, at, describe
 from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
@@ -63,48 +64,37 @@ class TunerConfig:
     measure: MeasureSettings
 
 
-def _int(minimum: int):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            return f"must be an integer >= {minimum}"
-    return check
+_WORDING = Wording(line="{path}: {why}", top="", kinds={**KINDS, dict: "a mapping"},
+                   bound_with_kind=True, missing=("{field}", "missing"),
+                   unknown=("{field}", "unknown field"))
+_POSITIVE = {"kind": float, "minimum": 0, "exclusive": True}
+_NOT_NEGATIVE = {"kind": float, "minimum": 0}
+_FRACTION = {"kind": float, "minimum": 0, "maximum": 1, "exclusive": True}
+_NAME = {"kind": str, "nonempty": True}
 
 
-def _number(ok, what: str):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(v):
-            return f"must be a number {what}"
-    return check
+def _integer(minimum: int, **options) -> dict:
+    return {"kind": int, "minimum": minimum, **options}
 
 
-def _string(v):
-    if not isinstance(v, str) or not v:
-        return "must be a non-empty string"
-
-
-def _optional(check):
-    return lambda v: None if v is None else check(v)
-
-
+# Each field's check() arguments.
 _XGBOOST = {
-    "objective": _string, "eval_metric": _string,
-    "learning_rate": _number(lambda v: v > 0, "> 0"), "max_depth": _int(0),
-    "min_child_weight": _number(lambda v: v >= 0, ">= 0"),
-    "gamma": _number(lambda v: v >= 0, ">= 0"), "reg_alpha": _number(lambda v: v >= 0, ">= 0"),
-    "subsample": _number(lambda v: 0 < v <= 1, "in (0, 1]"),
-    "colsample_bytree": _number(lambda v: 0 < v <= 1, "in (0, 1]"),
-    "num_boost_round": _int(1), "nthread": _int(1),
+    "objective": _NAME, "eval_metric": _NAME, "learning_rate": _POSITIVE,
+    "max_depth": _integer(0), "min_child_weight": _NOT_NEGATIVE, "gamma": _NOT_NEGATIVE,
+    "reg_alpha": _NOT_NEGATIVE, "subsample": _FRACTION, "colsample_bytree": _FRACTION,
+    "num_boost_round": _integer(1), "nthread": _integer(1),
 }
 _MEASURE = {
-    "cache": lambda v: None if v in ("warm", "cold") else "must be warm or cold",
-    "evict_factor": _number(lambda v: v > 0, "> 0"),
-    "evict_max_mb": _number(lambda v: 0 < v <= 16384, "in (0, 16384]"),
-    "warmup": _int(0), "min_repeat_ms": _number(lambda v: v >= 0, ">= 0"),
-    "min_repeats": _int(1), "max_repeats": _int(1),
+    "cache": {"kind": str, "choices": ("warm", "cold"), "what": "warm or cold"},
+    "evict_factor": _POSITIVE,
+    "evict_max_mb": {**_FRACTION, "maximum": 16384},
+    "warmup": _integer(0), "min_repeat_ms": _NOT_NEGATIVE,
+    "min_repeats": _integer(1), "max_repeats": _integer(1),
 }
 _SEARCH = {
-    "initial_random": _int(0), "top_k": _int(0), "random_per_round": _int(0),
-    "trials": _int(1), "early_stopping": _optional(_int(1)), "candidates_per_round": _int(1),
+    "initial_random": _integer(0), "top_k": _integer(0), "random_per_round": _integer(0),
+    "trials": _integer(1), "early_stopping": _integer(1, null=True),
+    "candidates_per_round": _integer(1),
 }
 
 
@@ -134,46 +124,42 @@ def load_tuner_config(path: str | Path | None = None,
         raise ValueError(f"{path}: must be a mapping with schema_version, xgboost, search and "
                          f"measure")
     data = _merge(raw, overrides or {})
-
-    def fail(field: str, why: str):
+    try:
+        return _parse(data)
+    except FieldError as e:
         node, missing = overrides or {}, object()
-        for part in field.split("."):
+        for part in e.path.split("."):
             node = node.get(part, missing) if isinstance(node, Mapping) else missing
         where = str(path) if node is missing else f"{path} (overridden)"
-        raise ValueError(f"{where}: {field}: {why}")
+        raise ValueError(f"{where}: {e}") from None
 
-    if data.get("schema_version") != SCHEMA_VERSION:
-        fail("schema_version", f"must be {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
-    unknown = set(data) - {"schema_version", "xgboost", "search", "measure"}
-    if unknown:
-        fail(sorted(unknown)[0], "unknown field")
-    sections = {}
-    for section, checks, open_ended in (("xgboost", _XGBOOST, True), ("search", _SEARCH, False),
-                                        ("measure", _MEASURE, False)):
-        values = data.get(section)
-        if not isinstance(values, Mapping):
-            fail(section, "must be a mapping")
-        for key, check in checks.items():
-            if key not in values:
-                fail(f"{section}.{key}", "missing")
-            why = check(values[key])
-            if why:
-                fail(f"{section}.{key}", f"{why}, got {values[key]!r}")
-        for key in sorted(set(values) - set(checks)):
-            # xgboost takes more parameters than Table 6's; they pass through.
-            if not open_ended:
-                fail(f"{section}.{key}", "unknown field")
-            if not isinstance(values[key], (str, int, float, bool)):
-                fail(f"{section}.{key}", f"must be a scalar, got {values[key]!r}")
-        sections[section] = dict(values)
-    search = SearchSettings(**sections["search"])
+
+def _section(data: Mapping, name: str, checks: dict, open_ended: bool) -> dict:
+    # xgboost takes more parameters than Table 6's; they pass through.
+    values = _WORDING.mapping(_WORDING.get(data, name, "", dict), name,
+                              None if open_ended else checks)
+    section = {key: _WORDING.get(values, key, name, **options) for key, options in checks.items()}
+    for key in sorted(set(values) - set(checks)):
+        if not isinstance(values[key], (str, int, float, bool)):
+            raise _WORDING.error(at(name, key), f"must be a scalar, got {describe(values[key])}")
+        section[key] = values[key]
+    return section
+
+
+def _parse(data: Mapping) -> TunerConfig:
+    _WORDING.check(data.get("schema_version"), "schema_version", int, choices=(SCHEMA_VERSION,),
+                   what=str(SCHEMA_VERSION))
+    _WORDING.mapping(data, "", ("schema_version", "xgboost", "search", "measure"))
+    xgboost = _section(data, "xgboost", _XGBOOST, True)
+    search = SearchSettings(**_section(data, "search", _SEARCH, False))
     if search.batch < 1:
-        fail("search.top_k", "top_k + random_per_round must be >= 1")
+        raise _WORDING.error("search.top_k", "top_k + random_per_round must be >= 1")
     if search.candidates_per_round < search.top_k:
-        fail("search.candidates_per_round", f"must be >= top_k ({search.top_k}), "
-             f"got {search.candidates_per_round}")
-    measure = MeasureSettings(**sections["measure"])
+        raise _WORDING.error("search.candidates_per_round", f"must be >= top_k ({search.top_k}), "
+                                                            f"got {search.candidates_per_round}")
+    measure = MeasureSettings(**_section(data, "measure", _MEASURE, False))
     if measure.max_repeats < measure.min_repeats:
-        fail("measure.max_repeats", f"must be >= min_repeats ({measure.min_repeats}), "
-             f"got {measure.max_repeats}")
-    return TunerConfig(xgboost=sections["xgboost"], search=search, measure=measure)
+        raise _WORDING.error("measure.max_repeats", f"must be >= min_repeats "
+                                                    f"({measure.min_repeats}), "
+                                                    f"got {measure.max_repeats}")
+    return TunerConfig(xgboost=xgboost, search=search, measure=measure)

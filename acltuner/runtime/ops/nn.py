@@ -6,6 +6,7 @@ import math
 import numpy as np
 import onnx
 
+from acltuner.armnn_default import armnn_ukernel
 from acltuner.engine.config import ConvShape
 from acltuner.engine.graph import matmul_attrs
 from acltuner.runtime.ir import Value
@@ -14,7 +15,6 @@ from acltuner.runtime.ops.registry import attrs, handles, shape
 from acltuner.runtime.target import Target
 from acltuner.taskgen.conv_attrs import same_pads
 from acltuner.taskgen.graph import OnnxGraph, node_name
-from acltuner.tuner.defaults import armnn_ukernel
 
 
 def _pool_pads(a: dict, x: tuple[int, ...], kernel, strides, dilations) -> list[int]:

@@ -21,7 +21,7 @@ from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import HOST, load_board
 from acltuner.engine.config import ExecConfig
-from acltuner.tuner import jsonfields as jf
+from acltuner.schema import JSON, FieldError, at, exec_config, now, timestamp, versioned
 
 SCHEMA_VERSION = 1
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
@@ -73,7 +73,7 @@ class Plan:
     strategy: str
     tuning: Tuning
     nodes: tuple[PlanNode, ...]
-    created: str = field(default_factory=jf.now)
+    created: str = field(default_factory=now)
     # The whole board description, so a plan for a board file runs without that
     # file; None in plans written before it was recorded.
     board: Board | None = None
@@ -95,65 +95,62 @@ class Plan:
         """Checks d against the schema; `where` (the file) starts every error."""
         try:
             return _parse(d)
-        except jf.FieldError as e:
+        except FieldError as e:
             raise PlanError(f"{where}: {e}") from None
 
 
 def _member(d: dict, key: str, allowed: tuple[str, ...]) -> dict:
     """The object d[key], holding no fields but `allowed`."""
-    member = jf.get(d, key, "", dict)
-    jf.known_keys(member, key, allowed)
-    return member
+    return JSON.mapping(JSON.get(d, key, "", dict), key, allowed)
 
 
 def _parse_node(value: Any, path: str) -> PlanNode:
-    d = jf.check(value, path, dict)
-    jf.known_keys(d, path, _NODE_FIELDS)
-    return PlanNode(node=jf.get(d, "node", path, str), task=jf.get(d, "task", path, str),
-                    config=jf.exec_config(jf.get(d, "config", path, dict), jf.at(path, "config")),
-                    default_config=jf.exec_config(jf.get(d, "default_config", path, dict),
-                                                  jf.at(path, "default_config")),
-                    tuned_ms=jf.get(d, "tuned_ms", path, float, null=True, minimum=0),
-                    default_ms=jf.get(d, "default_ms", path, float, null=True, minimum=0))
+    d = JSON.mapping(value, path, _NODE_FIELDS)
+    return PlanNode(node=JSON.get(d, "node", path, str), task=JSON.get(d, "task", path, str),
+                    config=exec_config(JSON.get(d, "config", path, dict), at(path, "config")),
+                    default_config=exec_config(JSON.get(d, "default_config", path, dict),
+                                               at(path, "default_config")),
+                    tuned_ms=JSON.get(d, "tuned_ms", path, float, null=True, minimum=0),
+                    default_ms=JSON.get(d, "default_ms", path, float, null=True, minimum=0))
 
 
 def _parse(d: Any) -> Plan:
-    jf.versioned(d, _TOP_FIELDS, SCHEMA_VERSION)
+    versioned(d, _TOP_FIELDS, SCHEMA_VERSION)
     model = _member(d, "model", ("path", "sha256"))
-    model_path = jf.get(model, "path", "model", str)
-    sha = jf.get(model, "sha256", "model", str)
+    model_path = JSON.get(model, "path", "model", str)
+    sha = JSON.get(model, "sha256", "model", str)
     if not _SHA256.fullmatch(sha):
-        raise jf.FieldError(f"model.sha256 must be 64 lowercase hex digits, got {sha!r}")
+        raise FieldError(f"model.sha256 must be 64 lowercase hex digits, got {sha!r}")
     input_shapes = {}
-    for name, dims in jf.get(d, "input_shapes", "", dict).items():
-        path = jf.at("input_shapes", name)
-        input_shapes[name] = tuple(jf.check(x, jf.at(path, i), int, minimum=1)
-                                   for i, x in enumerate(jf.check(dims, path, list)))
+    for name, dims in JSON.get(d, "input_shapes", "", dict).items():
+        path = at("input_shapes", name)
+        input_shapes[name] = tuple(JSON.check(x, at(path, i), int, minimum=1)
+                                   for i, x in enumerate(JSON.check(dims, path, list)))
     board = _member(d, "board", ("name", "fingerprint", "description"))
-    board_name = jf.get(board, "name", "board", str)
-    board_fingerprint = jf.get(board, "fingerprint", "board", str)
+    board_name = JSON.get(board, "name", "board", str)
+    board_fingerprint = JSON.get(board, "fingerprint", "board", str)
     description = None
     if "description" in board:
         try:
             description = Board.from_dict(board["description"], "board.description")
         except BoardError as e:
-            raise jf.FieldError(str(e)) from None
+            raise FieldError(str(e)) from None
         if description.fingerprint != board_fingerprint:
-            raise jf.FieldError(f"board.description has fingerprint {description.fingerprint}, "
+            raise FieldError(f"board.description has fingerprint {description.fingerprint}, "
                                 f"not board.fingerprint {board_fingerprint}")
-    engine_version = jf.get(d, "engine_version", "", str)
-    created = jf.timestamp(d, "created", "")
-    strategy = jf.get(d, "strategy", "", str)
+    engine_version = JSON.get(d, "engine_version", "", str)
+    created = timestamp(d, "created", "")
+    strategy = JSON.get(d, "strategy", "", str)
     spent = _member(d, "tuning", ("wall_s", "tuner_s", "measurements"))
-    tuning = Tuning(wall_s=jf.get(spent, "wall_s", "tuning", float, minimum=0),
-                    tuner_s=jf.get(spent, "tuner_s", "tuning", float, minimum=0),
-                    measurements=jf.get(spent, "measurements", "tuning", int, minimum=0))
-    nodes = tuple(_parse_node(value, jf.at("nodes", i))
-                  for i, value in enumerate(jf.get(d, "nodes", "", list)))
+    tuning = Tuning(wall_s=JSON.get(spent, "wall_s", "tuning", float, minimum=0),
+                    tuner_s=JSON.get(spent, "tuner_s", "tuning", float, minimum=0),
+                    measurements=JSON.get(spent, "measurements", "tuning", int, minimum=0))
+    nodes = tuple(_parse_node(value, at("nodes", i))
+                  for i, value in enumerate(JSON.get(d, "nodes", "", list)))
     seen: set[str] = set()
     for i, node in enumerate(nodes):
         if node.node in seen:  # the runtime looks configs up by node name
-            raise jf.FieldError(f"nodes[{i}].node {node.node!r} appears more than once")
+            raise FieldError(f"nodes[{i}].node {node.node!r} appears more than once")
         seen.add(node.node)
     return Plan(model_path=model_path, model_sha256=sha, input_shapes=input_shapes,
                 board_name=board_name, board_fingerprint=board_fingerprint,

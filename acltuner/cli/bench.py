@@ -1,0 +1,90 @@
+"""`acltuner bench`: the benchmarks."""
+from __future__ import annotations
+
+import click
+
+from acltuner.cli.group import Group
+
+
+@click.group(cls=Group)
+def bench() -> None:
+    """Benchmarks printing ratios measured side by side in one run.
+
+    Timings on a shared machine are noisy: compare ratios, not absolute numbers.
+    """
+
+
+@bench.command("gemm")
+@click.option("--cpu", default=0, show_default=True, help="CPU to pin the single thread to.")
+@click.option("--size", default=1024, show_default=True, help="Side of the square GEMM.")
+@click.option("--kernels", default="", help="Comma-separated micro-kernels (default: all).")
+def bench_gemm(cpu: int, size: int, kernels: str) -> None:
+    """SGEMM GFLOP/s of every micro-kernel on one core.
+
+    The last line, `gemm_vs_blas: R`, is the best micro-kernel's GFLOP/s at
+    SIZE^3 divided by numpy's single-thread GFLOP/s, both measured now.
+    """
+    from acltuner.bench import gemm
+    gemm.run(cpu, size, [k for k in kernels.split(",") if k])
+
+
+@bench.command("conv")
+@click.option("--quick", is_flag=True, help="Try one micro-kernel per packing style only.")
+@click.option("--layers", default="", help="Comma-separated layer names (default: all).")
+def bench_conv(quick: bool, layers: str) -> None:
+    """Every algorithm on the distinct ResNet-18 and VGG-16 convolution layers.
+
+    Each cell is the median time of the algorithm with its fastest micro-kernel,
+    all cores at equal weight.  The last line, `winograd4x4_vs_im2col: R`, is
+    the geometric-mean speedup of Winograd F(4x4,3x3) over im2col on the layers
+    where both apply.
+    """
+    from acltuner.bench import conv
+    conv.run(quick, [n for n in layers.split(",") if n])
+
+
+@bench.command("search")
+@click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
+              help="Searches per strategy and task.")
+def bench_search(seeds: int) -> None:
+    """How close the cost-model search gets to the exhaustive best.
+
+    Three ResNet-18 tasks on a reduced space (this machine's CPUs as two
+    clusters) are measured exhaustively; the xgb and random searches, each
+    with the tuner config's budget (100 measurements), then run on those
+    measurements for several seeds.  The last line, `search_gap_pct: X`, is
+    the worst task's median gap (xgb best / exhaustive best - 1) x 100.
+    """
+    from acltuner.bench import search
+    search.run(seeds)
+
+
+@bench.command("compare")
+@click.option("--models", default="resnet18,resnet50,resnet101,alexnet,vgg16,googlenet,"
+              "mobilenetv2,resnetxy", show_default=True, help="Comma-separated zoo models.")
+@click.option("--trials", default=100, show_default=True, type=click.IntRange(1),
+              help="Measurements per task for the tuned plans.")
+@click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
+              help="Timed runs per model and engine.")
+@click.option("--board", "board_name", default="host", show_default=True,
+              help="Board to tune for (this machine).")
+@click.option("--out", "out_dir", default="bench-results", show_default=True,
+              help="Folder for the models, plans, compare.csv and compare.md.")
+@click.option("--records", "records_path", default=None,
+              help="Records file [default: OUT/records.jsonl].")
+def bench_compare(models, trials, repeat, board_name, out_dir, records_path) -> None:
+    """The paper's Table 2 on this machine: onnxruntime vs our engine.
+
+    For each zoo model: onnxruntime (default optimisations, the better of 1
+    and 2 intra-op threads), the ArmNN-rule default plan, and the tuned plan,
+    each timed in a fresh process (with its peak memory).  Writes CSV and
+    markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
+    is onnxruntime's time over the tuned plan's, geometric mean (above 1: we
+    are faster).
+    """
+    from pathlib import Path
+
+    from acltuner.bench import compare
+    out = Path(out_dir)
+    compare.run([m for m in models.split(",") if m], trials, repeat, out, board_name,
+                Path(records_path) if records_path else out / "records.jsonl")

@@ -1,0 +1,129 @@
+"""`acltuner board`: the boards acltuner knows, and detecting one."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from acltuner.cli.group import Group
+
+
+@click.group(cls=Group)
+def board() -> None:
+    """Target boards: CPU clusters, core types, clocks, ISA and compiler flags.
+
+    A board is a YAML file (configs/boards/NAME.yaml) or `host`, this machine
+    as its kernel describes it.  Wherever a board is asked for, give a shipped
+    board's NAME, `host`, or the path of a board file.
+
+    \b
+    Examples:
+      acltuner board list
+      acltuner board show odroid-n2plus
+      acltuner board detect -o configs/boards/myboard.yaml    (run on the board)
+    """
+
+
+def _board_summary(b) -> str:
+    return " + ".join(f"{len(c.cpus)}x {c.core_type} {c.max_freq_mhz or '?'} MHz"
+                      for c in b.clusters)
+
+
+def _board_json(b) -> str:
+    return json.dumps({**b.to_dict(), "ncores": b.ncores, "armnn_threads": b.armnn_threads,
+                       "fingerprint": b.fingerprint}, indent=2)
+
+
+@board.command("list")
+def board_list() -> None:
+    """One line per known board: name, ISA and clusters (LITTLE to big).
+
+    `host` is detected from this machine each time; the others are the files
+    in configs/boards/ (ACLTUNER_CONFIGS=DIR reads DIR/boards/ instead).
+    """
+    from acltuner.board import list_boards, load_board
+    for name in list_boards():
+        b = load_board(name)
+        click.echo(f"{name:16s} {b.isa:8s} {_board_summary(b)}")
+
+
+@board.command("show")
+@click.argument("board_name", metavar="NAME|FILE")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the board file's fields plus ncores, armnn_threads and fingerprint "
+                   "as one JSON object.")
+def board_show(board_name: str, as_json: bool) -> None:
+    """A board's clusters, ISA, flags, fingerprint and ArmNN threads.
+
+    The fingerprint hashes what measurements depend on (ISA, and each
+    cluster's core type, cpus and clock), not names: tuning records are kept
+    per fingerprint.  ArmNN's default thread count is the smallest cluster's
+    core count (ACLTuner paper, Appendix B.1): 2 on both the Odroid N2+ (2+4)
+    and the Tinker Edge R (4+2).
+
+    \b
+    Examples:
+      acltuner board show tinker-edge-r
+      acltuner board show host --json
+      acltuner board show ./myboard.yaml
+    """
+    from acltuner.board import load_board
+    from acltuner.board.cpulist import format_cpulist
+    b = load_board(board_name)
+    if as_json:
+        click.echo(_board_json(b))
+        return
+    click.echo(f"board        {b.name}")
+    if b.description:
+        click.echo(f"description  {b.description}")
+    click.echo(f"isa          {b.isa}")
+    for c in b.clusters:
+        capacity = "" if c.capacity is None else f"  capacity {c.capacity}"
+        click.echo(f"cluster      {c.name:8s} {c.core_type:12s} cpus {format_cpulist(c.cpus):6s}"
+                   f" {c.max_freq_mhz or '?'} MHz{capacity}")
+    click.echo(f"compiler     {' '.join(b.compiler_flags) or '(the build default)'}")
+    if b.launcher_wrapper:
+        click.echo(f"launcher     {' '.join(b.launcher_wrapper)} <launcher>")
+    click.echo(f"fingerprint  {b.fingerprint}")
+    click.echo(f"ArmNN default threads: {b.armnn_threads}")
+
+
+@board.command("detect")
+@click.option("--sysfs", "root", default="/", show_default=True, metavar="ROOT",
+              type=click.Path(exists=True, file_okay=False),
+              help="Read ROOT/proc/cpuinfo and ROOT/sys/devices/system/cpu: a copy "
+                   "recorded on a board, or / for this machine.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Also write the board file here; the board is named after the file.")
+def board_detect(root: str, as_json: bool, output: str | None) -> None:
+    """A board file from what a Linux kernel reports.
+
+    Cores of the same type and clock form a cluster, ordered LITTLE to big by
+    the kernel's cpu_capacity, then clock.  Check the result (a VM has no
+    clocks, for one) and edit the name and description as you like.
+
+    On a board without acltuner, record what detect reads, copy the folder
+    here and point --sysfs at it:
+
+    \b
+      for f in /proc/cpuinfo /sys/devices/system/cpu/online \\
+          /sys/devices/system/cpu/cpu[0-9]*/{cpu_capacity,cpufreq/cpuinfo_max_freq}; do
+        [ -r $f ] && mkdir -p rec${f%/*} && cat $f > rec$f
+      done
+
+    \b
+    Examples:
+      acltuner board detect                      this machine, as YAML
+      acltuner board detect --sysfs rec -o configs/boards/myboard.yaml
+    """
+    from dataclasses import replace
+    from pathlib import Path
+
+    from acltuner.board import detect, dump_yaml, save_file
+    b = detect(root)
+    if output:
+        b = replace(b, name=Path(output).stem)
+        save_file(b, output)
+        click.echo(f"wrote {output} (fingerprint {b.fingerprint})", err=True)
+    click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)

@@ -1,0 +1,38 @@
+"""`acltuner records`: the tuning logs."""
+from __future__ import annotations
+
+import click
+
+from acltuner.cli.group import Group
+
+
+@click.group(cls=Group)
+def records() -> None:
+    """Inspect records files: the tuning logs, one JSON line per measurement."""
+
+
+@records.command("stats")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def records_stats(file: str, as_json: bool) -> None:
+    """Per board, engine version and task: measurements, failed ones, the best
+    config and its median time, the default config's time and the speedup.
+
+    failed: the config could not run; incorrect: it ran with a wrong output.
+    The total row adds the best and default times of the tasks that have both
+    (each task once, however many nodes share it) and divides them.
+
+    \b
+    Example:
+      acltuner records stats records.jsonl
+      acltuner records stats records.jsonl --json | jq '.totals'
+    """
+    from pathlib import Path
+
+    from acltuner.tuner import record_stats
+    from acltuner.tuner.records import RecordStore
+    if not Path(file).is_file():
+        # RecordStore starts an empty log where there is none; here that is a typo.
+        raise click.ClickException(f"{file}: no such records file")
+    tables = record_stats.summarize(RecordStore(file).records)
+    click.echo(record_stats.render_json(*tables) if as_json else record_stats.render_text(*tables))

@@ -1,0 +1,111 @@
+"""`acltuner run`: a plan's whole model, here or on a board."""
+from __future__ import annotations
+
+import click
+
+
+# The largest relative difference from onnxruntime `run --check` accepts.
+CHECK_TOLERANCE = 1e-3
+
+
+@click.command("run")
+@click.argument("plan_path", metavar="PLAN.json")
+@click.argument("files", nargs=-1, metavar="[F.npy ...]")
+@click.option("--input", "named", multiple=True, metavar="NAME=F.npy",
+              help="The file for a model input (repeatable); plain F.npy arguments fill the "
+                   "other inputs in the model's order.  Default: seeded random inputs.")
+@click.option("--output", "output_path", default=None, metavar="F.npy",
+              help="Save the output (.npy; a model with several outputs: an .npz by name).")
+@click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
+              help="Timed runs.")
+@click.option("--warmup", default=3, show_default=True, type=click.IntRange(0),
+              help="Untimed runs first.")
+@click.option("--check", is_flag=True,
+              help="Compare the outputs with onnxruntime running the original model; fail "
+                   "above 1e-3 relative difference.")
+@click.option("--profile", is_flag=True, help="Time per node, slowest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--board", "board_name", default=None, metavar="NAME|FILE",
+              help="The board running the plan (default: the plan's own board).")
+@click.option("--force", is_flag=True,
+              help="Run a plan whose model, board or engine differ, with warnings.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
+                   "and report the board's latency (--check still compares here).")
+def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as_json,
+        board_name, force, host):
+    """Run a plan's whole model natively with its tuned convolutions.
+
+    Every convolution runs with the plan's config; the other operators run on
+    all the board's cores; nodes the engine does not cover run through
+    onnxruntime (listed as delegated).  Prints the latency (median, p10, p90),
+    the peak RSS and, with --check, the largest difference from onnxruntime:
+    max |diff| / max |reference|.
+
+    With --host the whole model runs on the board, in its launcher (the model
+    must then run entirely natively): the latency, profile and peak RSS are the
+    board's; inputs and outputs travel over ssh.
+
+    \b
+    Examples:
+      acltuner run resnet18.plan.json --check
+      acltuner run model.plan.json image.npy --output logits.npy --profile
+      acltuner run r18.plan.json --host odroid --check
+    """
+    import numpy as np
+
+    from acltuner.runtime.measure import check as compare
+    from acltuner.runtime.profile import summarize
+    from acltuner.runtime.report import render_json, render_text
+    args = (plan_path, list(named), list(files), repeat, warmup, force, board_name)
+    program, inputs, latency, outputs, rss_mb = (_run_on_host(host, *args) if host
+                                                 else _run_here(*args))
+    diff = None
+    if check:
+        diff = compare(program.plan.model_path, inputs, outputs)
+    if output_path:
+        if len(outputs) == 1:
+            np.save(output_path, next(iter(outputs.values())))
+        else:
+            np.savez(output_path, **outputs)
+    nodes = summarize(latency.profiles)
+    if as_json:
+        click.echo(render_json(latency, rss_mb, program, nodes, diff, profile))
+    else:
+        click.echo(render_text(latency, repeat, warmup, rss_mb, program, nodes, diff, profile))
+    if diff is not None and diff.max_rel > CHECK_TOLERANCE:
+        raise click.ClickException(f"check failed: max relative difference {diff.max_rel:.3g} "
+                                   f"> {CHECK_TOLERANCE:g}")
+
+
+def _warn(program) -> None:
+    for warning in program.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _run_here(plan_path, named, files, repeat, warmup, force, board_name):
+    """The plan in this process: (program, inputs, latency, outputs, peak RSS MB)."""
+    from acltuner.runtime import load
+    from acltuner.runtime.inputs import random_inputs, read_inputs
+    from acltuner.runtime.measure import peak_rss_mb, time_runs
+    program = load(plan_path, force=force, board=board_name)
+    _warn(program)
+    inputs = read_inputs(program, named, files) or random_inputs(program)
+    latency, outputs = time_runs(program, inputs, repeat, warmup)
+    return program, inputs, latency, outputs, peak_rss_mb()
+
+
+def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_name):
+    """The plan inside the launcher on `host`, timed there; the same tuple, with
+    the launcher's peak RSS."""
+    from acltuner.remote.launcher import RemoteLauncherClient
+    from acltuner.runtime.inputs import random_inputs, read_inputs
+    from acltuner.runtime.remote import RemoteProgram
+    from acltuner.plan import load_plan, plan_board
+    board = plan_board(load_plan(plan_path), board_name)
+    with RemoteLauncherClient(board, host, timeout_s=600) as client:
+        remote = RemoteProgram(plan_path, client, force=force, board=board_name)
+        _warn(remote.program)
+        inputs = read_inputs(remote.program, named, files) or random_inputs(remote.program)
+        result = remote.run(inputs, repeat, warmup)
+    return remote.program, inputs, result.latency, result.outputs, result.peak_rss_mb

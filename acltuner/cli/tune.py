@@ -1,0 +1,130 @@
+"""`acltuner tune`, which prints the tune's progress, a row per task and a summary."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from acltuner.cli.progress import Progress
+from acltuner.tuner import TUNE_STRATEGIES
+from acltuner.tuner.report import TuneReporter
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from acltuner.board.model import Board
+    from acltuner.plan import Plan
+    from acltuner.tuner.tune import TaskReport
+    from acltuner.tuner.tuner_config import TunerConfig
+
+
+@click.command("tune")
+@click.argument("model", metavar="MODEL.onnx")
+@click.option("-o", "--output", "plan_path", required=True, metavar="PLAN.json",
+              help="Where to write the plan (atomically).")
+@click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
+              help="Board to tune for: a name from 'acltuner board list', a board YAML file, "
+                   "or 'host' (detected).")
+@click.option("--trials", type=click.IntRange(1), default=None,
+              help="Measurements per task (default: configs/tuner.yaml, 100).")
+@click.option("--early-stopping", type=click.IntRange(1), default=None, metavar="N",
+              help="Stop a task after N rounds without a better time.")
+@click.option("--strategy", type=click.Choice(TUNE_STRATEGIES), default="xgb",
+              show_default=True, help="xgb: the paper's cost-model search; random: the same "
+                                      "budget at random; default: write ArmNN's rule-based "
+                                      "plan without measuring.")
+@click.option("--records", "records_path", default=None, metavar="FILE",
+              help="Tuning records (JSON lines), shared by every model tuned on this machine "
+                   "[default: $ACLTUNER_RECORDS or ~/.cache/acltuner/records.jsonl].")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
+              help="Static shape of a model input with dynamic dims (repeatable).")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="Tuner config YAML (default: configs/tuner.yaml).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Measure on this ssh host, where 'acltuner deploy' put the board's "
+                   "launcher; a dropped connection is reconnected and the tune goes on.")
+def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
+         input_shapes, config_path, seed, host):
+    """Tune every convolution of MODEL.onnx on a board and write a plan.
+
+    Each task (convolutions of one shape) is searched over algorithm x GEMM
+    micro-kernel x per-core weights x workloads, measuring candidates on the
+    board, guided by an XGBoost cost model: 50 random configurations, then
+    rounds of the model's 3 best guesses plus 2 random ones.  The ArmNN-rule
+    default is always measured too, so every task reports default vs tuned.
+
+    Every measurement is saved to the records file as it is taken: after
+    Ctrl-C or a crash, run the same command again and it resumes without
+    measuring anything twice; tasks tuned before (by any model) are reused.
+
+    \b
+    Examples:
+      acltuner tune resnet18.onnx -o resnet18.plan.json
+      acltuner tune model.onnx -o plan.json --board split-host --trials 60
+      acltuner tune model.onnx -o default.plan.json --strategy default
+      acltuner tune model.onnx -o plan.json --board odroid-n2plus --host odroid
+    """
+    from acltuner.tuner.session import run_tune
+    try:
+        run_tune(model, plan_path, board_name=board_name, trials=trials,
+                 early_stopping=early_stopping, strategy=strategy, records_path=records_path,
+                 input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
+                 reporter=_Printer(plan_path))
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: every measurement so far is in the records file; run the "
+                   "same command again to resume", err=True)
+        raise SystemExit(130) from None
+
+
+def _task_line(r: TaskReport) -> str:
+    def ms(v):
+        return f"{v:9.3f}" if v is not None else f"{'-':>9s}"
+    speed = f"{r.speedup:6.2f}x" if r.speedup else f"{'-':>7s}"
+    return (f"{r.task.key:48s} {len(r.task.nodes):5d} {ms(r.default_ms)} {ms(r.tuned_ms)} "
+            f"{speed}  {r.best}")
+
+
+class _Printer(TuneReporter):
+    """The tune on the terminal: what it runs with and the summary on stderr, a
+    table of tasks on stdout, a task's progress redrawn on stderr."""
+
+    def __init__(self, plan_path: str):
+        self.plan_path = plan_path
+        self.host: str | None = None
+        self.line = Progress()
+
+    def started(self, model: str, board: Board, host: str | None, strategy: str,
+                config: TunerConfig, caches: str, records: Path) -> None:
+        self.host = host
+        where = f" on {host}" if host else ""
+        click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
+                   f"strategy {strategy}, {config.search.trials} trials per task, caches {caches}, "
+                   f"records {records}", err=True)
+        click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
+                   f"best config (algorithm/micro-kernel/core weights/workloads)")
+
+    def progress(self, text: str) -> None:
+        self.line.update(text)
+
+    def task_done(self, report: TaskReport) -> None:
+        self.line.clear()
+        click.echo(_task_line(report))
+
+    def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
+        if reconnects:
+            click.echo(f"the connection to {self.host} dropped {reconnects} time(s): reconnected, "
+                       f"and the interrupted measurements were taken again", err=True)
+        per_node = [(len(r.task.nodes) * r.default_ms, len(r.task.nodes) * r.tuned_ms)
+                    for r in reports if r.default_ms and r.tuned_ms]
+        if per_node:
+            default_total = sum(d for d, _ in per_node)
+            tuned_total = sum(t for _, t in per_node)
+            click.echo(f"convolutions per inference: default {default_total:.2f} ms, tuned "
+                       f"{tuned_total:.2f} ms, speedup {default_total / tuned_total:.2f}x")
+        t = plan.tuning
+        share = 100.0 * t.tuner_s / t.wall_s if t.wall_s else 0.0
+        reused = sum(r.reused for r in reports)
+        click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s ({share:.1f}% "
+                   f"of wall), {t.measurements} measurements ({reused} reused from records)")
+        click.echo(f"plan written to {self.plan_path}")

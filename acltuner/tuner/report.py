@@ -1,0 +1,33 @@
+"""How a tune reports its progress to whoever runs it (the command line prints
+it), in a module of its own so that a caller can implement it without loading
+the tuner."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from acltuner.board.model import Board
+    from acltuner.plan import Plan
+    from acltuner.tuner.tune import TaskReport
+    from acltuner.tuner.tuner_config import TunerConfig
+
+
+class TuneReporter:
+    """Every method does nothing here; a caller overrides those it shows."""
+
+    def started(self, model: str, board: Board, host: str | None, strategy: str,
+                config: TunerConfig, caches: str, records: Path) -> None:
+        """The launcher is up (on `host`, None: this machine) and the first task
+        is next; caches: the measurements' caches, e.g. "cold (8 MiB evicted)"."""
+
+    def progress(self, text: str) -> None:
+        """One line on the task being searched, after every batch of measurements."""
+
+    def task_done(self, report: TaskReport) -> None:
+        """A task is tuned (or, with the default strategy, given its default)."""
+
+    def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
+        """The plan is written; reconnects: how often the connection to the board
+        dropped and was made again."""

@@ -113,7 +113,7 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
 
 
 def matmul_ukernel(m: int, k: int, n: int, target: Target) -> str:
-    """ArmNN's GEMM kernel rule (tuner.defaults) for an M x K x N product: a 1x1 convolution."""
+    """ArmNN's GEMM kernel rule (acltuner.armnn_default) for an M x K x N product: a 1x1 convolution."""
     as_conv = ConvShape(n=1, h=m, w=1, c=k, oc=n, kh=1, kw=1)
     ukernel = armnn_ukernel(as_conv, "gemm1x1", list(target.ukernels), target.isa,
                             target.check)

@@ -82,6 +82,14 @@ static void place(trial *t, acl_tensor *x, int rank, const int *dims)
     t->used += volume(rank, dims);
 }
 
+/* The output of an elementwise case: over its input when in_place, else placed anew. */
+static void place_output(trial *t, acl_tensor *out, const acl_tensor *in, int in_place, int rank,
+                         const int *dims)
+{
+    if (in_place) *out = *in;
+    else place(t, out, rank, dims);
+}
+
 /* Allocates the arena (random contents) once every tensor is placed. */
 static float *trial_arena(trial *t)
 {
@@ -222,10 +230,7 @@ static void unary_case(int big)
     trial_begin(&t, TOL_EXACT, "unary %d a=%g b=%g %s%s", s.op, (double)s.a, (double)s.b,
                 dims_str(rank, dims), in_place ? " in place" : "");
     place(&t, &s.in, rank, dims);
-    if (in_place)
-        s.out = s.in;
-    else
-        place(&t, &s.out, rank, dims);
+    place_output(&t, &s.out, &s.in, in_place, rank, dims);
     float *arena = trial_arena(&t);
     const size_t n = volume(rank, dims);
     for (size_t i = 0; i < n; i++) arena[s.in.offset + i] *= 8.0f;  /* reach the clamps */
@@ -279,10 +284,7 @@ static void binary_case(int big)
                 dims_str(rank, db), dims_str(rank, dims), in_place ? " in place" : "");
     place(&t, &s.a, rank, da);
     place(&t, &s.b, rank, db);
-    if (in_place)
-        s.out = s.a;
-    else
-        place(&t, &s.out, rank, dims);
+    place_output(&t, &s.out, &s.a, in_place, rank, dims);
     float *arena = trial_arena(&t);
     /* Divisors kept away from 0. */
     for (size_t i = 0; i < volume(rank, db); i++)
@@ -577,10 +579,7 @@ static void softmax_case(int big)
     trial_begin(&t, TOL_EXACT, "softmax %s x%g%s", dims_str(rank, dims), (double)scale,
                 in_place ? " in place" : "");
     place(&t, &s.in, rank, dims);
-    if (in_place)
-        s.out = s.in;
-    else
-        place(&t, &s.out, rank, dims);
+    place_output(&t, &s.out, &s.in, in_place, rank, dims);
     float *arena = trial_arena(&t);
     const size_t len = (size_t)dims[rank - 1], rows = volume(rank, dims) / len;
     for (size_t i = 0; i < rows * len; i++) arena[s.in.offset + i] *= scale;

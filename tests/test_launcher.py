@@ -321,18 +321,13 @@ def test_malformed_requests_get_error_answers(launcher_path):
     assert messages[0] == ("malformed JSON at byte 15: expected ',' or '}' in an object, "
                            "found end of input")
     assert messages[1].startswith("malformed JSON at byte 0")
-    assert "must be an object" in messages[3]
-    assert 'field "cmd" must be a string' in messages[4]
-    assert 'missing field "cmd"' in messages[5]
-    assert 'unknown command "hé"\n😀"' in messages[6]
-    assert 'unknown field "extra"' in messages[7]
-    assert "given twice" in messages[8]
-    assert 'unknown field "colour" in shape' in messages[9]
-    assert 'field "n" must be an integer' in messages[10]
-    assert "input: expected 16 float32" in messages[11]
-    assert "invalid base64" in messages[12]
-    assert 'missing field "workloads"' in messages[13]
-    assert "group 3 must divide" in messages[14]
+    expected = {3: "must be an object", 4: 'field "cmd" must be a string',
+                5: 'missing field "cmd"', 6: 'unknown command "hé"\n😀"',
+                7: 'unknown field "extra"', 8: "given twice", 9: 'unknown field "colour" in shape',
+                10: 'field "n" must be an integer', 11: "input: expected 16 float32",
+                12: "invalid base64", 13: 'missing field "workloads"', 14: "group 3 must divide"}
+    for i, part in expected.items():
+        assert part in messages[i], (i, messages[i])
 
 
 def test_quit_and_end_of_input_exit_cleanly(launcher_path):

@@ -62,10 +62,10 @@ int graph_write_command(graph_session *s, const json_value *request, json_writer
 
 /* {"cmd": "graph_op", "kind", "attrs": {...}, "inputs": [tensor...], "out": tensor}:
  * the attributes are those of the kind's line in ACL_GRAPH_OPS. */
-static int add_op(graph_session *s, const json_value *request, const char *kind)
+static int add_op(graph_session *s, const json_value *request, int op)
 {
     static const char *const fields[] = {"cmd", "kind", "attrs", "inputs", "out", NULL};
-    const acl_op_info *info = acl_graph_op_info(acl_graph_op_find(kind));
+    const acl_op_info *info = acl_graph_op_info(op);
     const json_value *attrs_json = NULL;
     tensor_list ins = {0};
     acl_tensor out;
@@ -78,7 +78,7 @@ static int add_op(graph_session *s, const json_value *request, const char *kind)
                                           info->attrs_size, attrs, &buffers)) ||
              read_tensor_list(request, "inputs", &ins) ||
              read_tensor(request, "out", REQUIRED, &out, NULL) ||
-             engine_rc(acl_graph_add(s->graph, acl_graph_op_find(kind), attrs, (int)ins.count,
+             engine_rc(acl_graph_add(s->graph, op, attrs, (int)ins.count,
                                      ins.items, &out));
     schema_buffers_free(&buffers);
     free(ins.items);
@@ -91,14 +91,15 @@ int graph_op_command(graph_session *s, const json_value *request, json_writer *w
     const char *kind = NULL;
     if (graph_session_require(s) || request_string(request, "kind", REQUIRED, 0, &kind))
         return request_fail_in("graph_op");
-    if (acl_graph_op_find(kind) < 0) {
+    const int op = acl_graph_op_find(kind);
+    if (op < 0) {
         char known[512] = "";
         for (int i = 0; i < ACL_OP_COUNT; i++)
             snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
                      i ? ", " : "", acl_graph_op_info(i)->name);
         return request_fail("graph_op: unknown kind \"%s\" (expected one of %s)", kind, known);
     }
-    if (add_op(s, request, kind)) {
+    if (add_op(s, request, op)) {
         char where[64];
         snprintf(where, sizeof where, "graph_op %s", kind);
         return request_fail_in(where);

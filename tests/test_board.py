@@ -20,6 +20,7 @@ from acltuner.board.cores import compiler_flags
 from acltuner.board.cpulist import format_cpulist, parse_cpulist
 from acltuner.cli import main
 from acltuner.engine import native
+from file_errors import load_error
 
 FIXTURES = Path(__file__).parent / "fixtures" / "boards"
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "boards"
@@ -282,11 +283,8 @@ BAD_FILES = [
 @pytest.mark.parametrize("mutate, message", BAD_FILES)
 def test_bad_files_fail_in_one_line_naming_file_and_field(mutate, message, tmp_path):
     path = tmp_path / "x.yaml"
-    path.write_text(yaml.safe_dump(_bad(mutate), sort_keys=False))
-    with pytest.raises(BoardError) as e:
-        load_file(path)
-    assert str(e.value).startswith(f"{path}: {message}")
-    assert "\n" not in str(e.value)
+    text = yaml.safe_dump(_bad(mutate), sort_keys=False)
+    assert load_error(load_file, path, text, BoardError).startswith(f"{path}: {message}")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -296,11 +294,8 @@ def test_bad_files_fail_in_one_line_naming_file_and_field(mutate, message, tmp_p
 ])
 def test_unreadable_files(text, message, tmp_path):
     path = tmp_path / "x.yaml"
-    path.write_text(text)
-    with pytest.raises(BoardError) as e:
-        load_file(path)
-    assert str(e.value).startswith(f"{path}: ") and "\n" not in str(e.value)
-    assert message in str(e.value)
+    error = load_error(load_file, path, text, BoardError)
+    assert error.startswith(f"{path}: ") and message in error
 
 
 # --- registry ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from acltuner.tuner.cost_model import CostModel
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.search import search
 from acltuner.tuner.tuner_config import DEFAULT_PATH, TunerConfig, load_tuner_config
+from file_errors import load_error
 
 SHAPE = ConvShape(n=1, h=28, w=30, c=64, oc=96, kh=3, kw=3, stride_h=1, stride_w=2,
                   pad_top=1, pad_left=1, pad_bottom=1, pad_right=0)
@@ -246,11 +247,7 @@ def test_default_settings_are_table_6():
     ("key: [unclosed", "not valid YAML"),
 ])
 def test_settings_file_errors(tmp_path, text, message):
-    path = tmp_path / "tuner.yaml"
-    path.write_text(text)
-    with pytest.raises(ValueError, match=message) as err:
-        load_tuner_config(path)
-    assert str(path) in str(err.value) and "\n" not in str(err.value)
+    assert message in load_error(load_tuner_config, tmp_path / "tuner.yaml", text, ValueError)
 
 
 @pytest.mark.parametrize("override, message", [

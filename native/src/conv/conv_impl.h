@@ -78,6 +78,17 @@ extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
     conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
     conv_winograd_4x1_3x1;
 
+/* The taps [*k0, *k1) of one kernel axis whose input coordinate
+ * o * stride - pad + k * dil lies inside [0, n): direct algorithms skip the
+ * padding through their loop bounds instead of a test per tap. */
+static inline void conv_taps_inside(int o, int stride, int pad, int dil, int k, int n, int *k0,
+                                    int *k1)
+{
+    const int base = o * stride - pad;
+    *k0 = base >= 0 ? 0 : acl_min(k, (dil - 1 - base) / dil);
+    *k1 = base >= n ? *k0 : acl_max(*k0, acl_min(k, (n - base + dil - 1) / dil));
+}
+
 /* ---- epilogue -------------------------------------------------------------
  * y[i] = act(acc[i] + bias[i] + residual[i]) in the same order of operations
  * as the GEMM's fused epilogue.  residual may be NULL; y may be acc (direct

@@ -70,13 +70,13 @@ static inline void pixel_taps(const acl_conv *conv, const float *x, int b, int o
 {
     const acl_conv_shape *s = &conv->s;
     const float *w = conv->impl;
-    int multiplier = s->oc / s->c;
-    for (int ky = 0; ky < s->kh; ky++) {
+    int multiplier = s->oc / s->c, ky0, ky1, kx0, kx1;
+    conv_taps_inside(oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &ky0, &ky1);
+    conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, s->kw, s->w, &kx0, &kx1);
+    for (int ky = ky0; ky < ky1; ky++) {
         int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-        if (iy < 0 || iy >= s->h) continue;
-        for (int kx = 0; kx < s->kw; kx++) {
+        for (int kx = kx0; kx < kx1; kx++) {
             int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
-            if (ix < 0 || ix >= s->w) continue;
             const float *xp = x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c;
             multiply_add(acc, xp, w + (size_t)(ky * s->kw + kx) * s->oc + o0, o0, len, multiplier);
         }
@@ -128,9 +128,10 @@ static inline __attribute__((always_inline)) void interior_run(const acl_conv *c
     const size_t c = (size_t)s->c, step = (size_t)s->stride_w * c;
     channel_vec acc[PIXEL_RUN];
     for (int p = 0; p < count; p++) acc[p] = (channel_vec){0};
-    for (int ky = 0; ky < s->kh; ky++) {
+    int ky0, ky1;
+    conv_taps_inside(oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &ky0, &ky1);
+    for (int ky = ky0; ky < ky1; ky++) {
         int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-        if (iy < 0 || iy >= s->h) continue;
         const float *row = io->x + ((size_t)(b * s->h + iy) * s->w) * c + o0;
         for (int kx = 0; kx < s->kw; kx++) {
             const channel_vec wv = load_vec(w + (size_t)(ky * s->kw + kx) * s->oc + o0);
@@ -221,19 +222,13 @@ static int channel_block_run(acl_conv *conv, const acl_exec *ex, const conv_io *
 }
 
 const conv_algo conv_depthwise_pixel = {
-    .name = "depthwise_pixel",
-    .uses_ukernel = 0,
-    .check = depthwise_check,
-    .create = depthwise_create,
-    .run = pixel_run,
-    .destroy = depthwise_destroy,
+    .name = "depthwise_pixel", .uses_ukernel = 0,
+    .check = depthwise_check, .create = depthwise_create,
+    .run = pixel_run, .destroy = depthwise_destroy,
 };
 
 const conv_algo conv_depthwise_channel_block = {
-    .name = "depthwise_channel_block",
-    .uses_ukernel = 0,
-    .check = depthwise_check,
-    .create = depthwise_create,
-    .run = channel_block_run,
-    .destroy = depthwise_destroy,
+    .name = "depthwise_channel_block", .uses_ukernel = 0,
+    .check = depthwise_check, .create = depthwise_create,
+    .run = channel_block_run, .destroy = depthwise_destroy,
 };

@@ -59,10 +59,7 @@ static void indirect_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_indirect = {
-    .name = "indirect",
-    .uses_ukernel = 1,
-    .check = indirect_check,
-    .create = indirect_create,
-    .run = indirect_run,
-    .destroy = indirect_destroy,
+    .name = "indirect", .uses_ukernel = 1,
+    .check = indirect_check, .create = indirect_create,
+    .run = indirect_run, .destroy = indirect_destroy,
 };

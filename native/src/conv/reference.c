@@ -26,16 +26,17 @@ static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy,
 {
     const acl_conv_shape *s = &conv->s;
     const float *w = conv->impl;
+    int ky0, ky1, kx0, kx1;
+    conv_taps_inside(oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &ky0, &ky1);
+    conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, s->kw, s->w, &kx0, &kx1);
     for (int o = 0; o < s->oc; o++) {
         int g = o / conv->d.ocg;
         double sum = 0.0;
         for (int ci = 0; ci < conv->d.cg; ci++)
-            for (int ky = 0; ky < s->kh; ky++) {
+            for (int ky = ky0; ky < ky1; ky++) {
                 int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-                if (iy < 0 || iy >= s->h) continue;
-                for (int kx = 0; kx < s->kw; kx++) {
+                for (int kx = kx0; kx < kx1; kx++) {
                     int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
-                    if (ix < 0 || ix >= s->w) continue;
                     size_t pixel = (size_t)(b * s->h + iy) * s->w + ix;
                     float xv = x[pixel * s->c + g * conv->d.cg + ci];
                     float wv = w[((size_t)o * conv->d.cg + ci) * conv->d.taps + ky * s->kw + kx];
@@ -66,10 +67,7 @@ static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, 
 static void reference_destroy(acl_conv *conv) { acl_free(conv->impl); }
 
 const conv_algo conv_reference = {
-    .name = "reference",
-    .uses_ukernel = 0,
-    .check = reference_check,
-    .create = reference_create,
-    .run = reference_run,
-    .destroy = reference_destroy,
+    .name = "reference", .uses_ukernel = 0,
+    .check = reference_check, .create = reference_create,
+    .run = reference_run, .destroy = reference_destroy,
 };

@@ -1,9 +1,9 @@
 /* The micro-kernel table and the public queries over it.
  *
  * Each family lists its kernels once, as X(MR, NR, style, isa, kmin, kmax,
- * n_multiple); the list expands both to the symbol declarations and to the
- * table, and a kernel's symbol is acl_ukr_<MR>x<NR>_<style>_<isa>, the name
- * of the file that instantiates it.
+ * n_multiple), grouped by style, two to a line; the list expands both to the
+ * symbol declarations and to the table, and a kernel's symbol is
+ * acl_ukr_<MR>x<NR>_<style>_<isa>, the name of the file that instantiates it.
  */
 #include <pthread.h>
 #include <string.h>
@@ -13,39 +13,29 @@
 
 #if defined(ACL_ARCH_X86)
 
-#define ACL_FAMILY_AVX512(X)                        \
-    X(12, 32, interleaved, avx512, 0, 0, 1)         \
-    X(8, 32, interleaved, avx512, 0, 0, 1)          \
-    X(16, 16, interleaved, avx512, 0, 0, 1)         \
-    X(6, 32, hybrid, avx512, 0, 0, 1)               \
-    X(8, 32, hybrid, avx512, 0, 0, 1)               \
-    X(4, 48, hybrid, avx512, 0, 0, 1)               \
-    X(6, 16, hybrid, avx512, 0, 0, 1)               \
-    X(8, 16, hybrid, avx512, 0, 0, 1)               \
-    X(6, 16, smallk, avx512, 8, 16, 4)              \
-    X(8, 16, smallk, avx512, 0, 8, 4)
+#define ACL_FAMILY_AVX512(X)                                                       \
+    X(12, 32, interleaved, avx512, 0, 0, 1) X(8, 32, interleaved, avx512, 0, 0, 1) \
+    X(16, 16, interleaved, avx512, 0, 0, 1)                                        \
+    X(6, 32, hybrid, avx512, 0, 0, 1) X(8, 32, hybrid, avx512, 0, 0, 1)            \
+    X(4, 48, hybrid, avx512, 0, 0, 1) X(6, 16, hybrid, avx512, 0, 0, 1)            \
+    X(8, 16, hybrid, avx512, 0, 0, 1)                                              \
+    X(6, 16, smallk, avx512, 8, 16, 4) X(8, 16, smallk, avx512, 0, 8, 4)
 
-#define ACL_FAMILY_AVX2(X)                          \
-    X(6, 16, interleaved, avx2, 0, 0, 1)            \
-    X(4, 24, interleaved, avx2, 0, 0, 1)            \
-    X(8, 8, interleaved, avx2, 0, 0, 1)             \
-    X(6, 16, hybrid, avx2, 0, 0, 1)                 \
-    X(4, 24, hybrid, avx2, 0, 0, 1)                 \
-    X(8, 8, hybrid, avx2, 0, 0, 1)                  \
-    X(6, 8, smallk, avx2, 8, 16, 4)                 \
-    X(8, 8, smallk, avx2, 0, 8, 4)
+#define ACL_FAMILY_AVX2(X)                                                    \
+    X(6, 16, interleaved, avx2, 0, 0, 1) X(4, 24, interleaved, avx2, 0, 0, 1) \
+    X(8, 8, interleaved, avx2, 0, 0, 1)                                       \
+    X(6, 16, hybrid, avx2, 0, 0, 1) X(4, 24, hybrid, avx2, 0, 0, 1)           \
+    X(8, 8, hybrid, avx2, 0, 0, 1)                                            \
+    X(6, 8, smallk, avx2, 8, 16, 4) X(8, 8, smallk, avx2, 0, 8, 4)
 
 #elif defined(ACL_ARCH_AARCH64)
 
 /* ACL's Table 3 kernels. */
-#define ACL_FAMILY_NEON(X)                          \
-    X(8, 12, interleaved, neon, 0, 0, 1)            \
-    X(8, 6, interleaved, neon, 0, 0, 1)             \
-    X(6, 16, hybrid, neon, 0, 0, 1)                 \
-    X(4, 24, hybrid, neon, 0, 0, 1)                 \
-    X(8, 4, hybrid, neon, 0, 0, 1)                  \
-    X(6, 4, smallk, neon, 8, 16, 4)                 \
-    X(8, 4, smallk, neon, 0, 8, 4)
+#define ACL_FAMILY_NEON(X)                                                   \
+    X(8, 12, interleaved, neon, 0, 0, 1) X(8, 6, interleaved, neon, 0, 0, 1) \
+    X(6, 16, hybrid, neon, 0, 0, 1) X(4, 24, hybrid, neon, 0, 0, 1)          \
+    X(8, 4, hybrid, neon, 0, 0, 1)                                           \
+    X(6, 4, smallk, neon, 8, 16, 4) X(8, 4, smallk, neon, 0, 8, 4)
 
 #else
 #error "ACL_ARCH_X86 or ACL_ARCH_AARCH64 must be defined"

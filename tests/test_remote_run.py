@@ -26,7 +26,6 @@ from acltuner.runtime.measure import check
 from acltuner.runtime.profile import HOST_COPIES, summarize
 from acltuner.runtime.remote import RemoteProgram, run_remote
 from acltuner.runtime.report import render_json
-from acltuner.runtime.simplify import simplify
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.tune import tune_model
@@ -87,7 +86,7 @@ def test_every_kind_model_lowers_to_every_native_kind(tmp_path):
     with LauncherClient() as client:
         plan_path, model_path = make_plan(every_kind_model(), client, tmp_path, "every_kind")
     configs = {n.node: n.config for n in load_plan(plan_path).nodes}
-    stages, _ = lower(simplify(load_model(model_path)), configs)
+    stages, _ = lower(load_model(model_path), configs)
     assert len(stages) == 1 and {op.kind for op in stages[0].ops} == EVERY_KIND
 
 

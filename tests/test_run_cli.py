@@ -11,42 +11,21 @@ import os
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 from onnx import helper, numpy_helper
 
 import acltuner
 from acltuner import zoo
-from acltuner.cli import main
 from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.engine import native
 from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
-from cli_checks import assert_one_line_error
+from cli_checks import assert_one_line_error, default_plan, invoke, run_check
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 LIGHT_MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")]
                       for p in glob.glob(os.path.join(LIGHT, "light_*.onnx")))
-
-
-def _invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def _plan(model_path, tmp_path):
-    """The ArmNN-rule plan: no measurement."""
-    plan = model_path.with_suffix(".plan.json")
-    result = _invoke("tune", model_path, "-o", plan, "--strategy", "default",
-                     "--board", "split-host", "--records", tmp_path / "records.jsonl")
-    assert result.exit_code == 0, result.output
-    return plan
-
-
-def _check(plan, *args) -> dict:
-    result = _invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0", "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 # Every zoo model, with the rule-based plan.
@@ -54,8 +33,8 @@ def _check(plan, *args) -> dict:
 @pytest.mark.parametrize("name", list(zoo.MODELS))
 def test_zoo_model_matches_onnxruntime(name, tmp_path):
     path = tmp_path / f"{name}.onnx"
-    assert _invoke("zoo", name, "-o", path).exit_code == 0
-    report = _check(_plan(path, tmp_path))
+    assert invoke("zoo", name, "-o", path).exit_code == 0
+    report = run_check(default_plan(path, tmp_path))
     print(f"{name}: max_rel_diff {report['max_rel_diff']:.3g}")
     assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
 
@@ -86,9 +65,9 @@ def _other_configs(plan_path, model_path) -> int:
 def test_other_configs_match_too(name, tmp_path):
     path = tmp_path / f"{name}.onnx"
     onnx.save(zoo.build(name), path)
-    plan = _plan(path, tmp_path)
+    plan = default_plan(path, tmp_path)
     assert _other_configs(plan, path) > 0
-    report = _check(plan)
+    report = run_check(plan)
     print(f"{name} (other configs): max_rel_diff {report['max_rel_diff']:.3g}")
     assert report["max_rel_diff"] <= CHECK_TOLERANCE
 
@@ -139,7 +118,7 @@ def _randomized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
 def test_light_model_matches_onnxruntime(name, tmp_path):
     path = tmp_path / f"{name}.onnx"
     onnx.save(_randomized(onnx.load(os.path.join(LIGHT, f"light_{name}.onnx"))), path)
-    report = _check(_plan(path, tmp_path))
+    report = run_check(default_plan(path, tmp_path))
     print(f"light {name}: max_rel_diff {report['max_rel_diff']:.3g}")
     assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
 
@@ -160,12 +139,12 @@ def small(tmp_path):
     y = b.gemm(b.flatten(b.global_avg_pool(y, "gap"), "flat"), "fc", 10)
     path = tmp_path / "small.onnx"
     onnx.save(b.model(y, "small"), path)
-    return path, _plan(path, tmp_path)
+    return path, default_plan(path, tmp_path)
 
 
 def test_text_report_and_profile(small):
     _, plan = small
-    result = _invoke("run", plan, "--repeat", "2", "--warmup", "1", "--profile", "--check")
+    result = invoke("run", plan, "--repeat", "2", "--warmup", "1", "--profile", "--check")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "latency  median" in out and "p10" in out and "p90" in out and "peak RSS" in out
@@ -180,7 +159,7 @@ def test_text_report_and_profile(small):
 
 def test_json_report(small):
     _, plan = small
-    report = _check(plan, "--profile")
+    report = run_check(plan, "--profile")
     assert report["p10_ms"] <= report["median_ms"] <= report["p90_ms"]
     assert report["peak_rss_mb"] > 0 and report["max_rel_diff"] <= CHECK_TOLERANCE
     [segment] = report["delegated"]
@@ -194,10 +173,10 @@ def test_api_returns_what_the_cli_writes(small, tmp_path):
     _, plan = small
     x = np.random.default_rng(1).standard_normal((1, 8, 12, 12)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    result = _invoke("run", plan, tmp_path / "x.npy", "--output", tmp_path / "y.npy",
+    result = invoke("run", plan, tmp_path / "x.npy", "--output", tmp_path / "y.npy",
                      "--repeat", "1", "--warmup", "0")
     assert result.exit_code == 0, result.output
-    named = _invoke("run", plan, "--input", f"input={tmp_path / 'x.npy'}", "--output",
+    named = invoke("run", plan, "--input", f"input={tmp_path / 'x.npy'}", "--output",
                     tmp_path / "z.npy", "--repeat", "1", "--warmup", "0")
     assert named.exit_code == 0, named.output
     api = acltuner.load(plan).run({"input": x})["output"]
@@ -207,18 +186,18 @@ def test_api_returns_what_the_cli_writes(small, tmp_path):
 
 def test_bad_inputs_are_one_line(small, tmp_path):
     _, plan = small
-    assert_one_line_error(_invoke("run", plan, tmp_path / "missing.npy"), "missing.npy",
+    assert_one_line_error(invoke("run", plan, tmp_path / "missing.npy"), "missing.npy",
                     "no such input file", "'input'")
     np.save(tmp_path / "wrong.npy", np.zeros((1, 3, 12, 12), np.float32))
-    assert_one_line_error(_invoke("run", plan, tmp_path / "wrong.npy"), "wrong.npy", "'input'",
+    assert_one_line_error(invoke("run", plan, tmp_path / "wrong.npy"), "wrong.npy", "'input'",
                     "float32 [1, 8, 12, 12]", "got float32 [1, 3, 12, 12]")
     np.save(tmp_path / "f64.npy", np.zeros((1, 8, 12, 12)))
-    assert_one_line_error(_invoke("run", plan, tmp_path / "f64.npy"), "f64.npy",
+    assert_one_line_error(invoke("run", plan, tmp_path / "f64.npy"), "f64.npy",
                     "float32 [1, 8, 12, 12]", "got float64")
-    assert_one_line_error(_invoke("run", plan, "--input", f"nope={tmp_path / 'f64.npy'}"),
+    assert_one_line_error(invoke("run", plan, "--input", f"nope={tmp_path / 'f64.npy'}"),
                     "no input 'nope'")
     (tmp_path / "text.npy").write_text("not numpy")
-    assert_one_line_error(_invoke("run", plan, tmp_path / "text.npy"), "text.npy", "not a .npy")
+    assert_one_line_error(invoke("run", plan, tmp_path / "text.npy"), "text.npy", "not a .npy")
 
 
 def test_a_plan_for_another_model_is_refused(small):
@@ -227,8 +206,8 @@ def test_a_plan_for_another_model_is_refused(small):
     weight = model.graph.initializer[0]
     weight.raw_data = weight.raw_data[:-4] + b"\0" * 4  # any change of the file
     onnx.save(model, path)
-    assert_one_line_error(_invoke("run", plan), "changed since tuning", "--force")
-    result = _invoke("run", plan, "--force", "--repeat", "1", "--warmup", "0")
+    assert_one_line_error(invoke("run", plan), "changed since tuning", "--force")
+    result = invoke("run", plan, "--force", "--repeat", "1", "--warmup", "0")
     assert result.exit_code == 0 and "warning: model" in result.output
 
 
@@ -237,13 +216,13 @@ def test_a_plan_missing_a_conv_is_refused(small):
     data = json.loads(plan.read_text())
     data["nodes"] = [n for n in data["nodes"] if n["node"] != "c2"]
     plan.write_text(json.dumps(data))
-    assert_one_line_error(_invoke("run", plan), "no config for Conv node", "c2")
+    assert_one_line_error(invoke("run", plan), "no config for Conv node", "c2")
 
 
 def test_check_fails_above_the_tolerance(small, monkeypatch):
     from acltuner.runtime import measure
     _, plan = small
     monkeypatch.setattr(measure, "check", lambda *a: measure.Difference(1.0, 2e-3))
-    result = _invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0")
+    result = invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0")
     assert result.exit_code == 1
     assert "check failed: max relative difference 0.002 > 0.001" in result.output

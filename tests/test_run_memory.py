@@ -17,7 +17,6 @@ from acltuner.cli import main
 from acltuner.plan import load_plan
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
-from acltuner.runtime.simplify import simplify
 from acltuner.board.registry import load_board
 from acltuner.taskgen.model import load_model, load_model_detached
 
@@ -53,7 +52,6 @@ def test_a_program_keeps_no_weights_once_packed(planned):
     model_path, plan_path = planned
     plan = load_plan(plan_path)
     model, weights = load_model_detached(model_path)
-    model = simplify(model, weights)
     stages, g = lower(model, {n.node: n.config for n in plan.nodes}, weights=weights)
     weights.clear()
     Program(model, g, stages, load_board("split-host"))

@@ -21,8 +21,7 @@ from acltuner.runtime import compile_model
 from acltuner.runtime.arena import ALIGN, lifetimes, plan_arena
 from acltuner.runtime.ir import Buffer, NativeStage, Op, Value
 from acltuner.runtime.layout import NHWC, identity, reshaped, same_memory, source_layout
-from acltuner.runtime.onnxrt import session
-from acltuner.runtime.simplify import simplify
+from acltuner.taskgen.onnxrt import session
 from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import signature
@@ -46,7 +45,7 @@ def _compile(model: onnx.ModelProto, tmp_path):
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     # Simplified first, as the convolutions' weights may be folded constants.
-    loaded = simplify(load_model(path))
+    loaded = load_model(path)
     return compile_model(loaded, _configs(loaded), BOARD), path
 
 

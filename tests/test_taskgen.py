@@ -247,9 +247,11 @@ def test_constant_node_weights(tmp_path):
 
 def test_non_constant_weight_is_refused(tmp_path):
     b = GraphBuilder(input_shape=(1, 3, 8, 8))
-    w = b.node("Relu", [b.constant("w", np.ones((4, 3, 3, 3)))], "w_relu")
+    # A weight computed from the input; one computed from constants is folded.
+    mean = b.node("ReduceMean", [b.input], "mean", keepdims=0)
+    w = b.node("Mul", [b.constant("w", np.ones((4, 3, 3, 3))), mean], "w_scaled")
     path = _save(b.model(b.node("Conv", [b.input, w], "conv_w"), "dynw"), tmp_path)
-    with pytest.raises(ModelError, match=r"^Conv node 'conv_w': weight 'w_relu' is not a const"):
+    with pytest.raises(ModelError, match=r"^Conv node 'conv_w': weight 'w_scaled' is not a con"):
         generate_tasks(path)
 
 

@@ -13,7 +13,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from acltuner.runtime.ir import DelegatedSegment
-from acltuner.runtime.onnxrt import ir_version, session, value_info
+from acltuner.taskgen.onnxrt import ir_version, session, value_info
 from acltuner.runtime.profile import DELEGATED, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph, node_name, subgraph_names
 

@@ -15,7 +15,6 @@ from acltuner.plan import Plan, check_plan, load_plan, plan_board
 from acltuner.runtime.ir import DelegatedSegment
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
-from acltuner.runtime.simplify import simplify
 from acltuner.runtime.target import Target
 from acltuner.taskgen.graph import node_name
 from acltuner.taskgen.model import load_model_detached
@@ -26,13 +25,12 @@ def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board:
                   weights: dict[str, np.ndarray] | None = None, *,
                   engine: Target | None = None, make_graph=Graph,
                   native_only: bool = False) -> Program:
-    """`model` (shapes inferred, as load_model returns it; simplified in place)
+    """`model` (shapes static and constants folded, as load_model returns it)
     with a config per Conv node name, for `engine` (default: this process's),
     its native stages built by make_graph(arena_floats, core_weights, workloads).
     With load_model_detached's model and weights, the weights dict is emptied:
     each weight is freed once packed.  native_only refuses, before building
     anything, a model with nodes that would run through onnxruntime."""
-    model = simplify(model, weights)
     stages, g = lower(model, configs, engine, weights)
     if weights is not None:
         weights.clear()  # g holds what is still needed, and lets it go while packing

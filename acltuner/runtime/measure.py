@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acltuner.runtime.onnxrt import session
+from acltuner.taskgen.onnxrt import session
 from acltuner.runtime.profile import ProfileEntry
 from acltuner.runtime.program import Program
 

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.engine.config import ConvShape
 from acltuner.taskgen.conv_attrs import conv_shape
-from acltuner.taskgen.model import ModelError
+from acltuner.taskgen.errors import ModelError
 
 # The engine's activation bounds are finite floats: a missing Clip bound is +-FLT_MAX.
 FLT_MAX = 3.4e38

@@ -12,14 +12,12 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper, shape_inference
 
 from acltuner.taskgen import wire
+from acltuner.taskgen.errors import ModelError
+from acltuner.taskgen.fold import fold
 
 # Domains whose operators onnx can infer shapes for; others (e.g. com.microsoft)
 # make strict inference fail although onnxruntime runs them.
 _STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
-
-
-class ModelError(ValueError):
-    """A model that acltuner cannot read or tune; the message is one line."""
 
 
 def _first_line(e: Exception) -> str:
@@ -113,6 +111,26 @@ def _infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
         raise ModelError(f"{path}: shape inference failed: {_first_line(e)}") from None
 
 
+def _static_shapes(model: onnx.ModelProto, path: Path,
+                   weights: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
+    """The one shape path of tasks, tune and run: onnx's shape inference, with
+    data propagation, alternating with folding the nodes that became constant
+    (a Shape of a now static tensor, the arithmetic on it) until nothing more
+    folds, so that sizes computed from shapes (Resize, Reshape) are static."""
+    model = _infer(model, path)
+    while _fold(model, path, weights):
+        model = _infer(model, path)
+    return model
+
+
+def _fold(model: onnx.ModelProto, path: Path, weights: dict[str, np.ndarray] | None) -> int:
+    try:
+        return fold(model, weights)
+    except Exception as e:  # onnxruntime's errors share no base class below Exception
+        raise ModelError(f"{path}: cannot fold the model's constant nodes: "
+                         f"{_first_line(e)}") from None
+
+
 def _read(path: Path) -> onnx.ModelProto:
     if not path.is_file():
         raise ModelError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
@@ -136,7 +154,7 @@ def load_model(path: str | Path,
     path = Path(path)
     model = _read(path)
     _fix_input_shapes(model, path, input_shapes or {})
-    model = _infer(model, path)
+    model = _static_shapes(model, path)
     # Checked after inference, which fills in graph outputs declared without a
     # shape: the checker requires one, onnxruntime does not.
     try:
@@ -147,8 +165,14 @@ def load_model(path: str | Path,
 
 
 # Weights are floating point; integer initializers may be shapes, which
-# inference reads, so they stay in the model.
+# inference reads, so they stay in the model, and so do small floating-point
+# ones, which may be too (Resize's scales).
 _WEIGHT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_INLINE_FLOATS = 16
+
+
+def _is_weight(t: onnx.TensorProto) -> bool:
+    return t.data_type in _WEIGHT_TYPES and int(np.prod(t.dims)) > _INLINE_FLOATS
 _STUB = "detached-weights"  # where a detached tensor claims to be stored
 
 
@@ -169,7 +193,7 @@ def _detach(model: onnx.ModelProto, path: Path) -> tuple[onnx.ModelProto, dict[s
     memory only as a whole."""
     weights: dict[str, np.ndarray] = {}
     for t in model.graph.initializer:
-        if t.data_type in _WEIGHT_TYPES and t.HasField("raw_data"):
+        if _is_weight(t) and t.HasField("raw_data"):
             try:
                 weights[t.name] = numpy_helper.to_array(t)
             except ValueError:
@@ -193,7 +217,7 @@ def _read_detached(path: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] 
     weights: dict[str, np.ndarray] = {}
     for index, offset, length in spans:
         t = model.graph.initializer[index]
-        if t.data_type in _WEIGHT_TYPES:
+        if _is_weight(t):
             try:
                 weights[t.name] = wire.read_array(
                     path, offset, length, onnx.helper.tensor_dtype_to_np_dtype(t.data_type),
@@ -231,6 +255,6 @@ def load_model_detached(path: str | Path, input_shapes: Mapping[str, tuple[int, 
     path = Path(path)
     model, weights = _read_detached(path) or _detach(_read(path), path)
     _fix_input_shapes(model, path, input_shapes or {})
-    model = _infer(model, path)
+    model = _static_shapes(model, path, weights)
     _check_detached(model, path)
     return model, weights

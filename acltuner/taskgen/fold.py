@@ -1,12 +1,14 @@
-"""Graph clean-up before lowering: nodes no output depends on are dropped, and
+"""Graph clean-up while loading: nodes no output depends on are dropped, and
 nodes computable at load time are folded into constants.
 
 Folding covers Shape of a tensor whose shape inference made static and every
 deterministic standard node whose inputs are all constants (Constant,
-ConstantOfShape, Unsqueeze of a weight, a shape computed for Reshape...), so
-that weights reached through such nodes are plain constants for the
+ConstantOfShape, Unsqueeze of a weight, the Shape -> Gather -> Concat chain
+that computes a Reshape's or Resize's sizes...), so that shapes become
+static and weights reached through such nodes are plain constants for the
 convolution fusion and the native operations.  The foldable nodes run once,
-together, through onnxruntime.
+together, through onnxruntime; shape inference after a fold may make more
+Shape nodes static, which is why the loader alternates the two.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from acltuner.runtime.onnxrt import ir_version, session, value_info
+from acltuner.taskgen.onnxrt import ir_version, session, value_info
 from acltuner.taskgen.graph import DEFAULT_DOMAINS, OnnxGraph, subgraph_names
 
 _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -58,11 +60,10 @@ def _evaluate(model: onnx.ModelProto, g: OnnxGraph, nodes: list[onnx.NodeProto],
     return dict(zip(wanted, session(sub).run(wanted, {})))
 
 
-def simplify(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = None
-             ) -> onnx.ModelProto:
-    """The model, changed in place: dead nodes dropped, constant subgraphs folded
+def fold(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = None) -> int:
+    """Changes the model in place: dead nodes dropped, constant subgraphs folded
     into initializers (weights: as OnnxGraph's; those of dropped initializers
-    are dropped from it too)."""
+    are dropped from it too).  Returns how many nodes were folded."""
     g = OnnxGraph(model, weights)
     nodes = _live_nodes(model.graph)
     constants = dict(g.constants)
@@ -97,7 +98,7 @@ def simplify(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = Non
         del weights[t]
     graph.initializer.extend(numpy_helper.from_array(np.asarray(constants[t]), t)
                              for t in sorted(needed & constants.keys() - kept))
-    return model
+    return len(nodes) - len(rest)
 
 
 def _keep(field, wanted) -> None:

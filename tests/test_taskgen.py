@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -280,9 +281,46 @@ def _text_file(tmp_path) -> str:
     return str(path)
 
 
+def _json_file(tmp_path) -> str:
+    """onnx.load would read a .json file as the JSON form of a model."""
+    path = tmp_path / "model.json"
+    path.write_text('{"irVersion": 8}')
+    return str(path)
+
+
+def _truncated_model(tmp_path) -> str:
+    whole = Path(_dynamic_model(tmp_path)).read_bytes()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(whole[:len(whole) * 2 // 3])
+    return str(path)
+
+
+def _external_data_at(location: str):
+    """A model whose weights are external data at `location` (relative to its folder)."""
+    def make(tmp_path) -> str:
+        (tmp_path / "sub").mkdir()
+        path = tmp_path / "sub" / "model.onnx"
+        onnx.save(onnx.load(_dynamic_model(tmp_path)), path, save_as_external_data=True,
+                  location="w.bin", size_threshold=0)
+        model = onnx.load(path, load_external_data=False)
+        for t in model.graph.initializer:
+            for entry in t.external_data:
+                if entry.key == "location":
+                    entry.value = location.format(tmp=tmp_path)
+        onnx.save(model, path)
+        return str(path)
+    return make
+
+
 @pytest.mark.parametrize("make, extra, expected", [
     (lambda p: str(p / "missing.onnx"), [], r"missing\.onnx: no such file"),
     (_text_file, [], r"model\.onnx: not an ONNX model"),
+    (_json_file, [], r"model\.json: not an ONNX model \(cannot parse it as ONNX protobuf"),
+    (_truncated_model, [], r"cut\.onnx: truncated ONNX model: the file ends inside a field"),
+    (_external_data_at("../w.bin"), [], r"model\.onnx: bad external data: .*'\.\./w\.bin' "
+                                        r"points outside the directory"),
+    (_external_data_at("{tmp}/sub/w.bin"), [], r"model\.onnx: bad external data: .* should be "
+                                               r"a relative path"),
     (_no_conv_model, [], r"noconv\.onnx: no 2-D Conv to tune"),
     (_dynamic_model, [], r"dyn\.onnx: input 'input' has dynamic dims \[N, 3, 32, 32\]: "
                          r"pass --input-shape input=N,3,32,32"),
@@ -291,7 +329,8 @@ def _text_file(tmp_path) -> str:
     (_dynamic_model, ["--input-shape", "x=1,3,32,32"], r"names 'x', not an input.*inputs: input"),
     (_dynamic_model, ["--input-shape", "input=1,3,32"], r"rank 4 \[N, 3, 32, 32\], .* gives 3"),
     (_dynamic_model, ["--input-shape", "input=1,4,32,32"], r"has 3 at dim 1, .* gives 4"),
-], ids=["missing", "text", "no-conv", "dynamic", "syntax", "no-dims", "unknown-name", "rank",
+], ids=["missing", "text", "json", "truncated", "external-outside", "external-absolute",
+        "no-conv", "dynamic", "syntax", "no-dims", "unknown-name", "rank",
         "static-dim"])
 def test_bad_input_is_one_line(tmp_path, make, extra, expected):
     result = _tasks_cli(make(tmp_path), *extra)

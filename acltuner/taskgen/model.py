@@ -135,9 +135,16 @@ def _read(path: Path) -> onnx.ModelProto:
     if not path.is_file():
         raise ModelError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
     try:
-        model = onnx.load(str(path))
+        # Always protobuf: onnx.load would read a .json or .txt file as text formats.
+        model = onnx.load_model(str(path), format="protobuf")
     except DecodeError as e:
-        raise ModelError(f"{path}: not an ONNX model (cannot parse it: {_first_line(e)})") from None
+        if wire.truncated(path):
+            raise ModelError(f"{path}: truncated ONNX model: the file ends inside a field "
+                             f"({path.stat().st_size} bytes); copy or download it again") from None
+        raise ModelError(f"{path}: not an ONNX model (cannot parse it as ONNX protobuf: "
+                         f"{_first_line(e)})") from None
+    except onnx.checker.ValidationError as e:  # external data outside the model's folder
+        raise ModelError(f"{path}: bad external data: {_first_line(e)}") from None
     except (OSError, ValueError) as e:  # e.g. missing external data files
         raise ModelError(f"{path}: cannot load the model: {_first_line(e)}") from None
     if not model.ir_version or not model.HasField("graph"):

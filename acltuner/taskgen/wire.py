@@ -15,7 +15,14 @@ import numpy as np
 
 # Field numbers (onnx.proto) and protobuf wire types.
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
+_MODEL_FIELDS = {1, 2, 3, 4, 5, 6, _MODEL_GRAPH, 8, 14, 20, 25, 26}
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+
+
+class _RunsPast(ValueError):
+    def __init__(self, number: int):
+        super().__init__("field runs past its message")
+        self.number = number
 
 
 def _varint(buf, pos: int) -> tuple[int, int]:
@@ -56,7 +63,7 @@ def _fields(buf, start: int, end: int):
         else:
             raise ValueError(f"unsupported wire type {wire}")
         if value_end > end:
-            raise ValueError("field runs past its message")
+            raise _RunsPast(number)
         yield number, wire, pos, value_start, value_end
         pos = value_end
 
@@ -97,6 +104,24 @@ def split_raw_data(path: Path) -> tuple[bytes, list[tuple[int, int, int]]]:
             return _without(buf, start, end, _GRAPH_INITIALIZER, _LEN, tensor)
 
         return _without(buf, 0, len(buf), _MODEL_GRAPH, _LEN, graph)
+
+
+def truncated(path: Path) -> bool:
+    """Whether the file reads as the start of an ONNX model whose last field
+    runs past the end of the file: a download or copy cut short."""
+    with open(path, "rb") as f:
+        if not f.seek(0, 2):
+            return False
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            try:
+                for number, *_ in _fields(buf, 0, len(buf)):
+                    if number not in _MODEL_FIELDS:
+                        return False
+            except _RunsPast as e:
+                return e.number in _MODEL_FIELDS
+            except (ValueError, IndexError):  # not protobuf at all
+                pass
+            return False
 
 
 def read_array(path: Path, offset: int, length: int, dtype: np.dtype,

@@ -33,11 +33,24 @@ def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) ->
 def _epilogue(shape: ConvShape, y: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
     if residual is not None:
         y = y + residual
-    if shape.act == "relu":
-        y = np.maximum(y, 0)
-    elif shape.act == "clip":
-        y = np.clip(y, shape.act_min, shape.act_max)
-    return y.astype(np.float32)
+    return activate(shape.act, y, *((shape.act_min, shape.act_max) if shape.act == "clip"
+                                    else (shape.act_alpha, shape.act_beta))).astype(np.float32)
+
+
+def activate(act: str, x: np.ndarray, a: float = 0.0, b: float = 0.0) -> np.ndarray:
+    """The engine's activations (ACL_ACTIVATIONS) in float64 numpy."""
+    x = x.astype(np.float64)
+    return {
+        "none": lambda: x,
+        "relu": lambda: np.maximum(x, 0),
+        "clip": lambda: np.minimum(np.maximum(x, a), b),
+        "leaky_relu": lambda: np.where(x < 0, a * x, x),
+        "sigmoid": lambda: 1 / (1 + np.exp(-x)),
+        "hard_sigmoid": lambda: np.clip(a * x + b, 0, 1),
+        "hard_swish": lambda: x * np.clip(a * x + b, 0, 1),
+        "silu": lambda: x / (1 + np.exp(-x)),
+        "mish": lambda: x * np.tanh(np.logaddexp(0, x)),
+    }[act]()
 
 
 def _run(shape, x_nhwc, weight, bias, residual, evaluate) -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from acltuner.engine.config import ConvShape
+from acltuner.engine.config import ACTIVATIONS, ConvShape
 from conftest import engine_names, get_engine
 from conv_oracle import ort_conv, random_tensors, rel_err
 from engine_backends import splits_for
@@ -27,20 +27,22 @@ CATALOG = [
            pad_right=1, act="relu", has_residual=True),
     _shape(n=1, h=7, w=10, c=12, oc=8, kh=1, kw=3, pad_left=1, pad_right=2, act="clip",
            act_min=-0.5, act_max=0.5),
-    _shape(n=1, h=11, w=6, c=12, oc=8, kh=3, kw=1, pad_top=2, pad_bottom=0),
-    _shape(n=1, h=6, w=9, c=8, oc=12, kh=1, kw=3, pad_left=1, pad_right=1),
+    _shape(n=1, h=11, w=6, c=12, oc=8, kh=3, kw=1, pad_top=2, pad_bottom=0, act="silu"),
+    _shape(n=1, h=6, w=9, c=8, oc=12, kh=1, kw=3, pad_left=1, pad_right=1, act="leaky_relu",
+           act_alpha=0.1),
     _shape(n=1, h=9, w=5, c=8, oc=12, kh=3, kw=1, pad_top=1, pad_bottom=1, act="relu"),
     _shape(n=1, h=9, w=9, c=8, oc=16, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
-           pad_right=1),
+           pad_right=1, act="hard_swish", act_alpha=1 / 6, act_beta=0.5),
     _shape(n=1, h=7, w=9, c=16, oc=12, kh=3, kw=3, pad_top=0, pad_left=1, pad_bottom=1,
            pad_right=0, act="relu", has_residual=True),
     _shape(n=1, h=9, w=9, c=40, oc=36, kh=1, kw=1, stride_h=2, stride_w=2, pad_top=1,
            pad_left=1, pad_bottom=0, pad_right=1),
     _shape(n=1, h=12, w=12, c=12, oc=24, kh=3, kw=3, stride_h=2, stride_w=2, pad_top=1,
            pad_left=1, pad_bottom=1, pad_right=1, group=12, act="relu"),
-    _shape(n=1, h=8, w=8, c=8, oc=16, kh=1, kw=1),
-    _shape(n=1, h=8, w=8, c=16, oc=16, kh=1, kw=1, has_residual=True),
-    _shape(n=1, h=10, w=10, c=3, oc=8, kh=2, kw=2),
+    _shape(n=1, h=8, w=8, c=8, oc=16, kh=1, kw=1, act="sigmoid"),
+    _shape(n=1, h=8, w=8, c=16, oc=16, kh=1, kw=1, has_residual=True, act="mish"),
+    _shape(n=1, h=10, w=10, c=3, oc=8, kh=2, kw=2, act="hard_sigmoid", act_alpha=0.2,
+           act_beta=0.5),
     _shape(n=1, h=10, w=10, c=12, oc=16, kh=3, kw=3, pad_top=1, pad_left=0, pad_bottom=2,
            pad_right=1, group=4),
     _shape(n=1, h=12, w=12, c=64, oc=72, kh=3, kw=3, dil_h=2, dil_w=2, pad_top=2, pad_left=2,
@@ -53,7 +55,7 @@ CATALOG = [
     _shape(n=1, h=9, w=15, c=32, oc=32, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
            pad_right=1, group=32, act="clip", act_min=0.0, act_max=6.0, has_residual=True),
     _shape(n=2, h=11, w=23, c=16, oc=16, kh=5, kw=5, stride_h=2, stride_w=2, pad_top=2,
-           pad_left=2, pad_bottom=2, pad_right=2, group=16, act="relu"),
+           pad_left=2, pad_bottom=2, pad_right=2, group=16, act="silu"),
     # A first layer (C = 3, 7x7, stride 2) with enough output pixels that im2col
     # runs several blocks per worker.
     _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,
@@ -134,14 +136,14 @@ def conv_shapes(draw, max_hw: int = 12, max_c: int = 24) -> ConvShape:
     stride = st.integers(1, 3)
     dil = st.sampled_from([1, 1, 1, 2, 3])
     pad = st.integers(0, 3)
-    act = draw(st.sampled_from(["none", "relu", "clip"]))
+    act = draw(st.sampled_from(ACTIVATIONS))
     shape = dict(n=draw(st.integers(1, 2)), h=draw(st.integers(1, max_hw)),
                  w=draw(st.integers(1, max_hw)), c=c, oc=oc, kh=kh, kw=kw,
                  stride_h=draw(stride), stride_w=draw(stride), dil_h=draw(dil),
                  dil_w=draw(dil), pad_top=draw(pad), pad_left=draw(pad),
                  pad_bottom=draw(pad), pad_right=draw(pad), group=group, act=act,
                  act_min=-0.3 if act == "clip" else 0.0, act_max=0.4 if act == "clip" else 0.0,
-                 has_residual=draw(st.booleans()))
+                 act_alpha=0.2, act_beta=0.5, has_residual=draw(st.booleans()))
     oh = (shape["h"] + shape["pad_top"] + shape["pad_bottom"] - shape["dil_h"] * (kh - 1) - 1)
     ow = (shape["w"] + shape["pad_left"] + shape["pad_right"] - shape["dil_w"] * (kw - 1) - 1)
     assume(oh >= 0 and ow >= 0)

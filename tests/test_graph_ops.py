@@ -83,8 +83,9 @@ UNARY_CASES = [  # name, a, b, ONNX op, attributes, constant inputs, tolerance
     ("leaky_relu", 0.15, 0, "LeakyRelu", {"alpha": 0.15}, {}, EXACT),
     ("sigmoid", 0, 0, "Sigmoid", {}, {}, TRANSCENDENTAL),
     ("hard_sigmoid", 0.3, 0.4, "HardSigmoid", {"alpha": 0.3, "beta": 0.4}, {}, EXACT),
-    ("hard_swish", 0, 0, "HardSwish", {}, {}, EXACT),
-    ("copy", 0, 0, "Identity", {}, {}, EXACT),
+    ("hard_swish", 1 / 6, 0.5, "HardSwish", {}, {}, EXACT),
+    ("mish", 0, 0, "Mish", {}, {}, TRANSCENDENTAL),
+    ("none", 0, 0, "Identity", {}, {}, EXACT),
 ]
 
 
@@ -98,6 +99,16 @@ def test_unary(name, a, b, op, attrs, consts, tol, in_place):
     assert_close(y, ort_node(op, [x], consts, **attrs), tol)
 
 
+@pytest.mark.parametrize("name,a,b", [("silu", 0, 0), ("hard_swish", 0.2, 0.5)])
+def test_gated_unary_is_x_times_its_gate(name, a, b):
+    """SiLU, and HardSwish with HardSigmoid's alpha and beta, which ONNX has no node for."""
+    x = _uniform(_rng(), (3, 50), -30, 30)
+    (y,) = run_node(lambda g, i, o: g.add("unary", i, o[0], op=name, a=a, b=b), [x], [x.shape])
+    gate = "Sigmoid" if name == "silu" else "HardSigmoid"
+    assert_close(y, x * ort_node(gate, [x], **({"alpha": a, "beta": b} if a else {})),
+                 TRANSCENDENTAL)
+
+
 BROADCASTS = [
     ((2, 3, 4, 5), (2, 3, 4, 5)),
     ((2, 3, 4, 5), (1, 1, 1, 5)),  # per-channel
@@ -109,7 +120,7 @@ BROADCASTS = [
 
 
 @pytest.mark.parametrize("name,op", [("add", "Add"), ("mul", "Mul"), ("sub", "Sub"),
-                                     ("div", "Div")])
+                                     ("div", "Div"), ("prelu", "PRelu")])
 @pytest.mark.parametrize("sa,sb", BROADCASTS, ids=[f"{a}x{b}" for a, b in BROADCASTS])
 def test_binary(name, op, sa, sb):
     rng = _rng(1)

@@ -136,6 +136,8 @@ EPILOGUE_SHAPES = [
     ConvShape(n=1, h=10, w=10, c=8, oc=12, kh=3, kw=3, group=4, pad_top=1, pad_left=1,
               pad_bottom=1, pad_right=1, act="clip", act_min=-0.5, act_max=0.75),
     ConvShape(n=1, h=7, w=7, c=24, oc=20, kh=1, kw=1, has_residual=True, act="relu"),
+    ConvShape(n=1, h=8, w=8, c=16, oc=24, kh=1, kw=1, act="hard_swish", act_alpha=1 / 6,
+              act_beta=0.5),
     ConvShape(n=1, h=9, w=9, c=12, oc=12, kh=3, kw=3, group=12, pad_top=1, pad_left=1,
               pad_bottom=1, pad_right=1),
 ]

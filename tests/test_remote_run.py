@@ -213,7 +213,7 @@ def test_bad_graph_requests_name_the_field_and_keep_the_graph(client):
          "graph_op unary: relu: input"),
         ({"cmd": "graph_op", "kind": "unary", "attrs": {"op": "tanh"},
           "inputs": [{"offset": 0, "dims": [2]}], "out": {"offset": 16, "dims": [2]}},
-         'field "op" must be one of relu'),
+         'field "op" must be one of none, relu'),
         ({"cmd": "graph_op", "kind": "unary", "attrs": {"op": "relu", "alpha": 1},
           "inputs": [{"offset": 0, "dims": [2]}], "out": {"offset": 16, "dims": [2]}},
          'graph_op unary: unknown field "alpha" in attrs'),

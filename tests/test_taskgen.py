@@ -16,11 +16,14 @@ from onnx import TensorProto, helper
 
 from acltuner import zoo
 from acltuner.cli import main
+from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.engine import native
-from acltuner.taskgen.graph import FLT_MAX, conv_nodes
+from acltuner.taskgen.activation import FLT_MAX
+from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import ModelError, load_model
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.zoo.builder import GraphBuilder
+from cli_checks import default_plan, run_check
 from conv_oracle import rel_err
 
 TOL = 1e-4
@@ -190,6 +193,53 @@ def test_custom_graph_fusion_is_numerically_right(tmp_path):
     assert (shared.pad_top, shared.pad_left, shared.pad_bottom, shared.pad_right) == (0, 1, 2, 1)
     assert by_name["conv_out"].shape.pad_bottom == 1 and not skipped
     _check_numerics(model, nodes, (1, 8, 10, 10))
+
+
+def _activations_graph() -> onnx.ModelProto:
+    """A conv followed by each activation the engine fuses, as exporters write them."""
+    b = GraphBuilder(seed=4, input_shape=(1, 8, 9, 9), opset=18)
+    x = b.node("LeakyRelu", [b.conv(b.input, "conv_leaky", 8, 3, pads=1)], "leaky", alpha=0.1)
+    x = b.node("PRelu", [b.conv(x, "conv_prelu", 8, 1), b.constant("slope", np.float32(0.25))],
+               "prelu")
+    x = b.node("HardSigmoid", [b.conv(x, "conv_hsig", 8, 1)], "hsig", alpha=0.3, beta=0.4)
+    x = b.node("HardSwish", [b.conv(x, "conv_hswish", 8, 3, pads=1)], "hswish")
+    x = b.node("Sigmoid", [b.conv(x, "conv_sig", 8, 1)], "sig")
+    x = b.node("Mish", [b.conv(x, "conv_mish", 8, 1)], "mish")
+    c = b.conv(x, "conv_silu", 8, 3, pads=1)
+    x = b.node("Mul", [c, b.node("Sigmoid", [c], "silu_gate")], "silu")
+    c = b.conv(x, "conv_gated_hswish", 8, 1)
+    x = b.node("Mul", [b.node("HardSigmoid", [c], "hs_gate", alpha=1 / 6, beta=0.5), c], "hs")
+    c = b.conv(x, "conv_mish_parts", 8, 1)
+    tanh = b.node("Tanh", [b.node("Softplus", [c], "softplus")], "tanh")
+    x = b.node("Mul", [c, tanh], "mish_parts")
+    # A per-channel PRelu is no activation of the engine's: it stays out.
+    c = b.conv(x, "conv_prelu_channels", 8, 1)
+    slopes = b.constant("slopes", np.linspace(0.1, 0.8, 8, dtype=np.float32).reshape(8, 1, 1))
+    return b.model(b.node("PRelu", [c, slopes], "prelu_channels"), "activations")
+
+
+def test_every_engine_activation_is_fused_and_numerically_right(tmp_path):
+    path = Path(_save(_activations_graph(), tmp_path))
+    model = load_model(path)
+    nodes, _ = conv_nodes(model)
+    got = {n.name: (n.fused, n.shape.act, round(n.shape.act_alpha, 6), round(n.shape.act_beta, 6))
+           for n in nodes}
+    assert got == {
+        "conv_leaky": (["leaky"], "leaky_relu", 0.1, 0.0),
+        "conv_prelu": (["prelu"], "leaky_relu", 0.25, 0.0),
+        "conv_hsig": (["hsig"], "hard_sigmoid", 0.3, 0.4),
+        "conv_hswish": (["hswish"], "hard_swish", round(1 / 6, 6), 0.5),
+        "conv_sig": (["sig"], "sigmoid", 0.0, 0.0),
+        "conv_mish": (["mish"], "mish", 0.0, 0.0),
+        "conv_silu": (["silu_gate", "silu"], "silu", 0.0, 0.0),
+        "conv_gated_hswish": (["hs_gate", "hs"], "hard_swish", round(1 / 6, 6), 0.5),
+        "conv_mish_parts": (["softplus", "tanh", "mish_parts"], "mish", 0.0, 0.0),
+        "conv_prelu_channels": ([], "none", 0.0, 0.0),
+    }
+    _check_numerics(model, nodes, (1, 8, 9, 9))
+    # The whole model, per-channel PRelu included, runs natively.
+    report = run_check(default_plan(path, tmp_path))
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
 
 
 def _opset7_graph() -> onnx.ModelProto:

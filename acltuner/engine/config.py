@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-ACTIVATIONS = ("none", "relu", "clip")  # the engine's ACL_ACTIVATIONS, in order
+# The engine's ACL_ACTIVATIONS, in order.
+ACTIVATIONS = ("none", "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish",
+               "silu", "mish")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class ConvShape:
     act: str = "none"
     act_min: float = 0.0
     act_max: float = 0.0
+    act_alpha: float = 0.0
+    act_beta: float = 0.0
     has_residual: bool = False
 
     def __post_init__(self) -> None:

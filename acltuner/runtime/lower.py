@@ -26,7 +26,8 @@ from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
 from acltuner.runtime.target import Target, local_target
-from acltuner.taskgen.graph import DEFAULT_DOMAINS, ConvNode, OnnxGraph, node_name, subgraph_names, \
+from acltuner.taskgen.activation import DEFAULT_DOMAINS
+from acltuner.taskgen.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
 
 # The native graph API's largest rank.

@@ -25,10 +25,10 @@ def same_pads(size: int, kernel: int, stride: int, dilation: int, lower: bool) -
     return (total - small, small) if lower else (small, total - small)
 
 
-def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[int], *,
-               act: str = "none", act_min: float = 0.0, act_max: float = 0.0,
-               has_residual: bool = False) -> ConvShape:
-    """The engine shape of a 2-D Conv node with NCHW input x_shape and OIHW weight w_shape."""
+def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[int],
+               **epilogue) -> ConvShape:
+    """The engine shape of a 2-D Conv node with NCHW input x_shape and OIHW weight w_shape;
+    epilogue: the ConvShape fields of what it absorbs (act and its parameters, has_residual)."""
     name = node.name or node.output[0]
     if len(x_shape) != 4 or len(w_shape) != 4:
         raise ConvAttributeError(f"Conv node '{name}': only 2-D convolutions are supported "
@@ -61,7 +61,6 @@ def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[i
     try:
         return ConvShape(n=n, h=h, w=w, c=c, oc=oc, kh=kh, kw=kw, stride_h=sh, stride_w=sw,
                          dil_h=dh, dil_w=dw, pad_top=top, pad_left=left, pad_bottom=bottom,
-                         pad_right=right, group=group, act=act, act_min=act_min,
-                         act_max=act_max, has_residual=has_residual)
+                         pad_right=right, group=group, **epilogue)
     except ValueError as e:
         raise ConvAttributeError(f"Conv node '{name}': {e}") from None

@@ -17,7 +17,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from acltuner.taskgen.onnxrt import ir_version, session, value_info
-from acltuner.taskgen.graph import DEFAULT_DOMAINS, OnnxGraph, subgraph_names
+from acltuner.taskgen.activation import DEFAULT_DOMAINS
+from acltuner.taskgen.graph import OnnxGraph, subgraph_names
 
 _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
            "Multinomial", "Bernoulli"}

@@ -4,7 +4,9 @@ A Conv absorbs, in this order and only while the tensor between them has no
 other consumer and is not a graph output:
   BatchNormalization (inference, per-channel constants) folded into weight and bias,
   Add with a tensor of the same shape (the residual the engine adds),
-  Relu, or Clip with constant bounds.
+  an activation the engine has (taskgen/activation.py: Relu, Clip with
+  constant bounds, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Mish, PRelu
+  with one slope, and x * gate(x) for SiLU, HardSwish and Mish).
 Non-2-D and non-float32 convolutions are not tunable: they are listed as
 skipped rather than refused, because whole-model runs delegate every node the
 engine does not run to onnxruntime.
@@ -20,12 +22,10 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.engine.config import ConvShape
+from acltuner.taskgen.activation import DEFAULT_DOMAINS, following_activation, is_op
 from acltuner.taskgen.conv_attrs import conv_shape
 from acltuner.taskgen.errors import ModelError
 
-# The engine's activation bounds are finite floats: a missing Clip bound is +-FLT_MAX.
-FLT_MAX = 3.4e38
-DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 @dataclass
@@ -63,10 +63,6 @@ def node_name(node: onnx.NodeProto) -> str:
     return node.name or node.output[0]
 
 
-def _is(node: onnx.NodeProto | None, op: str) -> bool:
-    return node is not None and node.op_type == op and node.domain in DEFAULT_DOMAINS
-
-
 class OnnxGraph:
     """Consumers, constants and inferred types of a model's main graph.
 
@@ -90,7 +86,7 @@ class OnnxGraph:
         self.constants = {t.name: weights[t.name] if t.name in weights else numpy_helper.to_array(t)
                           for t in graph.initializer}
         for node in graph.node:
-            if _is(node, "Constant") and node.attribute:
+            if is_op(node, "Constant") and node.attribute:
                 value = helper.get_attribute_value(node.attribute[0])
                 if isinstance(value, TensorProto):
                     self.constants[node.output[0]] = numpy_helper.to_array(value)
@@ -141,27 +137,6 @@ def bn_affine(g: OnnxGraph, bn: onnx.NodeProto, oc: int) -> tuple[np.ndarray, np
     return scale, beta - mean * scale
 
 
-def _scalar(g: OnnxGraph, t: str, default: float) -> float | None:
-    if not t:
-        return default
-    c = g.constants.get(t)
-    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 else None
-
-
-def clip_bounds(g: OnnxGraph, clip: onnx.NodeProto) -> tuple[float, float] | None:
-    """Clip's (min, max) clamped to +-FLT_MAX; None when a bound is not a constant."""
-    if g.opset < 11:
-        attrs = {a.name: helper.get_attribute_value(a) for a in clip.attribute}
-        lo, hi = attrs.get("min", -FLT_MAX), attrs.get("max", FLT_MAX)
-    else:
-        inputs = list(clip.input) + ["", ""]
-        lo, hi = _scalar(g, inputs[1], -FLT_MAX), _scalar(g, inputs[2], FLT_MAX)
-        if lo is None or hi is None:
-            return None
-    lo, hi = (float(np.clip(v, -FLT_MAX, FLT_MAX)) for v in (lo, hi))
-    return (lo, hi) if lo <= hi else None
-
-
 def _constant(g: OnnxGraph, node: onnx.NodeProto, index: int, what: str) -> np.ndarray | None:
     t = node.input[index] if len(node.input) > index else ""
     if not t:
@@ -190,14 +165,14 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     out = node.output[0]
 
     bn = g.sole_consumer(out)
-    affine = bn_affine(g, bn, weight.shape[0]) if _is(bn, "BatchNormalization") else None
+    affine = bn_affine(g, bn, weight.shape[0]) if is_op(bn, "BatchNormalization") else None
     if affine is not None:
         fused.append(node_name(bn))
         out = bn.output[0]
 
     residual = None
     add = g.sole_consumer(out)
-    if _is(add, "Add") and add.output[0] not in claimed:
+    if is_op(add, "Add") and add.output[0] not in claimed:
         other = add.input[1] if add.input[0] == out else add.input[0]
         if g.static_shape(other) == g.static_shape(out) and \
                 g.types[other].elem_type == TensorProto.FLOAT:
@@ -207,18 +182,13 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
             fused.append(node_name(add))
             out = add.output[0]
 
-    act, bounds = "none", (0.0, 0.0)
-    act_node = g.sole_consumer(out)
-    if _is(act_node, "Relu"):
-        act = "relu"
-    elif _is(act_node, "Clip") and (clip := clip_bounds(g, act_node)) is not None:
-        act, bounds = "clip", clip
-    if act != "none":
-        fused.append(node_name(act_node))
-        out = act_node.output[0]
+    act = following_activation(g, out)
+    if act is not None:
+        fused += [node_name(n) for n in act.nodes]
+        out = act.nodes[-1].output[0]
 
-    shape = conv_shape(node, x_shape, weight.shape, act=act, act_min=bounds[0],
-                       act_max=bounds[1], has_residual=residual is not None)
+    shape = conv_shape(node, x_shape, weight.shape, has_residual=residual is not None,
+                       **(act.shape_fields if act else {}))
     return ConvNode(name, shape, weight, bias, x, out, residual, fused, affine)
 
 
@@ -231,7 +201,7 @@ def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None 
     skipped: list[str] = []
     claimed: set[str] = set()
     for node in model.graph.node:
-        if _is(node, "Conv"):
+        if is_op(node, "Conv"):
             conv = _conv_node(g, node, claimed)
             (skipped if isinstance(conv, str) else nodes).append(conv)
     return nodes, skipped

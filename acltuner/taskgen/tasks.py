@@ -39,7 +39,8 @@ class TaskSet:
 
 
 def signature(shape: ConvShape) -> ConvShape:
-    return dataclasses.replace(shape, act="none", act_min=0.0, act_max=0.0, has_residual=False)
+    return dataclasses.replace(shape, act="none", act_min=0.0, act_max=0.0, act_alpha=0.0,
+                               act_beta=0.0, has_residual=False)
 
 
 def task_key(s: ConvShape) -> str:

@@ -28,11 +28,17 @@ extern "C" {
  *   min       the smallest legal value of an INT field;
  *   names     for an ENUM, the X-macro list of its values, X(CONSTANT, name). */
 
-#define ACL_ACTIVATIONS(X) X(ACL_ACT_NONE, none) X(ACL_ACT_RELU, relu) X(ACL_ACT_CLIP, clip)
+#define ACL_ACTIVATIONS(X)                                                                   \
+    X(ACL_ACT_NONE, none) X(ACL_ACT_RELU, relu) X(ACL_ACT_CLIP, clip)                       \
+    X(ACL_ACT_LEAKY_RELU, leaky_relu) X(ACL_ACT_SIGMOID, sigmoid)                           \
+    X(ACL_ACT_HARD_SIGMOID, hard_sigmoid) X(ACL_ACT_HARD_SWISH, hard_swish)                 \
+    X(ACL_ACT_SILU, silu) X(ACL_ACT_MISH, mish)
 
 /* One convolution, ONNX Conv semantics, NHWC input.  The epilogue is
  * y = act(conv(x, w) + bias + residual); residual has the output's shape;
- * act_min/act_max bound ACL_ACT_CLIP. */
+ * act_min/act_max bound ACL_ACT_CLIP; act_alpha/act_beta are the other
+ * activations' parameters (leaky_relu's slope, hard_sigmoid's and
+ * hard_swish's alpha x + beta). */
 #define ACL_CONV_SHAPE_FIELDS(F)                                                     \
     F(INT, n, REQUIRED, 1, 0, 0) F(INT, h, REQUIRED, 1, 0, 0)                       \
     F(INT, w, REQUIRED, 1, 0, 0) F(INT, c, REQUIRED, 1, 0, 0)                       \
@@ -44,6 +50,7 @@ extern "C" {
     F(INT, pad_right, OPTIONAL, 0, 0, 0) F(INT, group, OPTIONAL, 1, 1, 0)           \
     F(ENUM, act, OPTIONAL, 0, 0, ACL_ACTIVATIONS)                                   \
     F(FLOAT, act_min, OPTIONAL, 0, 0, 0) F(FLOAT, act_max, OPTIONAL, 0, 0, 0)       \
+    F(FLOAT, act_alpha, OPTIONAL, 0, 0, 0) F(FLOAT, act_beta, OPTIONAL, 0, 0, 0)    \
     F(BOOL, has_residual, OPTIONAL, 0, 0, 0)
 
 /* C declarations of the field kinds (the FLOATS and INTS counts follow the pointer). */
@@ -58,7 +65,7 @@ extern "C" {
 #define ACL_DECLARE_FIELD(kind, name, presence, min, dflt, names) ACL_DECLARE_##kind(name)
 #define ACL_ENUM_CONSTANT(constant, name) constant,
 
-enum acl_activation { ACL_ACTIVATIONS(ACL_ENUM_CONSTANT) };
+enum acl_activation { ACL_ACTIVATIONS(ACL_ENUM_CONSTANT) ACL_ACT_COUNT };
 
 typedef struct {
     ACL_CONV_SHAPE_FIELDS(ACL_DECLARE_FIELD)

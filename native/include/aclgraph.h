@@ -76,18 +76,16 @@ float *acl_graph_arena(acl_graph *g);
     F(S, INTS, core_weights, 0) F(S, INT, workloads, 0) F(S, FLOATS, weight, 0)       \
     F(S, FLOATS, bias, 0)
 
-/* a and b: clip's min and max, leaky_relu's alpha, hard_sigmoid's alpha and beta. */
-#define ACL_UNARY_OPS(X)                                                                \
-    X(ACL_UNARY_RELU, relu) X(ACL_UNARY_CLIP, clip) X(ACL_UNARY_LEAKY_RELU, leaky_relu) \
-    X(ACL_UNARY_SIGMOID, sigmoid) X(ACL_UNARY_HARD_SIGMOID, hard_sigmoid)               \
-    X(ACL_UNARY_HARD_SWISH, hard_swish) X(ACL_UNARY_COPY, copy)
-#define ACL_UNARY_ATTRS(F, S) F(S, ENUM, op, ACL_UNARY_OPS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
+/* The activations of aclengine.h; a and b are their parameters as for a
+ * convolution's act_min/act_max (clip) or act_alpha/act_beta (the others);
+ * "none" copies. */
+#define ACL_UNARY_ATTRS(F, S) F(S, ENUM, op, ACL_ACTIVATIONS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
 
 /* Elementwise with numpy broadcasting: both inputs have out's rank (dims of 1
  * broadcast). */
 #define ACL_BINARY_OPS(X)                                                                    \
     X(ACL_BINARY_ADD, add) X(ACL_BINARY_MUL, mul) X(ACL_BINARY_SUB, sub) X(ACL_BINARY_DIV, div) \
-    X(ACL_BINARY_MAX, max) X(ACL_BINARY_MIN, min)
+    X(ACL_BINARY_MAX, max) X(ACL_BINARY_MIN, min) X(ACL_BINARY_PRELU, prelu)
 #define ACL_BINARY_ATTRS(F, S) F(S, ENUM, op, ACL_BINARY_OPS)
 
 /* NHWC pooling: kernel, strides and dilations are (h, w), pads (top, left,
@@ -129,7 +127,6 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_PAD_MODES(X) X(ACL_PAD_CONSTANT, constant) X(ACL_PAD_EDGE, edge) X(ACL_PAD_REFLECT, reflect)
 #define ACL_PAD_ATTRS(F, S) F(S, ENUM, mode, ACL_PAD_MODES) F(S, FLOAT, value, 0) F(S, INTS, pads, 0)
 
-enum acl_unary_op { ACL_UNARY_OPS(ACL_ENUM_CONSTANT) };
 enum acl_binary_op { ACL_BINARY_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pool_op { ACL_POOL_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pad_mode { ACL_PAD_MODES(ACL_ENUM_CONSTANT) };

@@ -29,10 +29,11 @@ static float *random_floats(size_t count)
 static void describe(const acl_conv_shape *s, char *buf, size_t len)
 {
     snprintf(buf, len,
-             "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g]%s",
+             "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g|%g,%g]%s",
              s->n, s->h, s->w, s->c, s->oc, s->kh, s->kw, s->stride_h, s->stride_w, s->dil_h,
              s->dil_w, s->pad_top, s->pad_left, s->pad_bottom, s->pad_right, s->group, s->act,
-             (double)s->act_min, (double)s->act_max, s->has_residual ? " +res" : "");
+             (double)s->act_min, (double)s->act_max, (double)s->act_alpha, (double)s->act_beta,
+             s->has_residual ? " +res" : "");
 }
 
 enum {
@@ -95,9 +96,11 @@ static acl_conv_shape random_shape(int family)
      * every size while max|ref|, the error's yardstick, stays comparable to
      * the convolution's magnitude. */
     float spread = sqrtf((float)(s.c / s.group * s.kh * s.kw)) / 3.0f;
-    s.act = rnd(0, 2);
+    s.act = rnd(0, ACL_ACT_COUNT - 1);
     s.act_min = -0.5f * spread * (float)rnd(2, 4);
     s.act_max = 0.5f * spread * (float)rnd(2, 4);
+    s.act_alpha = 1.0f / (spread * (float)rnd(2, 4));
+    s.act_beta = 0.5f;
     s.has_residual = rnd(0, 1);
     return s;
 }

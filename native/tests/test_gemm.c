@@ -62,7 +62,7 @@ typedef struct {
     ptrdiff_t offset;
     float *bias, *residual;
     int act;
-    float act_min, act_max;
+    float act_a, act_b;
     float *c;
     float *a_packed;
     double *ref;
@@ -109,9 +109,9 @@ static int problem_init(problem *p, const acl_ukernel *uk, int m, int n, int ks,
     }
     if (epilogue & 1) p->bias = random_floats(n);
     if (epilogue & 2) p->residual = random_floats((size_t)m * p->ldc);
-    p->act = (epilogue >> 2) % 3;
-    p->act_min = -0.5f;
-    p->act_max = 0.75f;
+    p->act = (epilogue >> 2) % ACL_ACT_COUNT;
+    p->act_a = p->act == ACL_ACT_CLIP ? -0.5f : 0.25f;
+    p->act_b = 0.75f;
     p->c = malloc((size_t)(m ? m : 1) * p->ldc * sizeof *p->c);
     const size_t packed = acl_gemm_packed_a_floats(uk, m, k);
     p->a_packed = packed ? acl_alloc(packed * sizeof(float)) : NULL;
@@ -123,8 +123,7 @@ static int problem_init(problem *p, const acl_ukernel *uk, int m, int n, int ks,
             for (int q = 0; q < k; q++) s += (double)a_at(p, i, q) * b_at(p, q, j);
             if (p->bias) s += p->bias[j];
             if (p->residual) s += p->residual[(size_t)i * p->ldc + j];
-            if (p->act == ACL_ACT_RELU) s = s < 0 ? 0 : s;
-            if (p->act == ACL_ACT_CLIP) s = s < p->act_min ? p->act_min : s > p->act_max ? p->act_max : s;
+            s = (float)ref_activate(p->act, p->act_a, p->act_b, s);
             p->ref[(size_t)i * n + j] = s;
         }
     return 0;
@@ -140,7 +139,7 @@ static acl_gemm_job problem_job(const problem *p)
         .c = p->c,
         .ldc = p->ldc,
         .ep = {.bias = p->bias, .residual = p->residual, .act = p->act,
-               .act_min = p->act_min, .act_max = p->act_max},
+               .act_a = p->act_a, .act_b = p->act_b},
         .a_packed = p->a_packed,
     };
 }
@@ -272,7 +271,7 @@ static void test_kernel(const acl_ukernel *uk)
             int ok = 1;
             for (int j = 0; j < njobs; j++)
                 ok &= problem_init(&probs[j], uk, j ? rnd(0, 2 * uk->mr) : m, n, ks, kc,
-                                   indirect, rnd(0, 11)) == 0;
+                                   indirect, rnd(0, 4 * ACL_ACT_COUNT - 1)) == 0;
             char what[128];
             snprintf(what, sizeof what, "M=%d N=%d K=%d (ks=%d) %s x%d", m, n, ks * kc, ks,
                      indirect ? "indirect" : "dense", njobs);

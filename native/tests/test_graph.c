@@ -206,25 +206,12 @@ static int add_unary(acl_graph *g, const void *spec, const acl_exec *ex)
     return acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){s->op, s->a, s->b}, 1, &s->in, &s->out);
 }
 
-static double unary_ref(const unary_spec *s, double x)
-{
-    switch (s->op) {
-    case ACL_UNARY_RELU: return x > 0 ? x : 0;
-    case ACL_UNARY_CLIP: return fmin(fmax(x, s->a), s->b);
-    case ACL_UNARY_LEAKY_RELU: return x < 0 ? s->a * x : x;
-    case ACL_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case ACL_UNARY_HARD_SIGMOID: return fmax(0.0, fmin(1.0, s->a * x + s->b));
-    case ACL_UNARY_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
-    default: return x;
-    }
-}
-
 static void unary_case(int big)
 {
-    unary_spec s = {.op = rnd(ACL_UNARY_RELU, ACL_UNARY_COPY)};
+    unary_spec s = {.op = rnd(0, ACL_ACT_COUNT - 1)};
     int dims[ACL_MAX_RANK], rank = rnd(0, 4), in_place = rnd(0, 3) == 0;
     s.a = rnd_float();
-    s.b = s.op == ACL_UNARY_CLIP ? s.a + (float)rnd(0, 2) * 0.5f : rnd_float();
+    s.b = s.op == ACL_ACT_CLIP ? s.a + (float)rnd(0, 2) * 0.5f : rnd_float();
     random_dims(rank, big, dims);
     trial t;
     trial_begin(&t, TOL_EXACT, "unary %d a=%g b=%g %s%s", s.op, (double)s.a, (double)s.b,
@@ -236,7 +223,7 @@ static void unary_case(int big)
     for (size_t i = 0; i < n; i++) arena[s.in.offset + i] *= 8.0f;  /* reach the clamps */
     memcpy(t.expected, arena, t.arena * sizeof(float));
     for (size_t i = 0; i < n; i++)
-        t.expected[s.out.offset + i] = (float)unary_ref(&s, arena[s.in.offset + i]);
+        t.expected[s.out.offset + i] = (float)ref_activate(s.op, s.a, s.b, arena[s.in.offset + i]);
     trial_run(&t, &s.out, add_unary, &s);
 }
 
@@ -749,7 +736,8 @@ static void conv_case(int big)
     conv_spec s = {.shape = {.n = rnd(1, 2), .h = rnd(1, big ? 24 : 10),
                              .w = rnd(1, big ? 24 : 10), .kh = rnd(1, 3), .stride_h = rnd(1, 2),
                              .stride_w = rnd(1, 2), .dil_h = 1, .dil_w = 1, .group = 1,
-                             .act = rnd(0, 2), .act_min = -0.5f, .act_max = 0.5f,
+                             .act = rnd(0, ACL_ACT_COUNT - 1), .act_min = -0.5f, .act_max = 0.5f,
+                             .act_alpha = 0.2f, .act_beta = 0.5f,
                              .has_residual = rnd(0, 1)}};
     acl_conv_shape *sh = &s.shape;
     sh->kw = sh->kh;
@@ -813,7 +801,7 @@ static void chain_case(void)
     float *arena = acl_graph_arena(g);
     fill_random(arena, 120, 1.0f);
     const acl_tensor rx[2] = {r, x};
-    int ok = acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = ACL_UNARY_RELU}, 1, &x, &r) == 0 &&
+    int ok = acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = ACL_ACT_RELU}, 1, &x, &r) == 0 &&
              acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){ACL_BINARY_ADD}, 2, rx, &s) == 0 &&
              acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm, 3}, 1, &s, &y) == 0 &&
              acl_graph_run(g, ms) == 0;
@@ -943,8 +931,8 @@ static void check_errors(void)
     expect_error(acl_graph_add(g, ACL_OP_CONCAT, &axis3, 2, cat_bad, &out96),
                  "concat: input 1 has dims [1,7,6,32] but axis 3 needs the other dims of "
                  "[1,7,7,96]");
-    const acl_unary_attrs relu = {.op = ACL_UNARY_RELU}, sigmoid = {.op = ACL_UNARY_SIGMOID},
-                          copy = {.op = ACL_UNARY_COPY}, unknown = {.op = 99};
+    const acl_unary_attrs relu = {.op = ACL_ACT_RELU}, sigmoid = {.op = ACL_ACT_SIGMOID},
+                          copy = {.op = ACL_ACT_NONE}, unknown = {.op = 99};
     expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &far, &wide), "past the end of the arena");
     expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &deep, &deep), "rank 7");
     expect_error(acl_graph_add(g, ACL_OP_UNARY, &unknown, 1, &a, &a), "unknown operation 99");

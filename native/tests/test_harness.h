@@ -6,9 +6,12 @@
 #ifndef ACL_TEST_HARNESS_H
 #define ACL_TEST_HARNESS_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "aclengine.h"
 
 /* ---- pass/fail ------------------------------------------------------------ */
 
@@ -66,6 +69,23 @@ static inline int rnd(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t
 static inline float rnd_float(void)
 {
     return (float)((rng_next() >> 40) * (2.0 / (1ull << 24)) - 1.0);
+}
+
+/* The activations (ACL_ACTIVATIONS) in double precision with libm, the
+ * engine's reference: a, b as acl_activate takes them. */
+static inline double ref_activate(int act, double a, double b, double x)
+{
+    switch (act) {
+    case ACL_ACT_RELU: return x > 0 ? x : 0;
+    case ACL_ACT_CLIP: return fmin(fmax(x, a), b);
+    case ACL_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
+    case ACL_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case ACL_ACT_HARD_SIGMOID: return fmax(0.0, fmin(1.0, a * x + b));
+    case ACL_ACT_HARD_SWISH: return x * fmax(0.0, fmin(1.0, a * x + b));
+    case ACL_ACT_SILU: return x / (1.0 + exp(-x));
+    case ACL_ACT_MISH: return x * tanh(log1p(exp(x)));
+    default: return x;
+    }
 }
 
 #endif

@@ -1,4 +1,4 @@
-"""Elementwise operators: activations, broadcasting arithmetic, Sum/Max/Min, and a
+"""Elementwise operators: activations, PRelu, broadcasting arithmetic, Sum/Max/Min, and a
 BatchNormalization no convolution absorbed (a per-channel Mul then Add).
 
 Outputs keep the layout of the input they take their shape from, so an
@@ -10,41 +10,33 @@ import onnx
 
 from acltuner.runtime.layout import identity
 from acltuner.runtime.ops.registry import attrs, handles, shape
-from acltuner.taskgen.graph import bn_affine, clip_bounds, OnnxGraph, node_name
+from acltuner.taskgen.activation import ACTIVATION_OPS, activation_node
+from acltuner.taskgen.graph import bn_affine, OnnxGraph, node_name
 
-_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "HardSwish": "hard_swish"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 _VARIADIC = {"Sum": "add", "Max": "max", "Min": "min"}
 
 
-def _unary(node: onnx.NodeProto, op: str, a: float = 0.0, b: float = 0.0):
+@handles(*ACTIVATION_OPS)
+def _activation(g: OnnxGraph, node: onnx.NodeProto):
+    act = activation_node(g, node)
+    if act is None:
+        return None
+
     def lower(low) -> None:
         x = low.get(node.input[0])
         out = low.new(node.output[0], x.shape, x.perm)
-        low.emit("unary", node_name(node), op, {"x": x, "out": out}, op=op, a=a, b=b)
+        low.emit("unary", node_name(node), act.act, {"x": x, "out": out}, op=act.act, a=act.a,
+                 b=act.b)
     return lower
 
 
-@handles(*_UNARY)
-def _activation(g: OnnxGraph, node: onnx.NodeProto):
-    return _unary(node, _UNARY[node.op_type])
-
-
-@handles("LeakyRelu")
-def _leaky_relu(g: OnnxGraph, node: onnx.NodeProto):
-    return _unary(node, "leaky_relu", attrs(node).get("alpha", 0.01))
-
-
-@handles("HardSigmoid")
-def _hard_sigmoid(g: OnnxGraph, node: onnx.NodeProto):
-    a = attrs(node)
-    return _unary(node, "hard_sigmoid", a.get("alpha", 0.2), a.get("beta", 0.5))
-
-
-@handles("Clip")
-def _clip(g: OnnxGraph, node: onnx.NodeProto):
-    bounds = clip_bounds(g, node)
-    return None if bounds is None else _unary(node, "clip", *bounds)
+@handles("PRelu")
+def _prelu(g: OnnxGraph, node: onnx.NodeProto):
+    """A slope per channel (one slope is an activation above)."""
+    if activation_node(g, node) is not None:
+        return _activation(g, node)
+    return lambda low: _binary_chain(low, g, node, "prelu", list(node.input))
 
 
 def _layout_from(low, g: OnnxGraph, inputs: list[str], out_shape: tuple[int, ...]):

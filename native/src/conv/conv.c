@@ -107,8 +107,9 @@ static int validate_shape(const acl_conv_shape *s, conv_dims *d)
         return acl_fail("group=%d does not divide c=%d", s->group, s->c);
     if (s->oc % s->group != 0)
         return acl_fail("group=%d does not divide oc=%d", s->group, s->oc);
-    if (s->act < ACL_ACT_NONE || s->act > ACL_ACT_CLIP)
-        return acl_fail("act must be 0 (none), 1 (relu) or 2 (clip), got %d", s->act);
+    if (s->act < 0 || s->act >= ACL_ACT_COUNT)
+        return acl_fail("act must be one of the %d activations (0 to %d), got %d", ACL_ACT_COUNT,
+                        ACL_ACT_COUNT - 1, s->act);
     if (s->has_residual != 0 && s->has_residual != 1)
         return acl_fail("has_residual must be 0 or 1, got %d", s->has_residual);
     if (s->act == ACL_ACT_CLIP && !(s->act_min <= s->act_max))

@@ -39,6 +39,8 @@ int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, pt
 void conv_gemm_group_outputs(conv_gemm *g, const acl_conv *conv, const conv_io *io)
 {
     const acl_conv_shape *s = &conv->s;
+    float act_a, act_b;
+    acl_conv_act_params(s, &act_a, &act_b);
     for (int grp = 0; grp < g->njobs; grp++) {
         ptrdiff_t col = (ptrdiff_t)grp * conv->d.ocg;
         acl_gemm_job *job = &g->jobs[grp];
@@ -48,8 +50,8 @@ void conv_gemm_group_outputs(conv_gemm *g, const acl_conv *conv, const conv_io *
             .bias = conv->bias + col,
             .residual = io->residual ? io->residual + col : NULL,
             .act = s->act,
-            .act_min = s->act_min,
-            .act_max = s->act_max,
+            .act_a = act_a,
+            .act_b = act_b,
         };
     }
 }

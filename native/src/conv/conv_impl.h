@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "aclengine.h"
+#include "activation.h"
 #include "gemm.h"
 #include "internal.h"
 #include "pool.h"
@@ -93,21 +94,16 @@ static inline void conv_taps_inside(int o, int stride, int pad, int dil, int k, 
  * y[i] = act(acc[i] + bias[i] + residual[i]) in the same order of operations
  * as the GEMM's fused epilogue.  residual may be NULL; y may be acc (direct
  * algorithms accumulate in the output row). */
-static inline float conv_activate(const acl_conv_shape *s, float v)
-{
-    if (s->act == ACL_ACT_RELU) return v > 0.0f ? v : 0.0f;
-    if (s->act == ACL_ACT_CLIP)
-        return v < s->act_min ? s->act_min : v > s->act_max ? s->act_max : v;
-    return v;
-}
-
 static inline void conv_finish(const acl_conv_shape *s, float *y, const float *acc,
                                const float *restrict bias, const float *restrict residual, int len)
 {
     if (residual)
-        for (int i = 0; i < len; i++) y[i] = conv_activate(s, acc[i] + bias[i] + residual[i]);
+        for (int i = 0; i < len; i++) y[i] = acc[i] + bias[i] + residual[i];
     else
-        for (int i = 0; i < len; i++) y[i] = conv_activate(s, acc[i] + bias[i]);
+        for (int i = 0; i < len; i++) y[i] = acc[i] + bias[i];
+    float a, b;
+    acl_conv_act_params(s, &a, &b);
+    acl_activate(s->act, a, b, y, y, (size_t)len);
 }
 
 /* ---- stages ---------------------------------------------------------------- */

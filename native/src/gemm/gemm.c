@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "activation.h"
 #include "internal.h"
 
 /* K block of one micro-kernel call: a KC x NR slice of a B panel (32 KB for
@@ -178,25 +179,14 @@ static void apply_epilogue(const acl_epilogue *ep, float *c, ptrdiff_t ldc, int 
         for (int r = 0; r < rows; r++)
             for (int j = 0; j < cols; j++) c[r * ldc + j] += res[r * ldc + j];
     }
-    if (ep->act == ACL_ACT_RELU) {
+    if (ep->act != ACL_ACT_NONE)
         for (int r = 0; r < rows; r++)
-            for (int j = 0; j < cols; j++) {
-                const float v = c[r * ldc + j];
-                c[r * ldc + j] = v < 0.0f ? 0.0f : v;
-            }
-    } else if (ep->act == ACL_ACT_CLIP) {
-        const float lo = ep->act_min, hi = ep->act_max;
-        for (int r = 0; r < rows; r++)
-            for (int j = 0; j < cols; j++) {
-                const float v = c[r * ldc + j];
-                c[r * ldc + j] = v < lo ? lo : v > hi ? hi : v;
-            }
-    }
+            acl_activate(ep->act, ep->act_a, ep->act_b, c + r * ldc, c + r * ldc, (size_t)cols);
 }
 
 static int epilogue_is_identity(const acl_epilogue *ep)
 {
-    return !ep->bias && !ep->residual && ep->act != ACL_ACT_RELU && ep->act != ACL_ACT_CLIP;
+    return !ep->bias && !ep->residual && ep->act == ACL_ACT_NONE;
 }
 
 static void copy_block(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t lds, int rows,

@@ -42,7 +42,7 @@ typedef struct {
     const float *bias;      /* N floats or NULL */
     const float *residual;  /* laid out like C (same ldc) or NULL */
     int act;                /* enum acl_activation */
-    float act_min, act_max;
+    float act_a, act_b;     /* its parameters, as acl_activate takes them */
 } acl_epilogue;
 
 /* One GEMM of a batch: Winograd runs alpha^2 of them, grouped convolutions

@@ -1,0 +1,125 @@
+"""The activation a convolution's epilogue absorbs: the ONNX node (or the
+x * gate(x) pattern exporters write for SiLU, HardSwish and Mish) that
+follows a tensor as its only use, as one of the engine's ACL_ACTIVATIONS.
+
+Parameters follow the engine: clip's bounds are (act_min, act_max), the
+others' (act_alpha, act_beta).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+from onnx import helper
+
+# The engine's activation bounds are finite floats: a missing Clip bound is +-FLT_MAX.
+FLT_MAX = 3.4e38
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass(frozen=True)
+class Activation:
+    act: str
+    a: float = 0.0
+    b: float = 0.0
+    nodes: tuple[onnx.NodeProto, ...] = ()  # what it absorbs, in order; the last one's
+    # output is the activation's
+
+    @property
+    def shape_fields(self) -> dict:
+        """The ConvShape fields that carry it."""
+        if self.act == "clip":
+            return {"act": "clip", "act_min": self.a, "act_max": self.b}
+        return {"act": self.act, "act_alpha": self.a, "act_beta": self.b}
+
+
+def is_op(node: onnx.NodeProto | None, op: str) -> bool:
+    return node is not None and node.op_type == op and node.domain in DEFAULT_DOMAINS
+
+
+def _attr(node: onnx.NodeProto, name: str, default: float) -> float:
+    return next((float(helper.get_attribute_value(a)) for a in node.attribute if a.name == name),
+                default)
+
+
+def clip_bounds(g, clip: onnx.NodeProto) -> tuple[float, float] | None:
+    """Clip's (min, max) clamped to +-FLT_MAX; None when a bound is not a constant."""
+    if g.opset < 11:
+        lo, hi = _attr(clip, "min", -FLT_MAX), _attr(clip, "max", FLT_MAX)
+    else:
+        inputs = list(clip.input) + ["", ""]
+        lo, hi = scalar(g, inputs[1], -FLT_MAX), scalar(g, inputs[2], FLT_MAX)
+        if lo is None or hi is None:
+            return None
+    lo, hi = (min(max(float(v), -FLT_MAX), FLT_MAX) for v in (lo, hi))
+    return (lo, hi) if lo <= hi else None
+
+
+def scalar(g, t: str, default: float) -> float | None:
+    """A constant one-element input's value, default when absent, else None."""
+    if not t:
+        return default
+    c = g.constants.get(t)
+    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 else None
+
+
+ACTIVATION_OPS = ("Relu", "Sigmoid", "Mish", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish")
+
+
+def activation_node(g, node: onnx.NodeProto) -> Activation | None:
+    """An activation node on its own (ACTIVATION_OPS, or PRelu with one slope)."""
+    op = node.op_type if node.domain in DEFAULT_DOMAINS else None
+    if op in ("Relu", "Sigmoid", "Mish"):
+        return Activation(op.lower(), nodes=(node,))
+    if op == "Clip":
+        bounds = clip_bounds(g, node)
+        return None if bounds is None else Activation("clip", *bounds, nodes=(node,))
+    if op == "LeakyRelu":
+        return Activation("leaky_relu", _attr(node, "alpha", 0.01), nodes=(node,))
+    if op == "PRelu":  # one slope for every channel is a LeakyRelu
+        slope = scalar(g, node.input[1], 0.0)
+        return None if slope is None else Activation("leaky_relu", slope, nodes=(node,))
+    if op == "HardSigmoid":
+        return Activation("hard_sigmoid", _attr(node, "alpha", 0.2), _attr(node, "beta", 0.5),
+                          nodes=(node,))
+    if op == "HardSwish":
+        return Activation("hard_swish", 1.0 / 6.0, 0.5, nodes=(node,))
+    return None
+
+
+def _gate_chain(g, first: onnx.NodeProto) -> tuple[str, float, float, list] | None:
+    """The gate of x * gate(x) starting at `first`: (activation, a, b, its nodes)."""
+    if is_op(first, "Sigmoid"):
+        return "silu", 0.0, 0.0, [first]
+    if is_op(first, "HardSigmoid"):
+        return "hard_swish", _attr(first, "alpha", 0.2), _attr(first, "beta", 0.5), [first]
+    if is_op(first, "Softplus"):
+        tanh = g.sole_consumer(first.output[0])
+        if is_op(tanh, "Tanh"):
+            return "mish", 0.0, 0.0, [first, tanh]
+    return None
+
+
+def _gated(g, x: str, users: list[onnx.NodeProto]) -> Activation | None:
+    """x * gate(x): x's two uses are the gate's first node and the Mul."""
+    for gate_start, mul in (users, users[::-1]):
+        chain = _gate_chain(g, gate_start)
+        if chain is None or not is_op(mul, "Mul"):
+            continue
+        act, a, b, nodes = chain
+        gate_out = nodes[-1].output[0]
+        if g.sole_consumer(gate_out) is mul and sorted(mul.input) == sorted([x, gate_out]):
+            return Activation(act, a, b, (*nodes, mul))
+    return None
+
+
+def following_activation(g, x: str) -> Activation | None:
+    """The activation that is x's only use, if the engine has it."""
+    if x in g.outputs:
+        return None
+    users = g.consumers.get(x, [])
+    if len(users) == 1 and users[0].input[0] == x:
+        return activation_node(g, users[0])
+    if len(users) == 2:
+        return _gated(g, x, users)
+    return None

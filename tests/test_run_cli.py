@@ -157,6 +157,26 @@ def test_text_report_and_profile(small):
     assert "matmul" in rows["fc"]
 
 
+def test_compare_ort_matches_onnxruntime_nodes_to_ours(small):
+    _, plan = small
+    result = invoke("run", plan, "--repeat", "3", "--warmup", "1", "--compare-ort", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    compared = report["compare_ort"]
+    rows = {r["node"]: r for r in compared["nodes"]}
+    # Each of our nodes meets onnxruntime's, the absorbed BatchNormalization and
+    # Relu counted with c1 whatever onnxruntime fused them into.
+    for node in ("c1", "erf", "c2", "gap", "fc"):
+        assert rows[node]["ours_ms"] > 0 and rows[node]["ort_ms"] > 0, rows[node]
+    assert not {"bn1", "r1"} & set(rows)
+    lost = [r["lost_ms"] for r in compared["nodes"]]
+    assert lost == sorted(lost, reverse=True)
+    assert compared["vs_onnxruntime"] == pytest.approx(
+        compared["ort_median_ms"] / report["median_ms"])
+    refused = invoke("run", plan, "--compare-ort", "--host", "nowhere")
+    assert refused.exit_code == 2 and "cannot be combined with --host" in refused.output
+
+
 def test_json_report(small):
     _, plan = small
     report = run_check(plan, "--profile")

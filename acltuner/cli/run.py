@@ -24,6 +24,10 @@ CHECK_TOLERANCE = 1e-3
               help="Compare the outputs with onnxruntime running the original model; fail "
                    "above 1e-3 relative difference.")
 @click.option("--profile", is_flag=True, help="Time per node, slowest first.")
+@click.option("--compare-ort", is_flag=True,
+              help="Time per node beside onnxruntime's own profile of the original model "
+                   "(the better of 1 and 2 threads), matched by node name, most time lost "
+                   "first.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--board", "board_name", default=None, metavar="NAME|FILE",
               help="The board running the plan (default: the plan's own board).")
@@ -32,8 +36,8 @@ CHECK_TOLERANCE = 1e-3
 @click.option("--host", default=None, metavar="HOST",
               help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
                    "and report the board's latency (--check still compares here).")
-def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as_json,
-        board_name, force, host):
+def run(plan_path, files, named, output_path, repeat, warmup, check, profile, compare_ort,
+        as_json, board_name, force, host):
     """Run a plan's whole model natively with its tuned convolutions.
 
     Every convolution runs with the plan's config; the other operators run on
@@ -51,12 +55,16 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as
       acltuner run resnet18.plan.json --check
       acltuner run model.plan.json image.npy --output logits.npy --profile
       acltuner run r18.plan.json --host odroid --check
+      acltuner run model.plan.json --compare-ort
     """
     import numpy as np
 
     from acltuner.runtime.measure import check as compare
     from acltuner.runtime.profile import summarize
     from acltuner.runtime.report import render_json, render_text
+    if compare_ort and host:
+        raise click.UsageError("--compare-ort compares with onnxruntime on this machine; "
+                               "it cannot be combined with --host")
     args = (plan_path, list(named), list(files), repeat, warmup, force, board_name)
     program, inputs, latency, outputs, rss_mb = (_run_on_host(host, *args) if host
                                                  else _run_here(*args))
@@ -69,13 +77,23 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, as
         else:
             np.savez(output_path, **outputs)
     nodes = summarize(latency.profiles)
+    compared = _compare_ort(program, inputs, nodes, repeat, warmup) if compare_ort else None
     if as_json:
-        click.echo(render_json(latency, rss_mb, program, nodes, diff, profile))
+        click.echo(render_json(latency, rss_mb, program, nodes, diff, profile, compared))
     else:
-        click.echo(render_text(latency, repeat, warmup, rss_mb, program, nodes, diff, profile))
+        click.echo(render_text(latency, repeat, warmup, rss_mb, program, nodes, diff, profile,
+                               compared))
     if diff is not None and diff.max_rel > CHECK_TOLERANCE:
         raise click.ClickException(f"check failed: max relative difference {diff.max_rel:.3g} "
                                    f"> {CHECK_TOLERANCE:g}")
+
+
+def _compare_ort(program, inputs, nodes, repeat, warmup):
+    """(onnxruntime's profile, the rows of the comparison)."""
+    from acltuner.runtime.compare_ort import absorbed_nodes, compare, profile_onnxruntime
+    plan = program.plan
+    ort = profile_onnxruntime(plan.model_path, inputs, repeat, warmup)
+    return ort, compare(nodes, ort, absorbed_nodes(plan.model_path, plan.input_shapes))
 
 
 def _warn(program) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from acltuner.runtime.compare_ort import ComparedNode, OrtProfile
 from acltuner.runtime.measure import Difference, Latency
 from acltuner.runtime.profile import DELEGATED, NodeTime
 from acltuner.runtime.program import Program
@@ -19,8 +20,11 @@ def delegated_share(program: Program, nodes: list[NodeTime]) -> list[dict]:
     return out
 
 
+Compared = tuple[OrtProfile, list[ComparedNode]]
+
+
 def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[NodeTime],
-                diff: Difference | None, profile: bool) -> str:
+                diff: Difference | None, profile: bool, compared: Compared | None = None) -> str:
     data = {"median_ms": latency.median_ms, "p10_ms": latency.p10_ms, "p90_ms": latency.p90_ms,
             "peak_rss_mb": rss_mb, "arena_bytes": program.arena_bytes,
             "delegated": delegated_share(program, nodes)}
@@ -29,11 +33,19 @@ def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[N
     if profile:
         data["nodes"] = [{"node": r.node, "kind": r.kind, "ms": r.ms, "share": r.share}
                          for r in nodes]
+    if compared is not None:
+        ort, rows = compared
+        data["compare_ort"] = {
+            "ort_median_ms": ort.median_ms, "ort_threads": ort.threads,
+            "vs_onnxruntime": ort.median_ms / latency.median_ms,
+            "nodes": [{"node": r.node, "kind": r.kind, "ours_ms": r.ours_ms, "ort_ms": r.ort_ms,
+                       "lost_ms": r.lost_ms} for r in rows]}
     return json.dumps(data)  # one line: the last line of the output, for scripts
 
 
 def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program: Program,
-                nodes: list[NodeTime], diff: Difference | None, profile: bool) -> str:
+                nodes: list[NodeTime], diff: Difference | None, profile: bool,
+                compared: Compared | None = None) -> str:
     lines = [f"latency  median {latency.median_ms:.3f} ms  p10 {latency.p10_ms:.3f} ms  "
              f"p90 {latency.p90_ms:.3f} ms  ({runs} runs after {warmup} warmup)",
              f"peak RSS {rss_mb:.1f} MB, arena {program.arena_bytes / 2**20:.1f} MiB"]
@@ -51,4 +63,15 @@ def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program
         lines.append(f"{'node':{width}s}  {'ms':>9s}  {'share':>6s}  kind")
         lines += [f"{r.node:{width}s}  {r.ms:9.3f}  {100 * r.share:5.1f}%  {r.kind}"
                   for r in nodes]
+    if compared is not None:
+        lines += _comparison(latency, *compared)
     return "\n".join(lines)
+
+
+def _comparison(latency: Latency, ort: OrtProfile, rows: list[ComparedNode]) -> list[str]:
+    width = max(len(r.node) for r in rows)
+    return [f"onnxruntime median {ort.median_ms:.3f} ms ({ort.threads} thread(s), profiling "
+            f"on): ours is {ort.median_ms / latency.median_ms:.2f}x onnxruntime's speed",
+            f"{'node':{width}s}  {'ours ms':>9s}  {'ort ms':>9s}  {'lost ms':>9s}  kind",
+            *(f"{r.node:{width}s}  {r.ours_ms:9.3f}  {r.ort_ms:9.3f}  {r.lost_ms:9.3f}  {r.kind}"
+              for r in rows)]

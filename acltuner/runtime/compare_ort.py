@@ -1,0 +1,121 @@
+"""`acltuner run --compare-ort`: our time per node beside onnxruntime's own
+profile of the original model (its enable_profiling trace), matched by ONNX
+node name and sorted by the time we lose, so that a slow model shows where.
+
+onnxruntime runs with its default graph optimisations and the better of 1 and
+2 intra-op threads, as `acltuner bench compare` measures it.  Its nodes that
+fused several ONNX nodes keep the first one's name; ours list a convolution
+under its Conv with what it absorbed.  A node of one side with no match on the
+other (onnxruntime's layout reorders, our host copies) has a row of its own.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from acltuner.runtime.profile import NodeTime
+
+_KERNEL = "_kernel_time"
+
+
+def _onnx_name(ort_name: str) -> str:
+    """The ONNX node an onnxruntime node came from: its optimisers name a
+    fusion "<node>/<Fusion>/" and a node of the NCHWc layout "<node>_nchwc"."""
+    return ort_name.split("/")[0].removesuffix("_nchwc")
+
+
+@dataclass(frozen=True)
+class OrtProfile:
+    median_ms: float
+    threads: int
+    nodes: dict[str, tuple[str, float]]  # ONNX node name -> (operator, median ms)
+
+
+@dataclass(frozen=True)
+class ComparedNode:
+    node: str
+    kind: str  # ours, else onnxruntime's operator
+    ours_ms: float
+    ort_ms: float
+
+    @property
+    def lost_ms(self) -> float:
+        return self.ours_ms - self.ort_ms
+
+
+def _profile_once(model_path: str, inputs: dict[str, np.ndarray], repeat: int, warmup: int,
+                  threads: int) -> OrtProfile:
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        options.enable_profiling = True
+        options.profile_file_prefix = os.path.join(tmp, "ort")
+        session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+        for _ in range(warmup):
+            session.run(None, inputs)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            session.run(None, inputs)
+            times.append((time.perf_counter() - start) * 1e3)
+        with open(session.end_profiling()) as f:
+            events = json.load(f)
+    durations: dict[str, list[float]] = defaultdict(list)
+    operators: dict[str, str] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e.get("name", "").endswith(_KERNEL):
+            name = e["name"][:-len(_KERNEL)]
+            durations[name].append(e["dur"] / 1e3)
+            operators[name] = e.get("args", {}).get("op_name", "?")
+    # A node's last `repeat` events are the timed runs; the first ones, warmup.
+    nodes = {n: (operators[n], float(np.median(d[-repeat:]))) for n, d in durations.items()}
+    return OrtProfile(float(np.median(times)), threads, nodes)
+
+
+def profile_onnxruntime(model_path: str, inputs: dict[str, np.ndarray], repeat: int,
+                        warmup: int) -> OrtProfile:
+    """onnxruntime's profile with the faster of 1 and 2 intra-op threads."""
+    runs = [_profile_once(model_path, inputs, repeat, warmup, t) for t in (1, 2)]
+    return min(runs, key=lambda p: p.median_ms)
+
+
+def compare(ours: list[NodeTime], ort: OrtProfile, absorbed: dict[str, str]
+            ) -> list[ComparedNode]:
+    """One row per node of ours (its onnxruntime nodes' times summed in), then
+    onnxruntime's unmatched nodes; most time lost first.  absorbed maps an
+    ONNX node a convolution absorbed to the convolution's name."""
+    ours_ms: dict[str, float] = defaultdict(float)
+    kinds: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for row in ours:
+        ours_ms[row.node] += row.ms
+        kinds.setdefault(row.node, row.kind)
+        for name in row.node.split(", "):  # a delegated segment lists its nodes
+            owner[name] = row.node
+    ort_ms: dict[str, float] = defaultdict(float)
+    for name, (operator, ms) in ort.nodes.items():
+        onnx_name = _onnx_name(name)
+        key = owner.get(absorbed.get(onnx_name, onnx_name), name)
+        ort_ms[key] += ms
+        kinds.setdefault(key, f"onnxruntime only: {operator}")
+    rows = [ComparedNode(n, kinds[n], ours_ms.get(n, 0.0), ort_ms.get(n, 0.0))
+            for n in {**ours_ms, **ort_ms}]
+    return sorted(rows, key=lambda r: -r.lost_ms)
+
+
+def absorbed_nodes(model_path: str, input_shapes: dict | None) -> dict[str, str]:
+    """The ONNX nodes each convolution of the model absorbs, to the convolution's name."""
+    from acltuner.taskgen.graph import conv_nodes
+    from acltuner.taskgen.model import load_model_detached
+
+    model, weights = load_model_detached(model_path, input_shapes)
+    return {name: c.name for c in conv_nodes(model, weights)[0] for name in c.fused}

@@ -101,3 +101,16 @@ def test_shapes_computed_from_shapes_pass_tasks_tune_and_run(middle, tmp_path):
     assert "2 convolutions -> 2 tasks" in tasks.output
     report = run_check(default_plan(path, tmp_path, "--input-shape", _SHAPE))
     assert report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
+def test_output_dims_the_exporter_declared_are_worked_out_again(tmp_path):
+    """-1 for "any", or sizes for another input size: inference redoes them."""
+    path = tmp_path / "declared.onnx"
+    _model("resize_scales", path)
+    model = onnx.load(path)
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    for value in (-1, 4, 99, 99):
+        dims.add().dim_value = value
+    onnx.save(model, path)
+    report = run_check(default_plan(path, tmp_path, "--input-shape", _SHAPE))
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE

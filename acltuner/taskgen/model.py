@@ -101,8 +101,12 @@ def _fix_input_shapes(model: onnx.ModelProto, path: Path,
 
 
 def _infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
-    # value_info holds hints from the exporter, possibly for other input sizes.
+    # value_info and the outputs' dims are hints from the exporter, possibly for
+    # other input sizes (or -1 for "any"); inference works them out again.
     del model.graph.value_info[:]
+    for output in model.graph.output:
+        for dim in output.type.tensor_type.shape.dim:
+            dim.Clear()
     strict = all(n.domain in _STANDARD_DOMAINS for n in model.graph.node)
     try:
         return shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict,

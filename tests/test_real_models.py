@@ -29,8 +29,9 @@ _spec.loader.exec_module(fetch_models)
 MODELS = fetch_models.load_manifest()
 FETCH = ".venv/bin/python scripts/fetch_models.py"
 
-# The models that fail today: the failing step and its one-line error, where
-# MODEL stands for the model's path and PLAN for the plan's.  Each fix removes one.
+# The models that fail today: the failing step and its one-line error (or the
+# start of it), where MODEL stands for the model's path and PLAN for the plan's.
+# Each fix removes one.
 EXPECTED_FAILURES = {
     "ppocrv4_rec": "tasks: Error: Conv node 'p2o.Conv.35': input 'transpose_50.tmp_0' has no "
                    "static shape after shape inference",

@@ -33,12 +33,9 @@ FETCH = ".venv/bin/python scripts/fetch_models.py"
 # start of it), where MODEL stands for the model's path and PLAN for the plan's.
 # Each fix removes one.
 EXPECTED_FAILURES = {
-    "ppocrv4_rec": "tasks: Error: Conv node 'p2o.Conv.35': input 'transpose_50.tmp_0' has no "
-                   "static shape after shape inference",
-    "ddddocr_det": "run: Error: MODEL: shape inference failed: [ShapeInferenceError] Inference "
-                   "error(s): (op_type:Resize, node name: Resize_165): [ShapeInferenceError] "
-                   "Cannot parse data from external tensors. Please load external data into raw "
-                   "data for tensor: 1099",
+    "ppocr_cls": "tasks: Error: MODEL: shape inference failed: [ShapeInferenceError] Inference "
+                 "error(s): (op_type:Identity, node name: Identity@0): [ShapeInferenceError] "
+                 "Inferred shape and existing shape differ in dimension 0: (1) vs (-1)",
     "oww_melspectrogram": "tasks: Error: MODEL: no 2-D Conv to tune (Conv node 'Conv_2': 1-D "
                           "convolution, not tunable (left to onnxruntime); Conv node 'Conv_3': "
                           "1-D convolution, not tunable (left to onnxruntime))",

@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from acltuner.cli import main
 from acltuner.cli.run import CHECK_TOLERANCE
+from cli_checks import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
 # The fetch script's manifest reader and models folder, imported from scripts/.
@@ -59,8 +58,9 @@ def _params():
 
 def _step(name: str, model, *args, subst: dict[str, str]):
     """Runs one command; on failure its one-line error, checked against the
-    expected one (ExpectedFailure) or reported (AssertionError)."""
-    result = CliRunner().invoke(main, [str(a) for a in args])
+    expected one (ExpectedFailure) or reported (AssertionError).  (Not
+    cli_checks' default_plan and run_check, which only assert success.)"""
+    result = invoke(*args)
     if result.exit_code == 0:
         return result
     lines = result.output.strip().splitlines()

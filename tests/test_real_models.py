@@ -1,0 +1,105 @@
+"""Real models (configs/real_models.yaml, fetched into models/ by
+scripts/fetch_models.py): for each one present, `acltuner tasks`, a rule-based
+plan from `acltuner tune --strategy default`, and `acltuner run --check`
+against onnxruntime, through the command line.
+
+A model that fails today is listed in EXPECTED_FAILURES with its one-line
+error: its test is a strict xfail that passes only while the model fails with
+that very error, so a fix (or a new error) shows up as a failure to update the
+list.  An absent model is skipped, naming the fetch command."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from acltuner.cli.run import CHECK_TOLERANCE
+from cli_checks import invoke
+
+ROOT = Path(__file__).resolve().parent.parent
+# The fetch script's manifest reader and models folder, imported from scripts/.
+_spec = importlib.util.spec_from_file_location("fetch_models", ROOT / "scripts" / "fetch_models.py")
+fetch_models = sys.modules["fetch_models"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fetch_models)
+
+MODELS = fetch_models.load_manifest()
+FETCH = ".venv/bin/python scripts/fetch_models.py"
+
+# The models that fail today: the failing step and its one-line error (or the
+# start of it), where MODEL stands for the model's path and PLAN for the plan's.
+# Each fix removes one.
+EXPECTED_FAILURES = {
+    "ppocr_cls": "tasks: Error: MODEL: shape inference failed: [ShapeInferenceError] Inference "
+                 "error(s): (op_type:Identity, node name: Identity@0): [ShapeInferenceError] "
+                 "Inferred shape and existing shape differ in dimension 0: (1) vs (-1)",
+    "oww_melspectrogram": "tasks: Error: MODEL: no 2-D Conv to tune (Conv node 'Conv_2': 1-D "
+                          "convolution, not tunable (left to onnxruntime); Conv node 'Conv_3': "
+                          "1-D convolution, not tunable (left to onnxruntime))",
+    "silero_vad": "tasks: Error: MODEL: no 2-D Conv to tune (Conv node "
+                  "'F0::If_0_then_branch__Inline_0__/stft/Conv': 1-D convolution, not tunable",
+}
+
+
+class ExpectedFailure(Exception):
+    """The model failed with the error EXPECTED_FAILURES names for it."""
+
+
+def _params():
+    for m in MODELS:
+        marks = ()
+        if m.name in EXPECTED_FAILURES:
+            marks = pytest.mark.xfail(strict=True, raises=ExpectedFailure,
+                                      reason=EXPECTED_FAILURES[m.name])
+        yield pytest.param(m, id=m.name, marks=marks)
+
+
+def _step(name: str, model, *args, subst: dict[str, str]):
+    """Runs one command; on failure its one-line error, checked against the
+    expected one (ExpectedFailure) or reported (AssertionError).  (Not
+    cli_checks' default_plan and run_check, which only assert success.)"""
+    result = invoke(*args)
+    if result.exit_code == 0:
+        return result
+    lines = result.output.strip().splitlines()
+    if isinstance(result.exception, SystemExit) and lines:
+        error = lines[-1]
+    else:  # not turned into one line by the command: a traceback for a user
+        error = f"uncaught {type(result.exception).__name__}: {result.exception}"
+    for text, placeholder in subst.items():
+        error = error.replace(text, placeholder)
+    got = f"{name}: {error}"
+    expected = EXPECTED_FAILURES.get(model.name)
+    if expected is not None and got.startswith(expected):
+        raise ExpectedFailure(got)
+    raise AssertionError(f"{model.name} {name} failed (exit {result.exit_code}):\n{got}"
+                         + (f"\nexpected: {expected}" if expected else ""))
+
+
+@pytest.mark.parametrize("model", list(_params()))
+def test_real_model_runs_and_matches_onnxruntime(model, tmp_path):
+    path = fetch_models.default_dest() / f"{model.name}.onnx"
+    if not path.is_file():
+        pytest.skip(f"{model.name} is not in {path.parent}: run {FETCH} {model.name}")
+    plan = tmp_path / "plan.json"
+    subst = {str(path): "MODEL", str(plan): "PLAN"}
+    shapes = model.shape_args()
+    _step("tasks", model, "tasks", path, *shapes, subst=subst)
+    _step("tune", model, "tune", path, "-o", plan, "--strategy", "default",
+          "--board", "split-host", "--records", tmp_path / "records.jsonl", *shapes, subst=subst)
+    result = _step("run", model, "run", plan, "--check", "--repeat", "1", "--warmup", "0",
+                   "--json", subst=subst)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    delegated = sorted({op for d in report["delegated"] for op in d["op_types"]})
+    print(f"{model.name}: max_rel_diff {report['max_rel_diff']:.3g}, delegated: "
+          f"{', '.join(delegated) or 'none'}")
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
+def test_the_manifest_pins_every_model():
+    assert len(MODELS) >= 10
+    for m in MODELS:
+        assert len(m.sha256) == 64 and m.version[0].isdigit(), m.name
+    assert set(EXPECTED_FAILURES) <= {m.name for m in MODELS}

@@ -32,14 +32,22 @@ FETCH = ".venv/bin/python scripts/fetch_models.py"
 # start of it), where MODEL stands for the model's path and PLAN for the plan's.
 # Each fix removes one.
 EXPECTED_FAILURES = {
-    "ppocr_cls": "tasks: Error: MODEL: shape inference failed: [ShapeInferenceError] Inference "
-                 "error(s): (op_type:Identity, node name: Identity@0): [ShapeInferenceError] "
-                 "Inferred shape and existing shape differ in dimension 0: (1) vs (-1)",
     "oww_melspectrogram": "tasks: Error: MODEL: no 2-D Conv to tune (Conv node 'Conv_2': 1-D "
                           "convolution, not tunable (left to onnxruntime); Conv node 'Conv_3': "
                           "1-D convolution, not tunable (left to onnxruntime))",
     "silero_vad": "tasks: Error: MODEL: no 2-D Conv to tune (Conv node "
                   "'F0::If_0_then_branch__Inline_0__/stft/Conv': 1-D convolution, not tunable",
+}
+
+# Recurrent layers and control flow may run through onnxruntime; any other
+# operator delegated today is listed for its model, and leaves the list when
+# the engine gets it.
+MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
+DELEGATED_TODAY = {
+    "ppocrv4_det": {"ConvTranspose", "Resize"},
+    "ppocrv4_rec": {"MatMul", "Pow", "ReduceMean", "Slice", "Sqrt"},
+    "ddddocr_det": {"Resize", "Slice"},
+    "layout_cdla": {"Resize", "Split"},
 }
 
 
@@ -96,10 +104,11 @@ def test_real_model_runs_and_matches_onnxruntime(model, tmp_path):
     print(f"{model.name}: max_rel_diff {report['max_rel_diff']:.3g}, delegated: "
           f"{', '.join(delegated) or 'none'}")
     assert report["max_rel_diff"] <= CHECK_TOLERANCE
+    assert set(delegated) - MAY_DELEGATE == DELEGATED_TODAY.get(model.name, set())
 
 
 def test_the_manifest_pins_every_model():
     assert len(MODELS) >= 10
     for m in MODELS:
         assert len(m.sha256) == 64 and m.version[0].isdigit(), m.name
-    assert set(EXPECTED_FAILURES) <= {m.name for m in MODELS}
+    assert set(EXPECTED_FAILURES) | set(DELEGATED_TODAY) <= {m.name for m in MODELS}

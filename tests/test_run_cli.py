@@ -1,12 +1,10 @@
-"""`acltuner run`: every zoo model and the onnx package's light models run
-natively with a rule-based plan (and some with other configs) and match
-onnxruntime; bad input is refused in one line; the Python API returns what
+"""`acltuner run`: every zoo model runs natively with a rule-based plan (and
+some with other configs) and matches onnxruntime (the real models, the onnx
+light nets among them, are test_real_models'); bad input is refused in one line; the Python API returns what
 the CLI writes."""
 from __future__ import annotations
 
-import glob
 import json
-import os
 
 import numpy as np
 import onnx
@@ -20,12 +18,8 @@ from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
-from acltuner.zoo.reweight import randomize_weights
 from cli_checks import assert_one_line_error, default_plan, invoke, run_check
 
-LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
-LIGHT_MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")]
-                      for p in glob.glob(os.path.join(LIGHT, "light_*.onnx")))
 
 
 # Every zoo model, with the rule-based plan.
@@ -70,22 +64,6 @@ def test_other_configs_match_too(name, tmp_path):
     report = run_check(plan)
     print(f"{name} (other configs): max_rel_diff {report['max_rel_diff']:.3g}")
     assert report["max_rel_diff"] <= CHECK_TOLERANCE
-
-
-# The light models of the onnx package, with seeded random weights.
-
-@pytest.mark.parametrize("name", LIGHT_MODELS)
-def test_light_model_matches_onnxruntime(name, tmp_path):
-    path = tmp_path / f"{name}.onnx"
-    onnx.save(randomize_weights(onnx.load(os.path.join(LIGHT, f"light_{name}.onnx"))), path)
-    report = run_check(default_plan(path, tmp_path))
-    print(f"light {name}: max_rel_diff {report['max_rel_diff']:.3g}")
-    assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
-
-
-def test_the_light_models_are_all_there():
-    assert {"bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
-            "shufflenet", "squeezenet", "vgg19", "zfnet512"} <= set(LIGHT_MODELS)
 
 
 # A small model with a delegated node, for the command's other paths.

@@ -35,8 +35,8 @@ def test_errors_name_the_node():
     node = helper.make_node("Conv", ["X", "W"], ["Y"], name="conv7", kernel_shape=[5, 5])
     with pytest.raises(ConvAttributeError, match="conv7.*kernel_shape"):
         conv_shape(node, (1, 3, 8, 8), (4, 3, 3, 3))
-    with pytest.raises(ConvAttributeError, match="conv7.*2-D"):
-        conv_shape(node, (1, 3, 8), (4, 3, 3))
+    with pytest.raises(ConvAttributeError, match="'conv7': only 1-D and 2-D"):
+        conv_shape(node, (1, 3, 8, 8, 8), (4, 3, 3, 3, 3))
     grouped = helper.make_node("Conv", ["X", "W"], ["Y"], name="g", group=2)
     with pytest.raises(ConvAttributeError, match="'g'.*group=2"):
         conv_shape(grouped, (1, 3, 8, 8), (4, 3, 3, 3))

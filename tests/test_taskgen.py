@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -262,27 +263,36 @@ def test_opset7_model_loads_and_fuses(tmp_path):
 
 
 def test_pytorch_converted_models(tmp_path):
-    """The onnx package's opset-6 PyTorch exports: 2-D convs load, 1-D is refused."""
+    """The onnx package's opset-6 PyTorch exports: 2-D convs load, and 1-D ones
+    as 2-D convolutions of height 1, numerically right; 3-D is refused."""
     ts = generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv2d_strided", "model.onnx"))
     assert ts.convolutions == 1 and ts.tasks[0].shape.stride_h == 2
     assert ts.conv_nodes[0].bias is not None
-    with pytest.raises(ModelError, match="no 2-D Conv to tune.*1-D convolution, not tunable"):
-        generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv1d", "model.onnx"))
+    for case in ("test_Conv1d_pad2", "test_Conv1d_stride", "test_Conv1d_dilated"):
+        path = os.path.join(PYTORCH_CONVERTED, case, "model.onnx")
+        model = load_model(path)
+        nodes, _ = conv_nodes(model)
+        assert nodes[0].shape.h == nodes[0].shape.kh == 1, case
+        report = run_check(default_plan(Path(shutil.copy(path, tmp_path / f"{case}.onnx")),
+                                        tmp_path))
+        assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == [], case
+    with pytest.raises(ModelError, match="no 2-D Conv to tune.*3-D convolution, not tunable"):
+        generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv3d", "model.onnx"))
 
 
 def test_non_2d_conv_is_skipped_with_a_warning(tmp_path):
     b = GraphBuilder(input_shape=(1, 3, 8, 8))
     x = b.node("Reshape", [b.conv(b.input, "conv2d", 8, 3, pads=1),
-                          b.constant("shape", np.array([1, 8, 64]))], "flat")
-    w = b.constant("w1d", np.ones((4, 8, 3), np.float32))
-    path = _save(b.model(b.node("Conv", [x, w], "conv1d", channels=4), "mixed"), tmp_path)
+                          b.constant("shape", np.array([1, 8, 4, 4, 4]))], "cube")
+    w = b.constant("w3d", np.ones((4, 8, 3, 3, 3), np.float32))
+    path = _save(b.model(b.node("Conv", [x, w], "conv3d", channels=4), "mixed"), tmp_path)
     result = _tasks_cli(path)
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == "1 convolutions -> 1 tasks"
     assert result.stderr.strip() == (
-        "skipped: Conv node 'conv1d': 1-D convolution, not tunable (left to onnxruntime)")
+        "skipped: Conv node 'conv3d': 3-D convolution, not tunable (left to onnxruntime)")
     assert json.loads(_tasks_cli(path, "--json").stdout)["skipped"] == [
-        "Conv node 'conv1d': 1-D convolution, not tunable (left to onnxruntime)"]
+        "Conv node 'conv3d': 3-D convolution, not tunable (left to onnxruntime)"]
 
 
 def test_constant_node_weights(tmp_path):

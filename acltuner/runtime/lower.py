@@ -173,14 +173,29 @@ def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
                          f"{reason}")
 
     def lower(low: Lowering) -> None:
-        x = low.get(conv.input, NHWC)
-        residual = low.get(conv.residual, NHWC) if conv.residual else None
         n, oh, ow, oc = conv.shape.output_shape
-        out = low.new(conv.output, (n, oc, oh, ow), NHWC)
+        if low.g.rank(conv.input) == 3:  # NLC is the NHWC of height 1
+            x = _height_one(low.get(conv.input, NLC))
+            residual = _height_one(low.get(conv.residual, NLC)) if conv.residual else None
+            out = low.new(None, (n, oc, oh, ow), NHWC)
+            low.alias(conv.output, Value(out.buffer, (n, oc, ow), NLC))
+        else:
+            x = low.get(conv.input, NHWC)
+            residual = low.get(conv.residual, NHWC) if conv.residual else None
+            out = low.new(conv.output, (n, oc, oh, ow), NHWC)
         low.emit("conv", conv.name, f"conv {config}", {"x": x, "residual": residual, "out": out},
                  **conv_attrs(conv.shape, config,
                               Deferred(lambda: conv.weight, conv.conv_weight.nbytes), conv.bias))
     return lower
+
+
+NLC = (0, 2, 1)
+
+
+def _height_one(v: Value) -> Value:
+    """An NCL tensor stored NLC, seen as the NCHW tensor of height 1 stored NHWC."""
+    n, c, length = v.shape
+    return Value(v.buffer, (n, c, 1, length), NHWC)
 
 
 def _static_float(g: OnnxGraph, t: str) -> bool:

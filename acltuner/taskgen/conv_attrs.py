@@ -25,15 +25,30 @@ def same_pads(size: int, kernel: int, stride: int, dilation: int, lower: bool) -
     return (total - small, small) if lower else (small, total - small)
 
 
+def as_2d(x_shape: Sequence[int], w_shape: Sequence[int], attrs: dict):
+    """A 1-D convolution's input, weight shapes and attributes as those of a
+    2-D one over a height of 1 (its NLC layout is the NHWC of that)."""
+    one = {"kernel_shape": 1, "strides": 1, "dilations": 1}
+    attrs = {k: [one[k], *v] if k in one else v for k, v in attrs.items()}
+    if "pads" in attrs:
+        left, right = attrs["pads"]
+        attrs["pads"] = [0, left, 0, right]
+    n, c, length = x_shape
+    return (n, c, 1, length), (*w_shape[:2], 1, w_shape[2]), attrs
+
+
 def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[int],
                **epilogue) -> ConvShape:
-    """The engine shape of a 2-D Conv node with NCHW input x_shape and OIHW weight w_shape;
-    epilogue: the ConvShape fields of what it absorbs (act and its parameters, has_residual)."""
+    """The engine shape of a 2-D Conv node with NCHW input x_shape and OIHW weight w_shape,
+    or of a 1-D one (NCL, OIK) as a 2-D convolution of height 1; epilogue: the ConvShape
+    fields of what it absorbs (act and its parameters, has_residual)."""
     name = node.name or node.output[0]
-    if len(x_shape) != 4 or len(w_shape) != 4:
-        raise ConvAttributeError(f"Conv node '{name}': only 2-D convolutions are supported "
-                                 f"(input rank {len(x_shape)})")
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if len(x_shape) == 3 and len(w_shape) == 3:
+        x_shape, w_shape, attrs = as_2d(x_shape, w_shape, attrs)
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        raise ConvAttributeError(f"Conv node '{name}': only 1-D and 2-D convolutions are "
+                                 f"supported (input rank {len(x_shape)})")
     n, c, h, w = (int(v) for v in x_shape)
     oc, cg, kh, kw = (int(v) for v in w_shape)
     kernel = list(attrs.get("kernel_shape", [kh, kw]))

@@ -151,7 +151,7 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     """The node with its fused epilogue, or why it is not tunable."""
     name, x = node_name(node), node.input[0]
     rank = g.rank(x)
-    if rank is not None and rank != 4:
+    if rank is not None and rank not in (3, 4):
         return f"Conv node '{name}': {rank - 2}-D convolution, not tunable (left to onnxruntime)"
     if g.types.get(x) is not None and g.types[x].elem_type != TensorProto.FLOAT:
         dtype = TensorProto.DataType.Name(g.types[x].elem_type).lower()
@@ -189,7 +189,9 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
 
     shape = conv_shape(node, x_shape, weight.shape, has_residual=residual is not None,
                        **(act.shape_fields if act else {}))
-    return ConvNode(name, shape, weight, bias, x, out, residual, fused, affine)
+    # A 1-D convolution's OIK weight is the OIHW of height 1.
+    return ConvNode(name, shape, weight.reshape(shape.weight_shape), bias, x, out, residual,
+                    fused, affine)
 
 
 def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None = None

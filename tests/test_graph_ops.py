@@ -109,6 +109,45 @@ def test_gated_unary_is_x_times_its_gate(name, a, b):
                  TRANSCENDENTAL)
 
 
+MATH_CASES = [  # name, exponent, ONNX op, constant inputs
+    ("sqrt", 0, "Sqrt", {}), ("log", 0, "Log", {}), ("exp", 0, "Exp", {}), ("abs", 0, "Abs", {}),
+    ("neg", 0, "Neg", {}), ("reciprocal", 0, "Reciprocal", {}), ("tanh", 0, "Tanh", {}),
+    ("softplus", 0, "Softplus", {}), ("erf", 0, "Erf", {}),
+    ("pow", 2, "Pow", {"e": np.float32(2)}), ("pow", 0.5, "Pow", {"e": np.float32(0.5)}),
+    ("pow", 3, "Pow", {"e": np.float32(3)}),
+]
+
+
+@pytest.mark.parametrize("name,a,op,consts", MATH_CASES, ids=[f"{c[0]}{c[1] or ''}"
+                                                              for c in MATH_CASES])
+def test_unary_math(name, a, op, consts):
+    """Over (0, 8]: where every one of them is defined."""
+    x = _uniform(_rng(), (4, 33), 1e-3, 8)
+    (y,) = run_node(lambda g, i, o: g.add("unary", i, o[0], op=name, a=a), [x], [x.shape])
+    assert_close(y, ort_node(op, [x], consts), TRANSCENDENTAL)
+
+
+REDUCTIONS = [  # input dims, adjacent axes
+    ((2, 3, 4, 5), [3]), ((2, 3, 4, 5), [1, 2]), ((2, 3, 4, 5), [0]), ((6, 7), [0, 1]),
+    ((1, 5, 5, 8), [1, 2]), ((3,), [0]),
+]
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("dims,axes", REDUCTIONS, ids=[f"{d}-{a}" for d, a in REDUCTIONS])
+def test_reduce(op, dims, axes):
+    x = _uniform(_rng(2), dims)
+    out = tuple(1 if i in axes else d for i, d in enumerate(dims))
+    (y,) = run_node(lambda g, i, o: g.add("reduce", i, o[0], op=op, axes=axes), [x], [out])
+    assert_close(y, getattr(np, op)(x, axis=tuple(axes), keepdims=True), EXACT)
+
+
+def test_reduce_refuses_axes_that_are_not_adjacent():
+    x = Tensor(0, (2, 3, 4))
+    with Graph(64, (1,), 1) as g, pytest.raises(EngineError, match="axes must be adjacent"):
+        g.add("reduce", [x], Tensor(30, (1, 3, 1)), op="sum", axes=[0, 2])
+
+
 BROADCASTS = [
     ((2, 3, 4, 5), (2, 3, 4, 5)),
     ((2, 3, 4, 5), (1, 1, 1, 5)),  # per-channel

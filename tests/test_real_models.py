@@ -39,11 +39,10 @@ EXPECTED_FAILURES: dict[str, str] = {}
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
 DELEGATED_TODAY = {
     "ppocrv4_det": {"ConvTranspose", "Resize"},
-    "ppocrv4_rec": {"MatMul", "Pow", "ReduceMean", "Slice", "Sqrt"},
+    "ppocrv4_rec": {"MatMul", "Slice"},
     "ddddocr_det": {"Resize", "Slice"},
     "layout_cdla": {"Resize", "Split"},
-    "oww_melspectrogram": {"Cast", "Clip", "Log", "Pow", "ReduceMax", "Sub"},
-    "silero_vad": {"Cast", "Gather", "Pow", "ReduceMean", "Slice", "Sqrt"},
+    "silero_vad": {"Gather", "Slice"},
 }
 
 

@@ -72,7 +72,7 @@ def test_other_configs_match_too(name, tmp_path):
 def small(tmp_path):
     b = GraphBuilder(seed=5, input_shape=(1, 8, 12, 12))
     y = b.conv(b.input, "c1", 16, 3, pads=1, bn="bn1", relu="r1")
-    y = b.node("Erf", [y], "erf")
+    y = b.node("Sin", [y], "sin")
     y = b.conv(y, "c2", 16, 3, stride=2, pads=1, bias=True)
     y = b.gemm(b.flatten(b.global_avg_pool(y, "gap"), "flat"), "fc", 10)
     path = tmp_path / "small.onnx"
@@ -86,12 +86,12 @@ def test_text_report_and_profile(small):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "latency  median" in out and "p10" in out and "p90" in out and "peak RSS" in out
-    assert "delegated: erf (Erf)" in out and "max rel diff" in out
+    assert "delegated: sin (Sin)" in out and "max rel diff" in out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("node "))
     rows = {line.split()[0]: line for line in lines[header + 1:]}
     assert "conv " in rows["c1"] and "/w" in rows["c1"]  # algorithm and config
-    assert "delegated to onnxruntime: Erf" in rows["erf"]
+    assert "delegated to onnxruntime: Sin" in rows["sin"]
     assert "matmul" in rows["fc"]
 
 
@@ -104,7 +104,7 @@ def test_compare_ort_matches_onnxruntime_nodes_to_ours(small):
     rows = {r["node"]: r for r in compared["nodes"]}
     # Each of our nodes meets onnxruntime's, the absorbed BatchNormalization and
     # Relu counted with c1 whatever onnxruntime fused them into.
-    for node in ("c1", "erf", "c2", "gap", "fc"):
+    for node in ("c1", "sin", "c2", "gap", "fc"):
         assert rows[node]["ours_ms"] > 0 and rows[node]["ort_ms"] > 0, rows[node]
     assert not {"bn1", "r1"} & set(rows)
     lost = [r["lost_ms"] for r in compared["nodes"]]
@@ -121,7 +121,7 @@ def test_json_report(small):
     assert report["p10_ms"] <= report["median_ms"] <= report["p90_ms"]
     assert report["peak_rss_mb"] > 0 and report["max_rel_diff"] <= CHECK_TOLERANCE
     [segment] = report["delegated"]
-    assert segment["nodes"] == ["erf"] and 0 < segment["share"] < 1
+    assert segment["nodes"] == ["sin"] and 0 < segment["share"] < 1
     nodes = report["nodes"]
     assert [n["ms"] for n in nodes] == sorted((n["ms"] for n in nodes), reverse=True)
     assert abs(sum(n["share"] for n in nodes) - 1) < 1e-6

@@ -202,7 +202,7 @@ def _static_float(g: OnnxGraph, t: str) -> bool:
     tt = g.types.get(t)
     dims = g.static_shape(t)
     return (tt is not None and tt.elem_type == TensorProto.FLOAT and dims is not None
-            and 1 <= len(dims) <= MAX_RANK)
+            and len(dims) <= MAX_RANK)
 
 
 def _native_action(g: OnnxGraph, node: onnx.NodeProto):

@@ -62,7 +62,8 @@ float *acl_graph_arena(acl_graph *g);
     X(MATMUL, matmul, 1, 1, ACL_MATMUL_ATTRS)                  \
     X(SOFTMAX, softmax, 1, 1, ACL_NO_ATTRS)                    \
     X(LRN, lrn, 1, 1, ACL_LRN_ATTRS)                           \
-    X(PAD, pad, 1, 1, ACL_PAD_ATTRS)
+    X(PAD, pad, 1, 1, ACL_PAD_ATTRS)                           \
+    X(REDUCE, reduce, 1, 1, ACL_REDUCE_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -76,10 +77,17 @@ float *acl_graph_arena(acl_graph *g);
     F(S, INTS, core_weights, 0) F(S, INT, workloads, 0) F(S, FLOATS, weight, 0)       \
     F(S, FLOATS, bias, 0)
 
-/* The activations of aclengine.h; a and b are their parameters as for a
- * convolution's act_min/act_max (clip) or act_alpha/act_beta (the others);
- * "none" copies. */
-#define ACL_UNARY_ATTRS(F, S) F(S, ENUM, op, ACL_ACTIVATIONS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
+/* The activations of aclengine.h, then the elementwise functions no
+ * convolution fuses.  a and b are the activations' parameters as for a
+ * convolution's act_min/act_max (clip) or act_alpha/act_beta (the others), and
+ * pow's exponent is a; "none" copies. */
+#define ACL_UNARY_MATH(X)                                                        \
+    X(ACL_UNARY_SQRT, sqrt) X(ACL_UNARY_LOG, log) X(ACL_UNARY_EXP, exp)         \
+    X(ACL_UNARY_ABS, abs) X(ACL_UNARY_NEG, neg) X(ACL_UNARY_RECIPROCAL, reciprocal) \
+    X(ACL_UNARY_TANH, tanh) X(ACL_UNARY_SOFTPLUS, softplus) X(ACL_UNARY_ERF, erf) \
+    X(ACL_UNARY_POW, pow)
+#define ACL_UNARY_OPS(X) ACL_ACTIVATIONS(X) ACL_UNARY_MATH(X)
+#define ACL_UNARY_ATTRS(F, S) F(S, ENUM, op, ACL_UNARY_OPS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
 
 /* Elementwise with numpy broadcasting: both inputs have out's rank (dims of 1
  * broadcast). */
@@ -124,10 +132,20 @@ float *acl_graph_arena(acl_graph *g);
 /* Constant / edge / reflect padding; pads: begin of every axis, then end of
  * every axis (2 * rank ints).  Negative pads crop, as in ONNX; reflect pads
  * wider than the axis keep bouncing between its ends (numpy's "reflect"). */
+/* A reduction over axes that are adjacent in the stored order (the input's
+ * dims as given): out has the input's rank with those dims 1. */
+#define ACL_REDUCE_OPS(X) X(ACL_REDUCE_SUM, sum) X(ACL_REDUCE_MEAN, mean) X(ACL_REDUCE_MAX, max) \
+    X(ACL_REDUCE_MIN, min)
+#define ACL_REDUCE_ATTRS(F, S) F(S, ENUM, op, ACL_REDUCE_OPS) F(S, INTS, axes, 0)
+
 #define ACL_PAD_MODES(X) X(ACL_PAD_CONSTANT, constant) X(ACL_PAD_EDGE, edge) X(ACL_PAD_REFLECT, reflect)
 #define ACL_PAD_ATTRS(F, S) F(S, ENUM, mode, ACL_PAD_MODES) F(S, FLOAT, value, 0) F(S, INTS, pads, 0)
 
+/* The math ops number on from the activations. */
+enum acl_unary_math { ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1, ACL_UNARY_MATH(ACL_ENUM_CONSTANT)
+                      ACL_UNARY_COUNT };
 enum acl_binary_op { ACL_BINARY_OPS(ACL_ENUM_CONSTANT) };
+enum acl_reduce_op { ACL_REDUCE_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pool_op { ACL_POOL_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pad_mode { ACL_PAD_MODES(ACL_ENUM_CONSTANT) };
 

@@ -1,4 +1,5 @@
-"""Elementwise operators: activations, PRelu, broadcasting arithmetic, Sum/Max/Min, and a
+"""Elementwise operators: activations, PRelu, math functions, Pow by a constant,
+float Cast, broadcasting arithmetic, Sum/Max/Min, and a
 BatchNormalization no convolution absorbed (a per-channel Mul then Add).
 
 Outputs keep the layout of the input they take their shape from, so an
@@ -10,25 +11,66 @@ import onnx
 
 from acltuner.runtime.layout import identity
 from acltuner.runtime.ops.registry import attrs, handles, shape
-from acltuner.taskgen.activation import ACTIVATION_OPS, activation_node
+from acltuner.taskgen.activation import ACTIVATION_OPS, activation_node, scalar
 from acltuner.taskgen.graph import bn_affine, OnnxGraph, node_name
 
+_MATH = {"Sqrt": "sqrt", "Log": "log", "Exp": "exp", "Abs": "abs", "Neg": "neg",
+         "Reciprocal": "reciprocal", "Tanh": "tanh", "Softplus": "softplus", "Erf": "erf"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 _VARIADIC = {"Sum": "add", "Max": "max", "Min": "min"}
+
+
+def _unary(node: onnx.NodeProto, op: str, a: float = 0.0, b: float = 0.0):
+    def lower(low) -> None:
+        x = low.get(node.input[0])
+        out = low.new(node.output[0], x.shape, x.perm)
+        low.emit("unary", node_name(node), op, {"x": x, "out": out}, op=op, a=a, b=b)
+    return lower
 
 
 @handles(*ACTIVATION_OPS)
 def _activation(g: OnnxGraph, node: onnx.NodeProto):
     act = activation_node(g, node)
-    if act is None:
-        return None
+    if act is not None:
+        return _unary(node, act.act, act.a, act.b)
+    if node.op_type == "Clip":  # bounds computed at run time: Max, then Min
+        bounds = [(op, t) for op, t in (("max", node.input[1:2]), ("min", node.input[2:3]))
+                  if t and t[0]]
+        return lambda low: _clip_chain(low, g, node, bounds)
+    return None
 
-    def lower(low) -> None:
-        x = low.get(node.input[0])
-        out = low.new(node.output[0], x.shape, x.perm)
-        low.emit("unary", node_name(node), act.act, {"x": x, "out": out}, op=act.act, a=act.a,
-                 b=act.b)
-    return lower
+
+def _clip_chain(low, g: OnnxGraph, node: onnx.NodeProto, bounds) -> None:
+    out_shape = shape(g, node.output[0])
+    perm = _layout_from(low, g, [node.input[0]], out_shape)
+    x = low.operand(node.input[0], len(out_shape), perm)
+    for i, (op, (bound,)) in enumerate(bounds):
+        out = low.new(node.output[0] if i == len(bounds) - 1 else None, out_shape, perm)
+        low.emit("binary", node_name(node), op,
+                 {"a": x, "b": low.operand(bound, len(out_shape), perm), "out": out}, op=op)
+        x = out
+
+
+@handles(*_MATH)
+def _math(g: OnnxGraph, node: onnx.NodeProto):
+    return _unary(node, _MATH[node.op_type])
+
+
+@handles("Pow")
+def _pow(g: OnnxGraph, node: onnx.NodeProto):
+    """x ** a constant scalar exponent."""
+    exponent = scalar(g, node.input[1], 0.0)
+    return None if exponent is None else _unary(node, "pow", exponent)
+
+
+@handles("Cast")
+def _cast(g: OnnxGraph, node: onnx.NodeProto):
+    """float32 to float32 moves nothing (other types are not the engine's)."""
+    src = g.types.get(node.input[0])
+    to = attrs(node).get("to")
+    if src is None or src.elem_type != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
+        return None
+    return lambda low: low.alias(node.output[0], low.get(node.input[0]))
 
 
 @handles("PRelu")

@@ -299,6 +299,137 @@ def test_reflect_pad_wider_than_the_axis_bounces_like_numpy():
     np.testing.assert_array_equal(y, ref)
 
 
+# ---- resize ----------------------------------------------------------------------------
+
+COORDINATE_MODES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                    "tf_half_pixel_for_nn"]
+NEAREST_MODES = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+RESIZES = {  # name: (h, w, c), ("scales" or "sizes", height, width)
+    "up_2x": ((5, 7, 3), ("scales", 2.0, 2.0)),
+    "down": ((9, 12, 4), ("scales", 0.5, 0.75)),
+    "fractional": ((6, 5, 3), ("scales", 1.7, 2.3)),  # to 10x11
+    "sizes": ((5, 7, 2), ("sizes", 13, 4)),  # up one axis, down the other
+    "one_pixel": ((1, 1, 8), ("sizes", 4, 3)),  # the pooled branch of an ASPP / PSP head
+    "nchw_view": ((9, 6, 1), ("scales", 1.5, 3.0)),  # [N*C, H, W, 1]: an NCHW map
+}
+
+
+def _resize_case(name: str):
+    """The case's NHWC input, its float32 (height, width) scales as onnxruntime
+    derives them, the output dims, and the ONNX scales / sizes inputs."""
+    (h, w, c), (given, sh, sw) = RESIZES[name]
+    x = _uniform(_rng(20), (2, h, w, c))
+    roi = np.zeros(0, np.float32)
+    if given == "sizes":
+        oh, ow = sh, sw
+        scales = (np.float32(oh) / np.float32(h), np.float32(ow) / np.float32(w))
+        consts = {"roi": roi, "scales": roi, "sizes": np.array([2, c, oh, ow], np.int64)}
+    else:
+        scales = (np.float32(sh), np.float32(sw))
+        oh, ow = int(scales[0] * np.float32(h)), int(scales[1] * np.float32(w))
+        consts = {"roi": roi, "scales": np.array([1, 1, sh, sw], np.float32)}
+    return x, scales, (2, oh, ow, c), consts
+
+
+def _resize_axis(mode, coordinates, rounding, scale, n_in, n_out):
+    """Per output index of one axis: the two input indices and their weights
+    (nearest: the same index twice, weights 1 and 0), as the ONNX spec
+    computes them in float32, with onnxruntime's conventions: an axis of scale
+    1 maps onto itself, and a nearest coordinate within 1e-6 of a half rounds
+    as the half."""
+    f = np.float32
+    i0, i1, w0, w1 = [], [], [], []
+    for o in range(n_out):
+        if scale == 1:
+            v = f(o)
+        elif coordinates == "align_corners":
+            v = f(0) if n_out == 1 else f(o) * f(n_in - 1) / f(n_out - 1)
+        elif coordinates == "asymmetric":
+            v = f(o) / scale
+        elif coordinates == "tf_half_pixel_for_nn":
+            v = (f(o) + f(0.5)) / scale
+        elif coordinates == "pytorch_half_pixel" and n_out == 1:
+            v = f(0)
+        else:  # half_pixel, pytorch_half_pixel
+            v = (f(o) + f(0.5)) / scale - f(0.5)
+        if mode == "nearest":
+            half = abs(float(v) - np.floor(v) - 0.5) <= 1e-6
+            k = {"floor": np.floor(v), "ceil": np.ceil(v),
+                 "simple": np.ceil(v) if scale < 1 else np.trunc(v),
+                 "round_prefer_floor": np.floor(v) if half else np.floor(v + 0.5),
+                 "round_prefer_ceil": np.ceil(v) if half else np.floor(v + 0.5)}[rounding]
+            k = min(max(int(k), 0), n_in - 1)
+            i0.append(k), i1.append(k), w0.append(1.0), w1.append(0.0)
+            continue
+        v = min(max(v, f(0)), f(n_in - 1))
+        a = min(int(v), n_in - 1)
+        b = min(a + 1, n_in - 1)
+        i0.append(a), i1.append(b)
+        w0.append(0.5 if a == b else float(b - v)), w1.append(0.5 if a == b else float(v - a))
+    return np.array(i0), np.array(i1), np.array(w0), np.array(w1)
+
+
+def resize_reference(x, mode, coordinates, rounding, scales, out):
+    """ONNX Resize of an NHWC array's axes 1 and 2, in float64."""
+    _, h, w, _ = x.shape
+    same = out[1:3] == (h, w)  # onnxruntime copies an output of the input's size
+    ys = _resize_axis(mode, coordinates, rounding, 1 if same else scales[0], h, out[1])
+    xs = _resize_axis(mode, coordinates, rounding, 1 if same else scales[1], w, out[2])
+    x = x.astype(np.float64)
+    y = np.zeros(out)
+    for rows, wy in ((ys[0], ys[2]), (ys[1], ys[3])):
+        for cols, wx in ((xs[0], xs[2]), (xs[1], xs[3])):
+            y += wy[None, :, None, None] * wx[None, None, :, None] * x[:, rows][:, :, cols]
+    return y
+
+
+def _add_resize(mode, coordinates, rounding, scales):
+    return lambda g, i, o: g.add("resize", i, o[0], mode=mode, coordinate_mode=coordinates,
+                                 nearest_mode=rounding, scales=scales)
+
+
+@pytest.mark.parametrize("case", list(RESIZES))
+@pytest.mark.parametrize("coordinates", COORDINATE_MODES)
+@pytest.mark.parametrize("mode,rounding", [("nearest", r) for r in NEAREST_MODES] +
+                         [("linear", "round_prefer_floor")])
+def test_resize(case, coordinates, mode, rounding):
+    """Against the spec in numpy and against onnxruntime's Resize (opset 19)."""
+    x, scales, out, consts = _resize_case(case)
+    ref = ort_node("Resize", [np.ascontiguousarray(x.transpose(NCHW))], consts, mode=mode,
+                   coordinate_transformation_mode=coordinates,
+                   nearest_mode=rounding).transpose(NHWC)
+    assert ref.shape == out
+    (y,) = run_node(_add_resize(mode, coordinates, rounding, scales), [x], [out])
+    spec = resize_reference(x, mode, coordinates, rounding, scales, out)
+    if mode == "nearest":  # copies: exact
+        np.testing.assert_array_equal(y, spec)
+        np.testing.assert_array_equal(y, ref)
+    else:
+        assert_close(y, spec, EXACT)
+        assert_close(y, ref, EXACT)
+
+
+@pytest.mark.parametrize("scales", [(2.0, 3.0), (0.5, 0.4), (2.5, 0.75)])
+def test_resize_simple_rounding(scales):
+    """Resize-10 and Upsample: asymmetric, truncating up and taking the
+    ceiling down (the whole-model tests check it against onnxruntime)."""
+    x = _uniform(_rng(21), (1, 10, 10, 5))
+    scales = tuple(np.float32(s) for s in scales)
+    out = (1, int(scales[0] * np.float32(10)), int(scales[1] * np.float32(10)), 5)
+    (y,) = run_node(_add_resize("nearest", "asymmetric", "simple", scales), [x], [out])
+    np.testing.assert_array_equal(y, resize_reference(x, "nearest", "asymmetric", "simple",
+                                                      scales, out))
+
+
+def test_resize_to_the_same_size_copies_whatever_the_scales():
+    """As onnxruntime: an output of the input's size is the input."""
+    x = _uniform(_rng(22), (1, 6, 7, 3))
+    for mode in ("nearest", "linear"):
+        (y,) = run_node(_add_resize(mode, "tf_half_pixel_for_nn", "round_prefer_ceil",
+                                    (1.05, 1.1)), [x], [x.shape])
+        np.testing.assert_array_equal(y, x)
+
+
 # ---- softmax / LRN / matmul / conv --------------------------------------------------------
 
 @pytest.mark.parametrize("shape,scale", [((4, 10), 1.0), ((2, 3, 1000), 50.0), ((7,), 300.0)])
@@ -408,6 +539,10 @@ def _big_cases():
                 lambda g, i, o: g.add("pad", i, o[0], mode="reflect",
                                       pads=(0, 1, 1, 0, 0, 2, 1, 0))),
         "softmax": ([x], [x.shape], lambda g, i, o: g.add("softmax", i, o[0])),
+        "resize_nearest": ([x], [(2, 80, 80, 32)],
+                           _add_resize("nearest", "asymmetric", "floor", (2.0, 2.0))),
+        "resize_linear": ([x], [(2, 60, 90, 32)],
+                          _add_resize("linear", "half_pixel", "round_prefer_floor", (1.5, 2.25))),
         "lrn": ([x], [x.shape], lambda g, i, o: g.add("lrn", i, o[0], size=5, alpha=1e-4,
                                                             beta=0.75, bias=1.0)),
         "matmul": ([x], [(2, 40, 40, 16)],
@@ -494,6 +629,12 @@ BAD = {
                                           ExecConfig("reference", None, (1,), 1),
                                           np.zeros((4, 4, 1, 1), np.float32), None)),
              "conv: input has dims [1,8,8,3] but must have [1,8,8,4]"),
+    "resize": (lambda g: g.add("resize", [Tensor(0, (1, 7, 7, 4))], Tensor(500, (1, 14, 14, 5)),
+                               mode="linear", scales=(2.0, 2.0)),
+               "resize: output has dims [1,14,14,5] but must have [1,14,14,4]"),
+    "resize_scales": (lambda g: g.add("resize", [Tensor(0, (1, 7, 7, 4))],
+                                      Tensor(500, (1, 14, 14, 4)), scales=(2.0, 0.0)),
+                      "resize: scales must be finite and > 0, got 0 (width)"),
     "matmul": (lambda g: g.add("matmul", [Tensor(0, (3, 9))], Tensor(100, (3, 16)),
                                **matmul_attrs(_hybrid().name, np.zeros((8, 16), np.float32),
                                               None)),

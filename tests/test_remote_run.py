@@ -36,13 +36,13 @@ from engine_backends import QEMU, aarch64_launcher
 BOARD = load_board("split-host")  # cpu0 and cpu1, which qemu-user also has
 REL_TOL = 1e-4
 EVERY_KIND = {"conv", "unary", "binary", "pool", "global_average_pool", "concat", "transpose",
-              "matmul", "softmax", "lrn", "pad"}
+              "matmul", "softmax", "lrn", "pad", "resize"}
 
 
 def every_kind_model() -> onnx.ModelProto:
     """Small, with every kind of native operation: conv (+residual, relu),
-    pools, concat, LRN, pad, a broadcast Mul, sigmoid, the transpose a Flatten
-    of an NHWC map needs, Gemm, softmax; two outputs."""
+    pools, concat, LRN, pad, a broadcast Mul, sigmoid, a bilinear resize, the
+    transpose a Flatten of an NHWC map needs, Gemm, softmax; two outputs."""
     b = GraphBuilder(seed=3, input_shape=(1, 3, 12, 12))
     a = b.conv("input", "conv1", 8, 3, pads=1, bias=True, relu="relu1")
     r = b.conv(a, "conv2", 8, 3, pads=1, bn="bn2")
@@ -57,6 +57,9 @@ def every_kind_model() -> onnx.ModelProto:
     scale = b.constant("scale", b.rng.uniform(0.5, 1.5, (1, 16, 1, 1)))
     h = b.node("Sigmoid", [b.node("Mul", [g, scale], "mul")], "sigmoid")
     i = b.maxpool(h, "pool_last", 2, 2, 0)
+    i = b.node("Resize", [i, "", b.constant("resize.scales", np.array([1, 1, 2, 2], np.float32))],
+               "resize", mode="linear")
+    i = b.maxpool(i, "pool_resized", 2, 2, 0)
     j = b.flatten(i, "flatten", hw=(4, 4))
     y = b.node("Softmax", [b.gemm(j, "fc", 10)], "softmax", axis=1)
     gap = b.global_avg_pool(h, "gap")

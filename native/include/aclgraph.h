@@ -63,7 +63,8 @@ float *acl_graph_arena(acl_graph *g);
     X(SOFTMAX, softmax, 1, 1, ACL_NO_ATTRS)                    \
     X(LRN, lrn, 1, 1, ACL_LRN_ATTRS)                           \
     X(PAD, pad, 1, 1, ACL_PAD_ATTRS)                           \
-    X(REDUCE, reduce, 1, 1, ACL_REDUCE_ATTRS)
+    X(REDUCE, reduce, 1, 1, ACL_REDUCE_ATTRS)                  \
+    X(RESIZE, resize, 1, 1, ACL_RESIZE_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -132,14 +133,46 @@ float *acl_graph_arena(acl_graph *g);
 /* Constant / edge / reflect padding; pads: begin of every axis, then end of
  * every axis (2 * rank ints).  Negative pads crop, as in ONNX; reflect pads
  * wider than the axis keep bouncing between its ends (numpy's "reflect"). */
+#define ACL_PAD_MODES(X) X(ACL_PAD_CONSTANT, constant) X(ACL_PAD_EDGE, edge) X(ACL_PAD_REFLECT, reflect)
+#define ACL_PAD_ATTRS(F, S) F(S, ENUM, mode, ACL_PAD_MODES) F(S, FLOAT, value, 0) F(S, INTS, pads, 0)
+
 /* A reduction over axes that are adjacent in the stored order (the input's
  * dims as given): out has the input's rank with those dims 1. */
 #define ACL_REDUCE_OPS(X) X(ACL_REDUCE_SUM, sum) X(ACL_REDUCE_MEAN, mean) X(ACL_REDUCE_MAX, max) \
     X(ACL_REDUCE_MIN, min)
 #define ACL_REDUCE_ATTRS(F, S) F(S, ENUM, op, ACL_REDUCE_OPS) F(S, INTS, axes, 0)
 
-#define ACL_PAD_MODES(X) X(ACL_PAD_CONSTANT, constant) X(ACL_PAD_EDGE, edge) X(ACL_PAD_REFLECT, reflect)
-#define ACL_PAD_ATTRS(F, S) F(S, ENUM, mode, ACL_PAD_MODES) F(S, FLOAT, value, 0) F(S, INTS, pads, 0)
+/* ONNX Resize / Upsample of the two spatial axes of an NHWC tensor: in [N, H,
+ * W, C] -> out [N, OH, OW, C], out's dims giving the output size.  scales:
+ * (height, width), which place the sampling points (from ONNX sizes: out / in,
+ * in float).  Output pixel o of an axis reads the input coordinate
+ *   half_pixel            (o + 0.5) / scale - 0.5
+ *   pytorch_half_pixel    the same, or 0 when the output axis has size 1
+ *   align_corners         o * (in - 1) / (out - 1), or 0 when out is 1
+ *   asymmetric            o / scale
+ *   tf_half_pixel_for_nn  (o + 0.5) / scale
+ * in float arithmetic, as onnxruntime computes it, and as onnxruntime an axis
+ * of scale exactly 1 maps onto itself, and an output of the input's size is a
+ * copy of it, whatever the scales.  nearest takes the input pixel nearest_mode
+ * rounds the coordinate to, clamped into the axis: round_prefer_floor and
+ * round_prefer_ceil round halves (within 1e-6, as onnxruntime) down or up;
+ * floor; ceil; simple (Resize-10 and Upsample) truncates when the axis grows
+ * and takes the ceiling when it shrinks.  linear clamps the coordinate into
+ * [0, in - 1] and mixes the two input pixels around it on each axis: four
+ * channel vectors per output pixel.  The source pixels and weights of every
+ * output row and column are computed when the operation is added. */
+#define ACL_RESIZE_MODES(X) X(ACL_RESIZE_NEAREST, nearest) X(ACL_RESIZE_LINEAR, linear)
+#define ACL_RESIZE_COORDINATES(X)                                                         \
+    X(ACL_RESIZE_HALF_PIXEL, half_pixel) X(ACL_RESIZE_PYTORCH_HALF_PIXEL, pytorch_half_pixel) \
+    X(ACL_RESIZE_ALIGN_CORNERS, align_corners) X(ACL_RESIZE_ASYMMETRIC, asymmetric)        \
+    X(ACL_RESIZE_TF_HALF_PIXEL_FOR_NN, tf_half_pixel_for_nn)
+#define ACL_RESIZE_ROUNDINGS(X)                                                              \
+    X(ACL_RESIZE_ROUND_PREFER_FLOOR, round_prefer_floor)                                     \
+    X(ACL_RESIZE_ROUND_PREFER_CEIL, round_prefer_ceil) X(ACL_RESIZE_FLOOR, floor)            \
+    X(ACL_RESIZE_CEIL, ceil) X(ACL_RESIZE_SIMPLE, simple)
+#define ACL_RESIZE_ATTRS(F, S)                                                              \
+    F(S, ENUM, mode, ACL_RESIZE_MODES) F(S, ENUM, coordinate_mode, ACL_RESIZE_COORDINATES) \
+    F(S, ENUM, nearest_mode, ACL_RESIZE_ROUNDINGS) F(S, FLOATS, scales, 0)
 
 /* The math ops number on from the activations. */
 enum acl_unary_math { ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1, ACL_UNARY_MATH(ACL_ENUM_CONSTANT)
@@ -148,6 +181,9 @@ enum acl_binary_op { ACL_BINARY_OPS(ACL_ENUM_CONSTANT) };
 enum acl_reduce_op { ACL_REDUCE_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pool_op { ACL_POOL_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pad_mode { ACL_PAD_MODES(ACL_ENUM_CONSTANT) };
+enum acl_resize_mode { ACL_RESIZE_MODES(ACL_ENUM_CONSTANT) };
+enum acl_resize_coordinates { ACL_RESIZE_COORDINATES(ACL_ENUM_CONSTANT) };
+enum acl_resize_rounding { ACL_RESIZE_ROUNDINGS(ACL_ENUM_CONSTANT) };
 
 #define ACL_OP_ATTR_FIELD(S, kind, name, names) ACL_DECLARE_##kind(name)
 /* An operation without attributes has an empty struct (a GNU C extension). */

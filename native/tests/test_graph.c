@@ -624,6 +624,112 @@ static void lrn_case(int big)
     trial_run(&t, &s.out, add_lrn, &s);
 }
 
+/* ---- resize --------------------------------------------------------------------- */
+
+typedef struct {
+    int mode, coordinates, rounding;
+    float scales[2];
+    acl_tensor in, out;
+} resize_spec;
+
+static int add_resize(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const resize_spec *s = spec;
+    const acl_resize_attrs a = {s->mode, s->coordinates, s->rounding, s->scales, 2};
+    return acl_graph_add(g, ACL_OP_RESIZE, &a, 1, &s->in, &s->out);
+}
+
+/* ONNX's input coordinate of output index o (float arithmetic, as onnxruntime). */
+static float resize_coordinate(int coordinates, int o, float scale, int in, int out)
+{
+    const float x = (float)o;
+    if (scale == 1.0f) return x;
+    switch (coordinates) {
+    case ACL_RESIZE_ALIGN_CORNERS: return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
+    case ACL_RESIZE_ASYMMETRIC: return x / scale;
+    case ACL_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5f) / scale;
+    case ACL_RESIZE_PYTORCH_HALF_PIXEL: if (out == 1) return 0.0f; /* fall through */
+    default: return (x + 0.5f) / scale - 0.5f;
+    }
+}
+
+/* Taps of output index o along an axis: input indices i[2], weights w[2]. */
+static void resize_taps(const resize_spec *s, int axis, int o, int in, int out, int i[2],
+                        double w[2])
+{
+    const float scale = s->in.dims[1] == s->out.dims[1] && s->in.dims[2] == s->out.dims[2]
+                            ? 1.0f
+                            : s->scales[axis];
+    double v = resize_coordinate(s->coordinates, o, scale, in, out);
+    if (s->mode == ACL_RESIZE_NEAREST) {
+        const int tie = fabs(v - floor(v) - 0.5) <= 1e-6;
+        double r;
+        switch (s->rounding) {
+        case ACL_RESIZE_FLOOR: r = floor(v); break;
+        case ACL_RESIZE_CEIL: r = ceil(v); break;
+        case ACL_RESIZE_SIMPLE: r = scale < 1.0f ? ceil(v) : trunc(v); break;
+        case ACL_RESIZE_ROUND_PREFER_CEIL: r = tie ? ceil(v) : floor(v + 0.5); break;
+        default: r = tie ? floor(v) : floor(v + 0.5); break;
+        }
+        i[0] = i[1] = r < 0 ? 0 : r > in - 1 ? in - 1 : (int)r;
+        w[0] = 1.0;
+        w[1] = 0.0;
+        return;
+    }
+    v = v < 0 ? 0 : v > in - 1 ? in - 1 : v;
+    i[0] = (int)v;
+    i[1] = i[0] + 1 < in ? i[0] + 1 : i[0];
+    w[1] = i[0] == i[1] ? 0.5 : v - i[0];
+    w[0] = i[0] == i[1] ? 0.5 : 1.0 - w[1];
+}
+
+static void resize_case(int big)
+{
+    resize_spec s = {.mode = rnd(ACL_RESIZE_NEAREST, ACL_RESIZE_LINEAR),
+                     .coordinates = rnd(ACL_RESIZE_HALF_PIXEL, ACL_RESIZE_TF_HALF_PIXEL_FOR_NN),
+                     .rounding = rnd(ACL_RESIZE_ROUND_PREFER_FLOOR, ACL_RESIZE_SIMPLE)};
+    const int in[4] = {rnd(1, 2), rnd(1, big ? 40 : 9), rnd(1, big ? 40 : 9),
+                       rnd(0, 3) ? rnd(1, big ? 64 : 12) : 1};
+    int out[4] = {in[0], 0, 0, in[3]};
+    for (int a = 0; a < 2; a++) {
+        /* Integer factors up and down, or any ratio (as from sizes). */
+        const int style = rnd(0, 2), n = in[1 + a];
+        if (style == 0) s.scales[a] = (float)rnd(1, 4);
+        else if (style == 1) s.scales[a] = 1.0f / (float)rnd(1, 4);
+        else s.scales[a] = (float)rnd(1, 3 * n) / (float)n;
+        out[1 + a] = (int)(s.scales[a] * (float)n);
+        if (out[1 + a] < 1) out[1 + a] = 1;
+    }
+    trial t;
+    trial_begin(&t, TOL_EXACT, "resize mode %d coordinates %d rounding %d %s -> %s scales %g,%g",
+                s.mode, s.coordinates, s.rounding, dims_str(4, in), dims_str(4, out),
+                (double)s.scales[0], (double)s.scales[1]);
+    place(&t, &s.in, 4, in);
+    place(&t, &s.out, 4, out);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    const float *x = arena + s.in.offset;
+    float *y = t.expected + s.out.offset;
+    for (int n = 0; n < out[0]; n++)
+        for (int oy = 0; oy < out[1]; oy++) {
+            int iy[2], ix[2];
+            double wy[2], wx[2];
+            resize_taps(&s, 0, oy, in[1], out[1], iy, wy);
+            for (int ox = 0; ox < out[2]; ox++) {
+                resize_taps(&s, 1, ox, in[2], out[2], ix, wx);
+                for (int c = 0; c < out[3]; c++) {
+                    double sum = 0.0;
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 2; b++)
+                            sum += wy[a] * wx[b] *
+                                   x[(((size_t)n * in[1] + iy[a]) * in[2] + ix[b]) * in[3] + c];
+                    *y++ = (float)sum;
+                }
+            }
+        }
+    trial_run(&t, &s.out, add_resize, &s);
+}
+
 /* ---- matmul / conv ------------------------------------------------------------ */
 
 typedef struct {
@@ -962,6 +1068,15 @@ static void check_errors(void)
     expect_error(acl_graph_add(g, ACL_OP_PAD, &(acl_pad_attrs){ACL_PAD_REFLECT, 0, pad_neg, 8}, 1,
                                &a, &out96),
                  "empty");
+    acl_resize_attrs resize = {ACL_RESIZE_LINEAR, 0, 0, (const float[]){2.0f, 2.0f}, 1};
+    expect_error(acl_graph_add(g, ACL_OP_RESIZE, &resize, 1, &a, &out96),
+                 "resize: scales must hold 2 values, got 1");
+    resize.scales_count = 2;
+    expect_error(acl_graph_add(g, ACL_OP_RESIZE, &resize, 1, &a, &out96),
+                 "resize: output has dims [1,7,7,96] but must have [1,7,7,64]");
+    resize.coordinate_mode = 9;
+    expect_error(acl_graph_add(g, ACL_OP_RESIZE, &resize, 1, &a, &out96),
+                 "resize: unknown coordinate_mode 9");
     float weights[64 * 8] = {0};
     acl_matmul_attrs mm = {"no-such-kernel", 64, 8, weights, 64 * 8, 0, NULL, 0};
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "unknown micro-kernel");
@@ -990,7 +1105,7 @@ static void check_errors(void)
 static void (*const op_cases[])(int big) = {
     unary_case,   binary_case, pool_case,    global_average_pool_case, concat_case,
     transpose_case, pad_case,  softmax_case, lrn_case,                 matmul_case,
-    conv_case,
+    conv_case,    resize_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 

@@ -38,10 +38,10 @@ EXPECTED_FAILURES: dict[str, str] = {}
 # the engine gets it.
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
 DELEGATED_TODAY = {
-    "ppocrv4_det": {"ConvTranspose", "Resize"},
+    "ppocrv4_det": {"ConvTranspose"},
     "ppocrv4_rec": {"MatMul", "Slice"},
-    "ddddocr_det": {"Resize", "Slice"},
-    "layout_cdla": {"Resize", "Split"},
+    "ddddocr_det": {"Slice"},
+    "layout_cdla": {"Split"},
     "silero_vad": {"Gather", "Slice"},
 }
 

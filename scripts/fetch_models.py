@@ -167,7 +167,23 @@ def fetch(models: list[Model], dest: Path) -> int:
             except FetchError as e:
                 failed += 1
                 print(f"{m.name:20s} FAILED   {e}")
+    _write_shapes(models, dest)
     return failed
+
+
+SHAPES = "shapes.yaml"
+
+
+def _write_shapes(models: list[Model], dest: Path) -> None:
+    """The input shapes of the models present, beside them, for `acltuner bench
+    compare --model-dir`."""
+    from acltuner.atomic import write_atomic
+    present = {m.name: m.input_shapes for m in models if (dest / f"{m.name}.onnx").is_file()}
+    path = dest / SHAPES
+    if path.is_file():
+        old = yaml.safe_load(path.read_text()) or {}
+        present = {**old.get("models", {}), **present}
+    write_atomic(path, yaml.safe_dump({"schema": 1, "models": present}, sort_keys=True))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """`acltuner bench compare`: the paper's Table 2 on this machine.
 
-For each zoo model, side by side in one run: onnxruntime (default graph
+For each zoo model (or each model of a folder, with its input shapes from the
+folder's shapes.yaml), side by side in one run: onnxruntime (default graph
 optimisations, the better of 1 and 2 intra-op threads), our engine with the
 ArmNN-rule default plan, and our engine with the tuned plan.  Each is timed in
 a fresh process of its own, so that its peak memory is its own.
@@ -22,16 +23,22 @@ _ORT_PROBE = """
 import json, resource, statistics, sys, time
 import numpy as np, onnxruntime as ort
 path, threads, repeat, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+shapes = json.loads(sys.argv[5])
 opts = ort.SessionOptions()
 opts.intra_op_num_threads = threads
 sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-inp = sess.get_inputs()[0]
-x = np.random.default_rng(0).standard_normal(inp.shape, dtype=np.float32)
+rng = np.random.default_rng(0)
+feed = {}
+for inp in sess.get_inputs():
+    dims = shapes.get(inp.name, inp.shape)
+    kind = inp.type[len("tensor("):-1]
+    feed[inp.name] = (rng.standard_normal(dims).astype(np.float32) if kind == "float"
+                      else np.zeros(dims, dtype=np.dtype(kind)))
 for _ in range(warmup):
-    sess.run(None, {inp.name: x})
+    sess.run(None, feed)
 times = []
 for _ in range(repeat):
-    t = time.perf_counter(); sess.run(None, {inp.name: x}); times.append(time.perf_counter() - t)
+    t = time.perf_counter(); sess.run(None, feed); times.append(time.perf_counter() - t)
 print(json.dumps({"median_ms": 1e3 * statistics.median(times),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -54,9 +61,9 @@ def _acltuner(*args: str) -> list[str]:
     return [sys.executable, "-m", "acltuner.cli", *args]
 
 
-def onnxruntime_best(model: Path, repeat: int, warmup: int) -> dict:
+def onnxruntime_best(model: Path, repeat: int, warmup: int, shapes: dict | None = None) -> dict:
     runs = [_json_run([sys.executable, "-c", _ORT_PROBE, str(model), str(t), str(repeat),
-                       str(warmup)]) for t in (1, 2)]
+                       str(warmup), json.dumps(shapes or {})]) for t in (1, 2)]
     return min(runs, key=lambda r: r["median_ms"])
 
 
@@ -64,19 +71,39 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
-def run(models: list[str], trials: int, repeat: int, out_dir: Path, board: str,
-        records: Path) -> float:
-    unknown = [m for m in models if m not in MODELS]
+def zoo_models(names: list[str], out_dir: Path) -> list[tuple[str, Path, dict]]:
+    """(name, file, input shapes) of zoo models, written into out_dir when missing."""
+    unknown = [m for m in names if m not in MODELS]
     if unknown:
         raise ValueError(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if not (out_dir / f"{name}.onnx").exists():
+            _call(_acltuner("zoo", name, "-o", str(out_dir / f"{name}.onnx")))
+    return [(name, out_dir / f"{name}.onnx", {}) for name in names]
+
+
+def folder_models(folder: Path) -> list[tuple[str, Path, dict]]:
+    """(name, file, input shapes) of every .onnx in folder; the shapes from its
+    shapes.yaml ({"schema": 1, "models": {name: {input: dims}}}), if any."""
+    import yaml
+    shapes_file = folder / "shapes.yaml"
+    shapes = (yaml.safe_load(shapes_file.read_text()) or {}).get("models", {}) \
+        if shapes_file.is_file() else {}
+    models = [(p.stem, p, shapes.get(p.stem, {})) for p in sorted(folder.glob("*.onnx"))]
+    if not models:
+        raise ValueError(f"{folder}: no .onnx models in it")
+    return models
+
+
+def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
+        board: str, records: Path) -> float:
+    out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in models:
-        model = out_dir / f"{name}.onnx"
-        if not model.exists():
-            _call(_acltuner("zoo", name, "-o", str(model)))
+    for name, model, shapes in models:
         default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
-        common = ["--board", board, "--records", str(records)]
+        common = ["--board", board, "--records", str(records),
+                  *(f"--input-shape={i}={','.join(map(str, d))}" for i, d in shapes.items())]
         _call(_acltuner("tune", str(model), "-o", str(default_plan), "--strategy", "default",
                         *common))
         click.echo(f"tuning {name} ({trials} trials per task)...", err=True)
@@ -84,7 +111,7 @@ def run(models: list[str], trials: int, repeat: int, out_dir: Path, board: str,
                         *common))
         tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
         timing = ["--json", "--repeat", str(repeat), "--warmup", "3"]
-        ort = onnxruntime_best(model, repeat, 3)
+        ort = onnxruntime_best(model, repeat, 3, shapes)
         default = _json_run(_acltuner("run", str(default_plan), *timing))
         tuned = _json_run(_acltuner("run", str(tuned_plan), *timing))
         rows.append({

@@ -62,6 +62,9 @@ def bench_search(seeds: int) -> None:
 @bench.command("compare")
 @click.option("--models", default="resnet18,resnet50,resnet101,alexnet,vgg16,googlenet,"
               "mobilenetv2,resnetxy", show_default=True, help="Comma-separated zoo models.")
+@click.option("--model-dir", default=None, metavar="DIR",
+              help="Compare every .onnx model in DIR instead of zoo models (e.g. models/, "
+                   "the real models scripts/fetch_models.py fetches).")
 @click.option("--trials", default=100, show_default=True, type=click.IntRange(1),
               help="Measurements per task for the tuned plans.")
 @click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
@@ -72,10 +75,11 @@ def bench_search(seeds: int) -> None:
               help="Folder for the models, plans, compare.csv and compare.md.")
 @click.option("--records", "records_path", default=None,
               help="Records file [default: OUT/records.jsonl].")
-def bench_compare(models, trials, repeat, board_name, out_dir, records_path) -> None:
+def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, records_path) -> None:
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
-    For each zoo model: onnxruntime (default optimisations, the better of 1
+    For each zoo model, or each model in --model-dir (input shapes from the
+    folder's shapes.yaml, which scripts/fetch_models.py writes): onnxruntime (default optimisations, the better of 1
     and 2 intra-op threads), the ArmNN-rule default plan, and the tuned plan,
     each timed in a fresh process (with its peak memory).  Writes CSV and
     markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
@@ -86,5 +90,7 @@ def bench_compare(models, trials, repeat, board_name, out_dir, records_path) -> 
 
     from acltuner.bench import compare
     out = Path(out_dir)
-    compare.run([m for m in models.split(",") if m], trials, repeat, out, board_name,
+    chosen = (compare.folder_models(Path(model_dir)) if model_dir
+              else compare.zoo_models([m for m in models.split(",") if m], out))
+    compare.run(chosen, trials, repeat, out, board_name,
                 Path(records_path) if records_path else out / "records.jsonl")

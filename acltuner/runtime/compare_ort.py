@@ -3,7 +3,8 @@ profile of the original model (its enable_profiling trace), matched by ONNX
 node name and sorted by the time we lose, so that a slow model shows where.
 
 onnxruntime runs with its default graph optimisations and the better of 1 and
-2 intra-op threads, as `acltuner bench compare` measures it.  Its nodes that
+2 intra-op threads, as `acltuner bench compare` measures it; its latency is
+timed without profiling, which slows it, and its nodes with.  Its nodes that
 fused several ONNX nodes keep the first one's name; ours list a convolution
 under its Conv with what it absorbed.  A node of one side with no match on the
 other (onnxruntime's layout reorders, our host copies) has a row of its own.
@@ -49,24 +50,34 @@ class ComparedNode:
         return self.ours_ms - self.ort_ms
 
 
-def _profile_once(model_path: str, inputs: dict[str, np.ndarray], repeat: int, warmup: int,
-                  threads: int) -> OrtProfile:
+def _session(model_path: str, threads: int, profile_prefix: str | None = None):
     import onnxruntime as ort
 
-    with tempfile.TemporaryDirectory() as tmp:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.log_severity_level = 3
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.log_severity_level = 3
+    if profile_prefix:
         options.enable_profiling = True
-        options.profile_file_prefix = os.path.join(tmp, "ort")
-        session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
-        for _ in range(warmup):
-            session.run(None, inputs)
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            session.run(None, inputs)
-            times.append((time.perf_counter() - start) * 1e3)
+        options.profile_file_prefix = profile_prefix
+    return ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+
+
+def _median_ms(session, inputs: dict[str, np.ndarray], repeat: int, warmup: int) -> float:
+    for _ in range(warmup):
+        session.run(None, inputs)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        session.run(None, inputs)
+        times.append((time.perf_counter() - start) * 1e3)
+    return float(np.median(times))
+
+
+def _node_times(model_path: str, inputs: dict[str, np.ndarray], repeat: int, warmup: int,
+                threads: int) -> dict[str, tuple[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        session = _session(model_path, threads, os.path.join(tmp, "ort"))
+        _median_ms(session, inputs, repeat, warmup)
         with open(session.end_profiling()) as f:
             events = json.load(f)
     durations: dict[str, list[float]] = defaultdict(list)
@@ -77,15 +88,17 @@ def _profile_once(model_path: str, inputs: dict[str, np.ndarray], repeat: int, w
             durations[name].append(e["dur"] / 1e3)
             operators[name] = e.get("args", {}).get("op_name", "?")
     # A node's last `repeat` events are the timed runs; the first ones, warmup.
-    nodes = {n: (operators[n], float(np.median(d[-repeat:]))) for n, d in durations.items()}
-    return OrtProfile(float(np.median(times)), threads, nodes)
+    return {n: (operators[n], float(np.median(d[-repeat:]))) for n, d in durations.items()}
 
 
 def profile_onnxruntime(model_path: str, inputs: dict[str, np.ndarray], repeat: int,
                         warmup: int) -> OrtProfile:
-    """onnxruntime's profile with the faster of 1 and 2 intra-op threads."""
-    runs = [_profile_once(model_path, inputs, repeat, warmup, t) for t in (1, 2)]
-    return min(runs, key=lambda p: p.median_ms)
+    """onnxruntime's latency with the faster of 1 and 2 intra-op threads, and
+    its profile with that many."""
+    latency, threads = min((_median_ms(_session(model_path, t), inputs, repeat, warmup), t)
+                           for t in (1, 2))
+    return OrtProfile(latency, threads,
+                      _node_times(model_path, inputs, repeat, warmup, threads))
 
 
 def compare(ours: list[NodeTime], ort: OrtProfile, absorbed: dict[str, str]

@@ -70,8 +70,8 @@ def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program
 
 def _comparison(latency: Latency, ort: OrtProfile, rows: list[ComparedNode]) -> list[str]:
     width = max(len(r.node) for r in rows)
-    return [f"onnxruntime median {ort.median_ms:.3f} ms ({ort.threads} thread(s), profiling "
-            f"on): ours is {ort.median_ms / latency.median_ms:.2f}x onnxruntime's speed",
+    return [f"onnxruntime median {ort.median_ms:.3f} ms ({ort.threads} thread(s)): ours is "
+            f"{ort.median_ms / latency.median_ms:.2f}x onnxruntime's speed",
             f"{'node':{width}s}  {'ours ms':>9s}  {'ort ms':>9s}  {'lost ms':>9s}  kind",
             *(f"{r.node:{width}s}  {r.ours_ms:9.3f}  {r.ort_ms:9.3f}  {r.lost_ms:9.3f}  {r.kind}"
               for r in rows)]

@@ -1,0 +1,35 @@
+"""`acltuner bench compare --model-dir`: any folder of models, their input
+shapes from its shapes.yaml, side by side with onnxruntime (ratios only: no
+time is asserted)."""
+from __future__ import annotations
+
+import csv
+
+import onnx
+import yaml
+
+from acltuner.zoo.builder import GraphBuilder
+from cli_checks import assert_one_line_error, invoke
+
+
+def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    b = GraphBuilder(input_shape=(1, 3, "H", "W"))
+    onnx.save(b.model(b.conv(b.input, "c", 8, 3, pads=1, relu="r"), "tiny"), models / "tiny.onnx")
+    (models / "shapes.yaml").write_text(yaml.safe_dump(
+        {"schema": 1, "models": {"tiny": {"input": [1, 3, 12, 10]}}}))
+    out = tmp_path / "out"
+    result = invoke("bench", "compare", "--model-dir", models, "--trials", "1", "--repeat", "2",
+                    "--out", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].startswith("geomean_vs_onnxruntime: ")
+    with (out / "compare.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["model"] == "tiny"
+    assert all(float(row[k]) > 0 for k in ("onnxruntime_ms", "default_ms", "tuned_ms"))
+
+
+def test_an_empty_folder_is_one_line(tmp_path):
+    result = invoke("bench", "compare", "--model-dir", tmp_path, "--out", tmp_path / "out")
+    assert_one_line_error(result, f"{tmp_path}: no .onnx models in it")

@@ -109,14 +109,10 @@ def _nchw_layout(b):
 
 # name: (builder, opset)
 NATIVE = {
-    "yolo_neck": (_yolo_neck, 13),
-    "bilinear_fractional": (_bilinear_fractional, 13),
-    "opset11_sizes": (_opset11_sizes, 11),
-    "opset10": (_opset10, 10),
-    "upsample7": (_upsample7, 7),
-    "upsample9": (_upsample9, 9),
-    "opset18_axes": (_opset18_axes, 18),
-    "opset19_axes": (_opset18_axes, 19),
+    "yolo_neck": (_yolo_neck, 13), "bilinear_fractional": (_bilinear_fractional, 13),
+    "opset11_sizes": (_opset11_sizes, 11), "opset10": (_opset10, 10),
+    "upsample7": (_upsample7, 7), "upsample9": (_upsample9, 9),
+    "opset18_axes": (_opset18_axes, 18), "opset19_axes": (_opset18_axes, 19),
     "fpn_sizes_from_shape": (_fpn, 13),
 }
 
@@ -175,10 +171,8 @@ def _not_larger(b):
 
 
 DELEGATED = {
-    "cubic": (_cubic, 13),
-    "channels_resized": (_channels_resized, 13),
-    "antialias": (_antialiased, 18),
-    "tf_crop_and_resize": (_crop_and_resize, 13),
+    "cubic": (_cubic, 13), "channels_resized": (_channels_resized, 13),
+    "antialias": (_antialiased, 18), "tf_crop_and_resize": (_crop_and_resize, 13),
     "keep_aspect_ratio": (_not_larger, 18),
 }
 

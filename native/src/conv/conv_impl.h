@@ -36,10 +36,14 @@ typedef struct {
 
 struct acl_conv;
 
+/* The shapes an algorithm runs (resolve() refuses the others before check()). */
+enum conv_shapes { CONV_ORDINARY, CONV_TRANSPOSED, CONV_EITHER };
+
 typedef struct conv_algo conv_algo;
 struct conv_algo {
     const char *name;
     int uses_ukernel;
+    int shapes;           /* enum conv_shapes; 0, ordinary, when not set */
     const void *variant;  /* parameters shared implementations read (Winograd's F(m, r)) */
     /* 0 if the algorithm supports the (already valid) shape with uk (NULL for
      * direct algorithms); otherwise acl_fail with the reason. */
@@ -77,7 +81,7 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
 extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
     conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
     conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
-    conv_winograd_4x1_3x1;
+    conv_winograd_4x1_3x1, conv_deconv_col2im, conv_deconv_phase;
 
 /* The taps [*k0, *k1) of one kernel axis whose input coordinate
  * o * stride - pad + k * dil lies inside [0, n): direct algorithms skip the
@@ -88,6 +92,15 @@ static inline void conv_taps_inside(int o, int stride, int pad, int dil, int k, 
     const int base = o * stride - pad;
     *k0 = base >= 0 ? 0 : acl_min(k, (dil - 1 - base) / dil);
     *k1 = base >= n ? *k0 : acl_max(*k0, acl_min(k, (n - base + dil - 1) / dil));
+}
+
+/* For a transposed shape: the input coordinate whose tap k lands on output
+ * coordinate o (o = i * stride - pad + k * dil), or -1 when none does. */
+static inline int conv_transposed_source(int o, int k, int stride, int pad, int dil, int n)
+{
+    const int v = o + pad - k * dil;
+    if (v < 0 || v % stride) return -1;
+    return v / stride < n ? v / stride : -1;
 }
 
 /* ---- epilogue -------------------------------------------------------------
@@ -131,6 +144,10 @@ int conv_gemm_create(conv_gemm *g, struct acl_conv *conv, int njobs, int m, int 
 /* Packs job j's B from OIHW-like strides (see acl_pack_b). */
 int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, ptrdiff_t stride_c,
                    ptrdiff_t stride_t);
+/* The fused epilogue of the output columns from `col` on: the bias, the
+ * activation and `residual` (NULL for none). */
+acl_epilogue conv_gemm_epilogue(const struct acl_conv *conv, ptrdiff_t col,
+                                const float *residual);
 /* Points job g (one per group) at group g's columns of the run's output, with
  * the fused epilogue. */
 void conv_gemm_group_outputs(conv_gemm *g, const struct acl_conv *conv, const conv_io *io);
@@ -150,7 +167,7 @@ int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int 
  * GEMM, so there is no point caching them across runs. */
 typedef struct {
     int ptrs_per_row;   /* per output row: ow * taps */
-    int rows;           /* output rows: n * oh */
+    int rows;           /* output rows: n * oh; the rebase's parallel split */
     int c;              /* floats per input pixel */
     int32_t *pixel;     /* input pixel index, -1 for padding */
     size_t ptr_at;      /* scratch offset of the pointers */
@@ -158,6 +175,10 @@ typedef struct {
 } conv_indirection;
 
 int conv_indirection_create(conv_indirection *ind, struct acl_conv *conv);
+/* The buffers alone, rows x ptrs_per_row entries, for an algorithm that fills
+ * ind->pixel itself (a transposed convolution's taps). */
+int conv_indirection_alloc(conv_indirection *ind, struct acl_conv *conv, int rows,
+                           int ptrs_per_row);
 /* Writes the pointers for io's input into io's scratch and returns them
  * (NULL on failure). */
 const float *const *conv_indirection_rebase(const conv_indirection *ind, const acl_exec *ex,

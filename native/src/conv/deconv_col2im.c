@@ -1,0 +1,121 @@
+/* Transposed convolution as ACL's GEMM deconvolution: one GEMM per group,
+ * x[n*h*w, Cg] x W[Cg, taps*OCg], gives every input pixel's contribution
+ * through every tap (the columns); col2im then gathers, for each output
+ * pixel, the columns landing on it and applies the epilogue.
+ *
+ * A gather rather than a scatter-add: each output pixel sums its taps in a
+ * fixed order on one thread, so every split gives the same bits, and the
+ * epilogue runs while the pixel is still in cache.  The columns are laid out
+ * [input pixel][group][tap][OCg] so that one tap's contribution to a group's
+ * channels is one contiguous run; the weights are reordered from
+ * [c][OCg][tap] to [c][tap][OCg] once at create to match. */
+#include <stdlib.h>
+
+#include "conv_impl.h"
+
+typedef struct {
+    int row;         /* floats per input pixel's columns: group * taps * ocg */
+    size_t cols_at;  /* scratch: n*h*w rows of `row` floats */
+    conv_gemm gemm;
+} col2im_state;
+
+static int col2im_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
+                        const acl_ukernel *uk)
+{
+    return conv_check_ukernel(self->name, uk, d->cg, d->taps * d->ocg);
+}
+
+static int col2im_create(acl_conv *conv, const float *weight)
+{
+    const acl_conv_shape *s = &conv->s;
+    const conv_dims *d = &conv->d;
+    col2im_state *st = calloc(1, sizeof *st);
+    if (!(conv->impl = st)) return acl_fail("out of memory creating %s", conv->algo->name);
+    const int n_cols = d->taps * d->ocg, pixels = s->n * s->h * s->w;
+    st->row = s->group * n_cols;
+    st->cols_at = conv_scratch_reserve(conv, (size_t)pixels * st->row * sizeof(float));
+    float *reordered = acl_alloc((size_t)s->c * n_cols * sizeof(float));
+    int rc = reordered ? conv_gemm_create(&st->gemm, conv, s->group, pixels, 1, d->cg, n_cols)
+                       : -1;
+    if (rc == 0)
+        for (int ci = 0; ci < s->c; ci++)
+            for (int j = 0; j < d->ocg; j++)
+                for (int t = 0; t < d->taps; t++)
+                    reordered[((size_t)ci * d->taps + t) * d->ocg + j] =
+                        weight[((size_t)ci * d->ocg + j) * d->taps + t];
+    for (int g = 0; rc == 0 && g < s->group; g++)
+        rc = conv_gemm_pack(&st->gemm, g, reordered + (size_t)g * d->cg * n_cols, 1, n_cols, 0);
+    acl_free(reordered);
+    return rc;
+}
+
+typedef struct {
+    const acl_conv *conv;
+    const float *cols;
+    const conv_io *io;
+} gather_ctx;
+
+/* Output rows [begin, end) over the batch: every pixel's landing columns
+ * summed in tap order, then the epilogue in place. */
+static void gather_rows(void *arg, int begin, int end, int worker)
+{
+    const gather_ctx *ctx = arg;
+    const acl_conv *conv = ctx->conv;
+    const acl_conv_shape *s = &conv->s;
+    const conv_dims *d = &conv->d;
+    const col2im_state *st = conv->impl;
+    const int ocg = d->ocg, group_cols = d->taps * ocg;
+    for (int r = begin; r < end; r++) {
+        const int b = r / d->oh, oy = r % d->oh;
+        for (int ox = 0; ox < d->ow; ox++) {
+            const size_t at = ((size_t)r * d->ow + ox) * s->oc;
+            float *restrict y = ctx->io->y + at;
+            for (int o = 0; o < s->oc; o++) y[o] = 0.0f;
+            for (int ky = 0; ky < s->kh; ky++) {
+                const int iy =
+                    conv_transposed_source(oy, ky, s->stride_h, s->pad_top, s->dil_h, s->h);
+                for (int kx = 0; iy >= 0 && kx < s->kw; kx++) {
+                    const int ix =
+                        conv_transposed_source(ox, kx, s->stride_w, s->pad_left, s->dil_w, s->w);
+                    if (ix < 0) continue;
+                    const float *restrict col = ctx->cols +
+                                                ((size_t)(b * s->h + iy) * s->w + ix) * st->row +
+                                                (size_t)(ky * s->kw + kx) * ocg;
+                    for (int g = 0; g < s->group; g++)
+                        for (int j = 0; j < ocg; j++) y[g * ocg + j] += col[g * group_cols + j];
+                }
+            }
+            conv_finish(s, y, y, conv->bias, ctx->io->residual ? ctx->io->residual + at : NULL,
+                        s->oc);
+        }
+    }
+}
+
+static int col2im_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
+{
+    col2im_state *st = conv->impl;
+    const conv_dims *d = &conv->d;
+    float *cols = conv_scratch_at(io, st->cols_at);
+    for (int g = 0; g < conv->s.group; g++) {
+        acl_gemm_job *job = &st->gemm.jobs[g];
+        job->a = (acl_a_source){.base = io->x + (ptrdiff_t)g * d->cg, .lda = conv->s.c};
+        job->c = cols + (ptrdiff_t)g * d->taps * d->ocg;
+        job->ldc = st->row;
+    }
+    if (conv_gemm_run(&st->gemm, ex, io, t) != 0) return -1;
+    gather_ctx ctx = {conv, cols, io};
+    return conv_stage(ex, conv->s.n * d->oh, gather_rows, &ctx, &t->post_ms);
+}
+
+static void col2im_destroy(acl_conv *conv)
+{
+    col2im_state *st = conv->impl;
+    conv_gemm_destroy(&st->gemm);
+    free(st);
+}
+
+const conv_algo conv_deconv_col2im = {
+    .name = "deconv_col2im", .uses_ukernel = 1, .shapes = CONV_TRANSPOSED,
+    .check = col2im_check, .create = col2im_create,
+    .run = col2im_run, .destroy = col2im_destroy,
+};

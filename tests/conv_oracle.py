@@ -1,5 +1,6 @@
 """Reference convolutions for the tests: onnxruntime or onnx.reference on a
-one-node ONNX model, with the engine's epilogue applied in numpy."""
+one-node ONNX model (Conv, or ConvTranspose for a transposed shape), with the
+engine's epilogue applied in numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,11 +18,13 @@ def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) ->
     if bias is not None:
         inits.append(onnx.numpy_helper.from_array(bias, "B"))
         inputs.append("B")
+    extra = {"output_padding": [shape.out_pad_h, shape.out_pad_w]} if shape.transposed else {}
     node = helper.make_node(
-        "Conv", inputs, ["Y"], kernel_shape=[shape.kh, shape.kw],
-        strides=[shape.stride_h, shape.stride_w], dilations=[shape.dil_h, shape.dil_w],
+        "ConvTranspose" if shape.transposed else "Conv", inputs, ["Y"],
+        kernel_shape=[shape.kh, shape.kw], strides=[shape.stride_h, shape.stride_w],
+        dilations=[shape.dil_h, shape.dil_w],
         pads=[shape.pad_top, shape.pad_left, shape.pad_bottom, shape.pad_right],
-        group=shape.group)
+        group=shape.group, **extra)
     n, h, w, c = shape.input_shape
     graph = helper.make_graph(
         [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, c, h, w])],

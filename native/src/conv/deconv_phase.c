@@ -68,7 +68,10 @@ static int axis_count(const axis_phases *a, int r) { return a->start[r + 1] - a-
 
 /* The phase of output coordinate o, and the first output coordinate of phase r. */
 static int phase_of(int o, int pad, int stride) { return (o + pad) % stride; }
-static int phase_first(int r, int pad, int stride) { return ((r - pad) % stride + stride) % stride; }
+static int phase_first(int r, int pad, int stride)
+{
+    return ((r - pad) % stride + stride) % stride;
+}
 
 /* Output pixels of column phase rx in one row. */
 static int phase_width(const acl_conv *conv, int rx)
@@ -87,11 +90,11 @@ static int pack_phase(phase_state *st, const acl_conv *conv, const float *weight
     if (!ny || !nx) return 0;
     for (int a = 0; a < ny; a++)
         for (int c = 0; c < nx; c++) {
-            const int tap = st->ph.tap[st->ph.start[ry] + a] * s->kw + st->pw.tap[st->pw.start[rx] + c];
+            const int ky = st->ph.tap[st->ph.start[ry] + a], kx = st->pw.tap[st->pw.start[rx] + c];
             for (int ci = 0; ci < d->cg; ci++)
                 for (int j = 0; j < d->ocg; j++)
                     sub[(((size_t)a * nx + c) * d->cg + ci) * d->ocg + j] =
-                        weight[(((size_t)g * d->cg + ci) * d->ocg + j) * d->taps + tap];
+                        weight[(((size_t)g * d->cg + ci) * d->ocg + j) * d->taps + ky * s->kw + kx];
         }
     return acl_pack_b(conv->uk, ny * nx, d->cg, d->ocg, sub, 1, d->ocg, (ptrdiff_t)d->cg * d->ocg,
                       out);
@@ -174,8 +177,9 @@ static int phase_create(acl_conv *conv, const float *weight)
     st->where = calloc((size_t)st->njobs + 1, sizeof *st->where);
     st->jobs = calloc((size_t)st->njobs + 1, sizeof *st->jobs);
     float *sub = acl_alloc((size_t)d->taps * d->cg * d->ocg * sizeof(float));
-    int rc = st->b && st->where && st->jobs && sub ? 0
-                                                   : acl_fail("out of memory creating deconv_phase");
+    int rc = 0;
+    if (!st->b || !st->where || !st->jobs || !sub)
+        rc = acl_fail("out of memory creating deconv_phase");
     for (int i = 0; rc == 0 && i < nb; i++)
         rc = pack_phase(st, conv, weight, i / s->group / s->stride_w,
                         i / s->group % s->stride_w, i % s->group, sub, &st->b[i]);
@@ -199,7 +203,8 @@ static void fill_empty_rows(void *arg, int begin, int end, int worker)
     const acl_conv_shape *s = &conv->s;
     const phase_state *st = conv->impl;
     for (int r = begin; r < end; r++) {
-        const int row_empty = !axis_count(&st->ph, phase_of(r % conv->d.oh, s->pad_top, s->stride_h));
+        const int ry = phase_of(r % conv->d.oh, s->pad_top, s->stride_h);
+        const int row_empty = !axis_count(&st->ph, ry);
         for (int ox = 0; ox < conv->d.ow; ox++) {
             if (!row_empty && axis_count(&st->pw, phase_of(ox, s->pad_left, s->stride_w))) continue;
             const size_t at = ((size_t)r * conv->d.ow + ox) * s->oc;

@@ -65,10 +65,9 @@ static void reference_transposed_pixel(const acl_conv *conv, const float *x, int
                     conv_transposed_source(ox, kx, s->stride_w, s->pad_left, s->dil_w, s->w);
                 if (ix < 0) continue;
                 const float *xp = x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + g * d->cg;
-                for (int ci = 0; ci < d->cg; ci++) {
-                    float wv = w[(((size_t)g * d->cg + ci) * d->ocg + j) * d->taps + ky * s->kw + kx];
-                    sum += (double)xp[ci] * wv;
-                }
+                const float *wp = w + ((size_t)g * d->cg * d->ocg + j) * d->taps + ky * s->kw + kx;
+                for (int ci = 0; ci < d->cg; ci++)
+                    sum += (double)xp[ci] * wp[(size_t)ci * d->ocg * d->taps];
             }
         }
         acc[o] = (float)sum;

@@ -11,11 +11,10 @@ Method (Algorithm 1, per group, NHWC):
   kernel smaller than 4x4                      -> Direct    = indirect (GEMM on the input in place)
   otherwise                                    -> General   = im2col
 Depthwise convolutions (group == C) use ACL's single depthwise kernel: depthwise_pixel.
-Transposed convolutions (ACL's deconvolution): upsampling the input with zeros,
-then a stride-1 convolution = deconv_phase, the same convolution without the
-zeros; a kernel equal to its stride without padding, where ACL's GEMM
-deconvolution applies (input x weights, then a reshape of the columns) =
-deconv_col2im.
+Transposed convolutions: ACL's NEON deconvolution (NEDeconvolutionLayer)
+upsamples the input with zeros, then runs a stride-1 convolution: here
+deconv_phase, the same convolution without the zeros; depthwise ones
+(group == C) the direct deconv_depthwise, as for ordinary convolutions.
 
 GEMM kernel (ADDGEMM): among the best ISA family's kernels valid for the GEMM,
 the one with the lowest estimated cost: smallK kernels first when K is small
@@ -34,12 +33,10 @@ from acltuner.engine.config import ConvShape, ExecConfig
 
 
 def armnn_method(shape: ConvShape) -> str:
+    depthwise = shape.group == shape.c and shape.group > 1
     if shape.transposed:
-        gemm = ((shape.kh, shape.kw) == (shape.stride_h, shape.stride_w)
-                and (shape.dil_h, shape.dil_w) == (1, 1)
-                and not (shape.pad_top or shape.pad_left or shape.pad_bottom or shape.pad_right))
-        return "deconv_col2im" if gemm else "deconv_phase"
-    if shape.group == shape.c and shape.group > 1:
+        return "deconv_depthwise" if depthwise else "deconv_phase"
+    if depthwise:
         return "depthwise_pixel"
     cg, ocg = shape.c // shape.group, shape.oc // shape.group
     # ACL reads the input in place only for stride-1 1x1 kernels and needs stride 1

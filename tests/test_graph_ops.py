@@ -499,7 +499,8 @@ CONVS = [
 ]
 
 
-@pytest.mark.parametrize("shape", CONVS, ids=["3x3_residual", "depthwise_s2", "1x1", "transposed"])
+@pytest.mark.parametrize("shape", CONVS,
+                         ids=["3x3_residual", "depthwise_s2", "1x1", "transposed"])
 def test_conv(shape):
     rng = _rng(13)
     x, w = _uniform(rng, shape.input_shape), _uniform(rng, shape.weight_shape)

@@ -1,12 +1,13 @@
-"""ONNX Conv attributes -> engine shapes, checked against onnx.reference's output sizes."""
+"""ONNX Conv and ConvTranspose attributes -> engine shapes, checked against
+onnx.reference's and onnxruntime's output sizes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from onnx import helper
 
-from acltuner.taskgen.conv_attrs import ConvAttributeError, conv_shape
-from conv_oracle import conv_model, ort_conv, reference_conv
+from acltuner.taskgen.conv_attrs import ConvAttributeError, conv_model, conv_shape
+from conv_oracle import ort_conv, reference_conv
 
 
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])

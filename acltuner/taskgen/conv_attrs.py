@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import onnx
-from onnx import helper
+from onnx import TensorProto, helper
 
 from acltuner.engine.config import ConvShape
 
@@ -114,3 +115,26 @@ def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[i
                          out_pad_w=opw, **epilogue)
     except ValueError as e:
         raise ConvAttributeError(f"{op} node '{name}': {e}") from None
+
+
+def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) -> onnx.ModelProto:
+    """The inverse of conv_shape: a one-node model (Conv, or ConvTranspose when
+    transposed) from NCHW X to Y, its epilogue left out."""
+    inits = [onnx.numpy_helper.from_array(weight, "W")]
+    inputs = ["X", "W"]
+    if bias is not None:
+        inits.append(onnx.numpy_helper.from_array(bias, "B"))
+        inputs.append("B")
+    extra = {"output_padding": [shape.out_pad_h, shape.out_pad_w]} if shape.transposed else {}
+    node = helper.make_node(
+        "ConvTranspose" if shape.transposed else "Conv", inputs, ["Y"],
+        kernel_shape=[shape.kh, shape.kw], strides=[shape.stride_h, shape.stride_w],
+        dilations=[shape.dil_h, shape.dil_w],
+        pads=[shape.pad_top, shape.pad_left, shape.pad_bottom, shape.pad_right],
+        group=shape.group, **extra)
+    n, h, w, c = shape.input_shape
+    graph = helper.make_graph(
+        [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, c, h, w])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    # An IR version onnxruntime accepts: onnx may default to a newer one.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)

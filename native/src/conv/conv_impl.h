@@ -126,6 +126,24 @@ static inline void conv_finish(const acl_conv_shape *s, float *y, const float *a
  * weight; the stage's wall time is added to *ms. */
 int conv_stage(const acl_exec *ex, int rows, acl_task_fn fn, void *ctx, double *ms);
 
+/* ---- transposed gathers (deconv_walk.c) --------------------------------------
+ * Every pixel of the output rows (those `wanted` says, all when it is NULL)
+ * is zeroed, land() adds each (input pixel, tap) landing on it in tap order,
+ * then the epilogue applies in place; a pixel is done on one thread, so
+ * every split gives the same bits.  land NULL: nothing lands (a phase
+ * without taps). */
+typedef struct conv_transposed_walk conv_transposed_walk;
+struct conv_transposed_walk {
+    const struct acl_conv *conv;
+    const conv_io *io;
+    int (*wanted)(const struct acl_conv *conv, int oy, int ox);
+    void (*land)(const conv_transposed_walk *walk, float *restrict y, size_t in_pixel, int tap);
+    const float *data;  /* what land() reads besides the input (the run's columns) */
+};
+
+/* conv_stage's fn over the n * oh output rows; arg: a conv_transposed_walk. */
+void conv_transposed_rows(void *arg, int begin, int end, int worker);
+
 /* ---- GEMM batches (conv_gemm.c) ---------------------------------------------
  * One batch of equally shaped GEMMs (one per group, or per group and Winograd
  * point): B packed once per job at create, A panels for interleaved
@@ -158,6 +176,9 @@ void conv_gemm_destroy(conv_gemm *g);
 
 /* Fails with "<algorithm> with <ukernel>: <reason>" unless uk runs per-call K x N. */
 int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int n);
+/* The same for an algorithm reading A through row pointers, which needs a
+ * hybrid or smallk micro-kernel. */
+int conv_check_row_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int n);
 
 /* ---- indirection (indirection.c) --------------------------------------------
  * For each output pixel, kh*kw pointers to the input pixels its taps read (a

@@ -49,46 +49,17 @@ static int col2im_create(acl_conv *conv, const float *weight)
     return rc;
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const float *cols;
-    const conv_io *io;
-} gather_ctx;
-
-/* Output rows [begin, end) over the batch: every pixel's landing columns
- * summed in tap order, then the epilogue in place. */
-static void gather_rows(void *arg, int begin, int end, int worker)
+/* Adds the columns (walk->data) of input pixel `pixel` through `tap` to
+ * every group of y. */
+static void land_columns(const conv_transposed_walk *walk, float *restrict y, size_t pixel,
+                         int tap)
 {
-    const gather_ctx *ctx = arg;
-    const acl_conv *conv = ctx->conv;
-    const acl_conv_shape *s = &conv->s;
-    const conv_dims *d = &conv->d;
+    const acl_conv *conv = walk->conv;
     const col2im_state *st = conv->impl;
-    const int ocg = d->ocg, group_cols = d->taps * ocg;
-    for (int r = begin; r < end; r++) {
-        const int b = r / d->oh, oy = r % d->oh;
-        for (int ox = 0; ox < d->ow; ox++) {
-            const size_t at = ((size_t)r * d->ow + ox) * s->oc;
-            float *restrict y = ctx->io->y + at;
-            for (int o = 0; o < s->oc; o++) y[o] = 0.0f;
-            for (int ky = 0; ky < s->kh; ky++) {
-                const int iy =
-                    conv_transposed_source(oy, ky, s->stride_h, s->pad_top, s->dil_h, s->h);
-                for (int kx = 0; iy >= 0 && kx < s->kw; kx++) {
-                    const int ix =
-                        conv_transposed_source(ox, kx, s->stride_w, s->pad_left, s->dil_w, s->w);
-                    if (ix < 0) continue;
-                    const float *restrict col = ctx->cols +
-                                                ((size_t)(b * s->h + iy) * s->w + ix) * st->row +
-                                                (size_t)(ky * s->kw + kx) * ocg;
-                    for (int g = 0; g < s->group; g++)
-                        for (int j = 0; j < ocg; j++) y[g * ocg + j] += col[g * group_cols + j];
-                }
-            }
-            conv_finish(s, y, y, conv->bias, ctx->io->residual ? ctx->io->residual + at : NULL,
-                        s->oc);
-        }
-    }
+    const int ocg = conv->d.ocg, group_cols = conv->d.taps * ocg;
+    const float *restrict col = walk->data + pixel * st->row + (size_t)tap * ocg;
+    for (int g = 0; g < conv->s.group; g++)
+        for (int j = 0; j < ocg; j++) y[g * ocg + j] += col[g * group_cols + j];
 }
 
 static int col2im_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
@@ -103,8 +74,8 @@ static int col2im_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl
         job->ldc = st->row;
     }
     if (conv_gemm_run(&st->gemm, ex, io, t) != 0) return -1;
-    gather_ctx ctx = {conv, cols, io};
-    return conv_stage(ex, conv->s.n * d->oh, gather_rows, &ctx, &t->post_ms);
+    conv_transposed_walk walk = {conv, io, NULL, land_columns, cols};
+    return conv_stage(ex, conv->s.n * d->oh, conv_transposed_rows, &walk, &t->post_ms);
 }
 
 static void col2im_destroy(acl_conv *conv)

@@ -13,7 +13,6 @@
  * the epilogue fuses as in any convolution.  Pixels of a phase without taps
  * (a kernel narrower than the stride) get the epilogue of zero. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "conv_impl.h"
 
@@ -42,11 +41,7 @@ typedef struct {
 static int phase_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                        const acl_ukernel *uk)
 {
-    if (uk->style == ACL_STYLE_INTERLEAVED)
-        return acl_fail("%s reads A through row pointers and needs a hybrid or smallk "
-                        "micro-kernel, got the interleaved %s",
-                        self->name, uk->name);
-    return conv_check_ukernel(self->name, uk, d->cg, d->ocg);
+    return conv_check_row_ukernel(self->name, uk, d->cg, d->ocg);
 }
 
 static int axis_phases_init(axis_phases *a, int k, int stride, int dil)
@@ -189,31 +184,14 @@ static int phase_create(acl_conv *conv, const float *weight)
     return 0;
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const conv_io *io;
-} empty_ctx;
-
-/* Output rows [begin, end) over the batch: the pixels of phases without taps
- * get act(bias + residual). */
-static void fill_empty_rows(void *arg, int begin, int end, int worker)
+/* A pixel of a phase without taps: nothing lands on it, it gets act(bias +
+ * residual). */
+static int in_empty_phase(const acl_conv *conv, int oy, int ox)
 {
-    const empty_ctx *ctx = arg;
-    const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const phase_state *st = conv->impl;
-    for (int r = begin; r < end; r++) {
-        const int ry = phase_of(r % conv->d.oh, s->pad_top, s->stride_h);
-        const int row_empty = !axis_count(&st->ph, ry);
-        for (int ox = 0; ox < conv->d.ow; ox++) {
-            if (!row_empty && axis_count(&st->pw, phase_of(ox, s->pad_left, s->stride_w))) continue;
-            const size_t at = ((size_t)r * conv->d.ow + ox) * s->oc;
-            float *y = ctx->io->y + at;
-            memset(y, 0, (size_t)s->oc * sizeof(float));
-            conv_finish(s, y, y, conv->bias, ctx->io->residual ? ctx->io->residual + at : NULL,
-                        s->oc);
-        }
-    }
+    return !axis_count(&st->ph, phase_of(oy, s->pad_top, s->stride_h)) ||
+           !axis_count(&st->pw, phase_of(ox, s->pad_left, s->stride_w));
 }
 
 static int phase_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
@@ -222,8 +200,9 @@ static int phase_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_
     const acl_conv_shape *s = &conv->s;
     const conv_dims *d = &conv->d;
     if (st->empty) {
-        empty_ctx ctx = {conv, io};
-        if (conv_stage(ex, s->n * d->oh, fill_empty_rows, &ctx, &t->pre_ms) != 0) return -1;
+        conv_transposed_walk walk = {conv, io, in_empty_phase, NULL, NULL};
+        if (conv_stage(ex, s->n * d->oh, conv_transposed_rows, &walk, &t->pre_ms) != 0)
+            return -1;
     }
     if (!st->njobs) return 0;
     const float *const *rows = conv_indirection_rebase(&st->ind, ex, io, &t->pre_ms);

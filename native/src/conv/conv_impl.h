@@ -106,17 +106,29 @@ static inline int conv_transposed_source(int o, int k, int stride, int pad, int 
 /* ---- epilogue -------------------------------------------------------------
  * y[i] = act(acc[i] + bias[i] + residual[i]) in the same order of operations
  * as the GEMM's fused epilogue.  residual may be NULL; y may be acc (direct
- * algorithms accumulate in the output row). */
-static inline void conv_finish(const acl_conv_shape *s, float *y, const float *acc,
-                               const float *restrict bias, const float *restrict residual, int len)
+ * algorithms accumulate in the output row).  Its two steps apart let a row
+ * of small pixels take the activation in one call. */
+static inline void conv_add_bias(float *y, const float *acc, const float *restrict bias,
+                                 const float *restrict residual, int len)
 {
     if (residual)
         for (int i = 0; i < len; i++) y[i] = acc[i] + bias[i] + residual[i];
     else
         for (int i = 0; i < len; i++) y[i] = acc[i] + bias[i];
+}
+
+static inline void conv_activate_in_place(const acl_conv_shape *s, float *y, size_t n)
+{
     float a, b;
     acl_conv_act_params(s, &a, &b);
-    acl_activate(s->act, a, b, y, y, (size_t)len);
+    acl_activate(s->act, a, b, y, y, n);
+}
+
+static inline void conv_finish(const acl_conv_shape *s, float *y, const float *acc,
+                               const float *restrict bias, const float *restrict residual, int len)
+{
+    conv_add_bias(y, acc, bias, residual, len);
+    conv_activate_in_place(s, y, (size_t)len);
 }
 
 /* ---- stages ---------------------------------------------------------------- */
@@ -127,17 +139,32 @@ static inline void conv_finish(const acl_conv_shape *s, float *y, const float *a
 int conv_stage(const acl_exec *ex, int rows, acl_task_fn fn, void *ctx, double *ms);
 
 /* ---- transposed gathers (deconv_walk.c) --------------------------------------
- * Every pixel of the output rows (those `wanted` says, all when it is NULL)
- * is zeroed, land() adds each (input pixel, tap) landing on it in tap order,
- * then the epilogue applies in place; a pixel is done on one thread, so
- * every split gives the same bits.  land NULL: nothing lands (a phase
- * without taps). */
+ * Where a transposed convolution's taps land, worked out once at create so
+ * that a run divides nothing: output row oy receives the (tap, input row)
+ * pairs [row_start[oy], row_start[oy + 1]), taps ascending; column tap kx
+ * takes input columns col_in[kx] + j to output columns col_first[kx] +
+ * stride_w * j, j < col_count[kx]. */
+typedef struct {
+    int *row_start, *row_tap, *row_in;
+    int *col_first, *col_in, *col_count;
+} conv_transposed_map;
+
+int conv_transposed_map_init(conv_transposed_map *map, const struct acl_conv *conv);
+void conv_transposed_map_free(conv_transposed_map *map);
+
+/* Output rows of a transposed convolution: each is zeroed, land() adds what
+ * every (row tap, column tap) pair brings, in that order, then the epilogue
+ * applies in place.  A row is done on one thread, so every split gives the
+ * same bits.  land and map NULL: nothing lands (phases without taps). */
 typedef struct conv_transposed_walk conv_transposed_walk;
 struct conv_transposed_walk {
     const struct acl_conv *conv;
+    const conv_transposed_map *map;
     const conv_io *io;
-    int (*wanted)(const struct acl_conv *conv, int oy, int ox);
-    void (*land)(const conv_transposed_walk *walk, float *restrict y, size_t in_pixel, int tap);
+    /* Adds input pixels in_pixel + j through `tap` to the output pixels at
+     * y + j * y_step, j < count. */
+    void (*land)(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step, size_t in_pixel,
+                 int count, int tap);
     const float *data;  /* what land() reads besides the input (the run's columns) */
 };
 

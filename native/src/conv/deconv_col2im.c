@@ -17,6 +17,7 @@ typedef struct {
     int row;         /* floats per input pixel's columns: group * taps * ocg */
     size_t cols_at;  /* scratch: n*h*w rows of `row` floats */
     conv_gemm gemm;
+    conv_transposed_map map;
 } col2im_state;
 
 static int col2im_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
@@ -35,8 +36,9 @@ static int col2im_create(acl_conv *conv, const float *weight)
     st->row = s->group * n_cols;
     st->cols_at = conv_scratch_reserve(conv, (size_t)pixels * st->row * sizeof(float));
     float *reordered = acl_alloc((size_t)s->c * n_cols * sizeof(float));
-    int rc = reordered ? conv_gemm_create(&st->gemm, conv, s->group, pixels, 1, d->cg, n_cols)
-                       : -1;
+    int rc = reordered && conv_transposed_map_init(&st->map, conv) == 0
+                 ? conv_gemm_create(&st->gemm, conv, s->group, pixels, 1, d->cg, n_cols)
+                 : -1;
     if (rc == 0)
         for (int ci = 0; ci < s->c; ci++)
             for (int j = 0; j < d->ocg; j++)
@@ -49,17 +51,20 @@ static int col2im_create(acl_conv *conv, const float *weight)
     return rc;
 }
 
-/* Adds the columns (walk->data) of input pixel `pixel` through `tap` to
- * every group of y. */
-static void land_columns(const conv_transposed_walk *walk, float *restrict y, size_t pixel,
-                         int tap)
+/* Adds the columns (walk->data) of input pixels pixel + i through `tap`,
+ * every group's, to the output pixels at y + i * y_step. */
+static void land_columns(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step,
+                         size_t pixel, int count, int tap)
 {
     const acl_conv *conv = walk->conv;
     const col2im_state *st = conv->impl;
     const int ocg = conv->d.ocg, group_cols = conv->d.taps * ocg;
-    const float *restrict col = walk->data + pixel * st->row + (size_t)tap * ocg;
-    for (int g = 0; g < conv->s.group; g++)
-        for (int j = 0; j < ocg; j++) y[g * ocg + j] += col[g * group_cols + j];
+    for (int i = 0; i < count; i++) {
+        float *restrict out = y + i * y_step;
+        const float *restrict col = walk->data + (pixel + i) * st->row + (size_t)tap * ocg;
+        for (int g = 0; g < conv->s.group; g++)
+            for (int j = 0; j < ocg; j++) out[g * ocg + j] += col[g * group_cols + j];
+    }
 }
 
 static int col2im_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
@@ -74,7 +79,7 @@ static int col2im_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl
         job->ldc = st->row;
     }
     if (conv_gemm_run(&st->gemm, ex, io, t) != 0) return -1;
-    conv_transposed_walk walk = {conv, io, NULL, land_columns, cols};
+    conv_transposed_walk walk = {conv, &st->map, io, land_columns, cols};
     return conv_stage(ex, conv->s.n * d->oh, conv_transposed_rows, &walk, &t->post_ms);
 }
 
@@ -82,6 +87,7 @@ static void col2im_destroy(acl_conv *conv)
 {
     col2im_state *st = conv->impl;
     conv_gemm_destroy(&st->gemm);
+    conv_transposed_map_free(&st->map);
     free(st);
 }
 

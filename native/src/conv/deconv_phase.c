@@ -184,23 +184,16 @@ static int phase_create(acl_conv *conv, const float *weight)
     return 0;
 }
 
-/* A pixel of a phase without taps: nothing lands on it, it gets act(bias +
- * residual). */
-static int in_empty_phase(const acl_conv *conv, int oy, int ox)
-{
-    const acl_conv_shape *s = &conv->s;
-    const phase_state *st = conv->impl;
-    return !axis_count(&st->ph, phase_of(oy, s->pad_top, s->stride_h)) ||
-           !axis_count(&st->pw, phase_of(ox, s->pad_left, s->stride_w));
-}
-
 static int phase_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     phase_state *st = conv->impl;
     const acl_conv_shape *s = &conv->s;
     const conv_dims *d = &conv->d;
     if (st->empty) {
-        conv_transposed_walk walk = {conv, io, in_empty_phase, NULL, NULL};
+        /* Every pixel gets act(bias + residual), which the GEMM overwrites
+         * where the taps land: one more pass over the output for the rare
+         * kernel narrower than its stride. */
+        conv_transposed_walk walk = {conv, NULL, io, NULL, NULL};
         if (conv_stage(ex, s->n * d->oh, conv_transposed_rows, &walk, &t->pre_ms) != 0)
             return -1;
     }

@@ -272,6 +272,27 @@ def test_conv_transpose_fusion_and_tasks_are_right(tmp_path):
     assert not {"deconv_col2im", "deconv_phase"} & set(algorithms["enc"])
 
 
+def test_1d_conv_transpose_runs_as_height_1(tmp_path):
+    """A 1-D ConvTranspose (stride 2, pads, output padding) after a 1-D Conv: its
+    (c, oc, k) weight is the IOHW of height 1, and the model runs natively."""
+    rng = np.random.default_rng(6)
+    weights = [onnx.numpy_helper.from_array(rng.uniform(-0.3, 0.3, dims).astype(np.float32), n)
+               for n, dims in (("w1", (8, 4, 3)), ("w2", (8, 6, 4)))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1], name="c1"),
+             helper.make_node("ConvTranspose", ["a", "w2"], ["y"], strides=[2], pads=[1, 1],
+                              output_padding=[1], name="up1d")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 4, 20])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], weights)
+    path = Path(_save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                        ir_version=8), tmp_path))
+    up = conv_nodes(load_model(path))[0][1]
+    assert up.shape.transposed and (up.shape.h, up.shape.kh, up.shape.out_pad_w) == (1, 1, 1)
+    assert up.weight.shape == (8, 6, 1, 4) and up.shape.output_shape == (1, 1, 41, 6)
+    report = run_check(default_plan(path, tmp_path))
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
+
+
 def _opset7_graph() -> onnx.ModelProto:
     """What an old exporter writes: opset 7 BatchNormalization, Clip bounds as
     attributes, initializers listed as graph inputs (IR 3)."""

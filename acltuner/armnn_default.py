@@ -11,6 +11,10 @@ Method (Algorithm 1, per group, NHWC):
   kernel smaller than 4x4                      -> Direct    = indirect (GEMM on the input in place)
   otherwise                                    -> General   = im2col
 Depthwise convolutions (group == C) use ACL's single depthwise kernel: depthwise_pixel.
+Transposed convolutions: ACL's NEON deconvolution (NEDeconvolutionLayer)
+upsamples the input with zeros, then runs a stride-1 convolution: here
+deconv_phase, the same convolution without the zeros; depthwise ones
+(group == C) the direct deconv_depthwise, as for ordinary convolutions.
 
 GEMM kernel (ADDGEMM): among the best ISA family's kernels valid for the GEMM,
 the one with the lowest estimated cost: smallK kernels first when K is small
@@ -29,7 +33,10 @@ from acltuner.engine.config import ConvShape, ExecConfig
 
 
 def armnn_method(shape: ConvShape) -> str:
-    if shape.group == shape.c and shape.group > 1:
+    depthwise = shape.group == shape.c and shape.group > 1
+    if shape.transposed:
+        return "deconv_depthwise" if depthwise else "deconv_phase"
+    if depthwise:
         return "depthwise_pixel"
     cg, ocg = shape.c // shape.group, shape.oc // shape.group
     # ACL reads the input in place only for stride-1 1x1 kernels and needs stride 1
@@ -62,6 +69,17 @@ def _gemm_cost(uk: dict, m: int, n: int, k: int) -> float:
     return cost
 
 
+def gemm_dims(shape: ConvShape, algorithm: str) -> tuple[int, int, int]:
+    """M, N, K of one group's GEMM under `algorithm`."""
+    cg, ocg, taps = shape.c // shape.group, shape.oc // shape.group, shape.kh * shape.kw
+    if algorithm == "deconv_col2im":  # every input pixel through every tap
+        return shape.n * shape.h * shape.w, taps * ocg, cg
+    oh, ow = shape.out_hw
+    if shape.transposed:  # an output pixel receives about taps / (stride_h * stride_w) taps
+        return shape.n * oh * ow, ocg, max(1, taps // (shape.stride_h * shape.stride_w)) * cg
+    return shape.n * oh * ow, ocg, taps * cg
+
+
 def armnn_ukernel(shape: ConvShape, algorithm: str, ukernels: Sequence[dict], isa: str,
                   check) -> str | None:
     """ADDGEMM: the cheapest valid kernel of the engine's best ISA family."""
@@ -72,10 +90,7 @@ def armnn_ukernel(shape: ConvShape, algorithm: str, ukernels: Sequence[dict], is
     smallk = [uk for uk in valid if uk["style"] == "smallk"]
     if smallk:
         valid = smallk
-    oh, ow = shape.out_hw
-    m = shape.n * oh * ow
-    n = shape.oc // shape.group
-    k = shape.kh * shape.kw * shape.c // shape.group
+    m, n, k = gemm_dims(shape, algorithm)
     return min(valid, key=lambda uk: _gemm_cost(uk, m, n, k))["name"]
 
 
@@ -97,7 +112,7 @@ def armnn_default(shape: ConvShape, clusters: Sequence[Sequence[int]],
     if uses_ukernel(algorithm):
         ukernel = armnn_ukernel(shape, algorithm, ukernels, isa, check)
         if ukernel is None:  # the rule's method cannot run it: fall back to General
-            algorithm = "im2col"
+            algorithm = "deconv_col2im" if shape.transposed else "im2col"
             ukernel = armnn_ukernel(shape, algorithm, ukernels, isa, check)
     weights = armnn_placement(clusters, cluster_speed, ncores)
     return ExecConfig(algorithm, ukernel, weights, sum(1 for w in weights if w))

@@ -1,33 +1,15 @@
 """Reference convolutions for the tests: onnxruntime or onnx.reference on a
-one-node ONNX model, with the engine's epilogue applied in numpy."""
+one-node ONNX model (Conv, or ConvTranspose for a transposed shape), with the
+engine's epilogue applied in numpy."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from acltuner.engine.config import ConvShape
-
-
-def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) -> onnx.ModelProto:
-    inits = [onnx.numpy_helper.from_array(weight, "W")]
-    inputs = ["X", "W"]
-    if bias is not None:
-        inits.append(onnx.numpy_helper.from_array(bias, "B"))
-        inputs.append("B")
-    node = helper.make_node(
-        "Conv", inputs, ["Y"], kernel_shape=[shape.kh, shape.kw],
-        strides=[shape.stride_h, shape.stride_w], dilations=[shape.dil_h, shape.dil_w],
-        pads=[shape.pad_top, shape.pad_left, shape.pad_bottom, shape.pad_right],
-        group=shape.group)
-    n, h, w, c = shape.input_shape
-    graph = helper.make_graph(
-        [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, c, h, w])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
-    # An IR version onnxruntime accepts: onnx may default to a newer one.
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+from acltuner.taskgen.conv_attrs import conv_model
 
 
 def _epilogue(shape: ConvShape, y: np.ndarray, residual: np.ndarray | None) -> np.ndarray:

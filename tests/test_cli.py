@@ -53,6 +53,12 @@ def test_bench_conv_prints_ratio_line():
     assert re.fullmatch(r"winograd4x4_vs_im2col: \d+\.\d+", out.strip().splitlines()[-1])
 
 
+def test_bench_deconv_prints_ratio_line():
+    lines = _invoke("bench", "deconv", "--quick").output.strip().splitlines()
+    assert [line.split()[0] for line in lines[2:4]] == ["k2s2", "k4s2p1"]
+    assert re.fullmatch(r"deconv_vs_onnxruntime: \d+\.\d+", lines[-1])
+
+
 def test_bad_input_is_one_line():
     result = CliRunner().invoke(main, ["bench", "conv", "--layers", "nope"])
     assert result.exit_code == 1

@@ -1,12 +1,13 @@
-"""ONNX Conv attributes -> engine shapes, checked against onnx.reference's output sizes."""
+"""ONNX Conv and ConvTranspose attributes -> engine shapes, checked against
+onnx.reference's and onnxruntime's output sizes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from onnx import helper
 
-from acltuner.taskgen.conv_attrs import ConvAttributeError, conv_shape
-from conv_oracle import conv_model, reference_conv
+from acltuner.taskgen.conv_attrs import ConvAttributeError, conv_model, conv_shape
+from conv_oracle import ort_conv, reference_conv
 
 
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
@@ -50,3 +51,38 @@ def test_conv_model_roundtrip_uses_every_attribute():
     assert (shape.pad_top, shape.pad_left, shape.pad_bottom, shape.pad_right) == (0, 1, 2, 3)
     built = conv_model(shape, np.zeros((6, 2, 3, 2), np.float32), None).graph.node[0]
     assert conv_shape(built, (2, 4, 9, 10), (6, 2, 3, 2)) == shape
+
+
+@pytest.mark.parametrize("attrs", [
+    {"auto_pad": "SAME_UPPER"}, {"auto_pad": "SAME_LOWER"}, {"auto_pad": "VALID"},
+    {"output_shape": [11, 8]}, {"output_shape": [9, 6], "auto_pad": "SAME_UPPER"},
+    {"output_shape": [8, 5], "auto_pad": "SAME_LOWER"}, {"output_shape": [13, 8]},
+    {"pads": [1, 0, 2, 1], "output_padding": [1, 1]}, {"auto_pad": "SAME_UPPER", "strides": [1, 3]},
+])
+def test_conv_transpose_output_size_and_pads_match_onnxruntime(attrs):
+    """auto_pad and output_shape give the pads (and output padding) onnxruntime uses."""
+    import onnxruntime as ort
+    from onnx import TensorProto, numpy_helper
+    attrs = {"strides": [3, 2], "dilations": [1, 2], **attrs}
+    node = helper.make_node("ConvTranspose", ["X", "W"], ["Y"], **attrs)
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 2, 4, 3)).astype(np.float32)
+    w = np.random.default_rng(1).uniform(-1, 1, (2, 3, 3, 2)).astype(np.float32)
+    shape = conv_shape(node, x.shape, w.shape)
+    assert shape.transposed and shape.weight_shape == w.shape
+    graph = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"X": x})[0].transpose(0, 2, 3, 1)
+    assert shape.output_shape == expected.shape
+    ours = ort_conv(shape, x.transpose(0, 2, 3, 1), w)  # through explicit pads
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_weight_names_its_channels():
+    node = helper.make_node("ConvTranspose", ["X", "W"], ["Y"], name="up1", group=2)
+    with pytest.raises(ConvAttributeError, match="ConvTranspose node 'up1'.*3 input channels"):
+        conv_shape(node, (1, 4, 8, 8), (3, 2, 3, 3))
+    assert conv_shape(node, (1, 4, 8, 8), (4, 3, 3, 3)).oc == 6

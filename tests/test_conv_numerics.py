@@ -60,6 +60,16 @@ CATALOG = [
     # runs several blocks per worker.
     _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,
            pad_left=3, pad_bottom=3, pad_right=2, act="relu", has_residual=True),
+    # ConvTranspose: a decoder's 4x4 / stride 2 / pad 1 upsampling; stride 3 by 2
+    # with output padding, dilation and groups; depthwise 3x3 / stride 2.
+    _shape(n=2, h=7, w=6, c=12, oc=16, kh=4, kw=4, stride_h=2, stride_w=2, pad_top=1,
+           pad_left=1, pad_bottom=1, pad_right=1, act="relu", has_residual=True, transposed=True),
+    _shape(n=1, h=5, w=8, c=8, oc=12, kh=3, kw=2, stride_h=3, stride_w=2, dil_h=2, pad_top=1,
+           pad_right=2, group=2, act="clip", act_min=-0.5, act_max=0.5, transposed=True,
+           out_pad_h=2, out_pad_w=1),
+    _shape(n=1, h=6, w=5, c=16, oc=16, kh=3, kw=3, stride_h=2, stride_w=2, pad_top=1,
+           pad_left=1, pad_bottom=1, pad_right=1, group=16, transposed=True, out_pad_h=1,
+           out_pad_w=1),
 ]
 
 
@@ -118,7 +128,7 @@ def test_catalog_covers_every_algorithm_and_ukernel(engine_name):
 
 
 @st.composite
-def conv_shapes(draw, max_hw: int = 12, max_c: int = 24) -> ConvShape:
+def conv_shapes(draw, max_hw: int = 12, max_c: int = 24, transposed: bool = False) -> ConvShape:
     kind = draw(st.sampled_from(["dense", "dense", "depthwise", "grouped"]))
     kh, kw = draw(st.sampled_from([(1, 1), (3, 3), (3, 3), (1, 3), (3, 1), (2, 2), (5, 5),
                                    (4, 2), (7, 7)]))
@@ -144,6 +154,12 @@ def conv_shapes(draw, max_hw: int = 12, max_c: int = 24) -> ConvShape:
                  pad_bottom=draw(pad), pad_right=draw(pad), group=group, act=act,
                  act_min=-0.3 if act == "clip" else 0.0, act_max=0.4 if act == "clip" else 0.0,
                  act_alpha=0.2, act_beta=0.5, has_residual=draw(st.booleans()))
+    if transposed:  # output padding below the stride, as onnxruntime needs
+        shape.update(transposed=True, out_pad_h=draw(st.integers(0, shape["stride_h"] - 1)),
+                     out_pad_w=draw(st.integers(0, shape["stride_w"] - 1)))
+        shape = ConvShape(**shape)
+        assume(min(shape.out_hw) >= 1)
+        return shape
     oh = (shape["h"] + shape["pad_top"] + shape["pad_bottom"] - shape["dil_h"] * (kh - 1) - 1)
     ow = (shape["w"] + shape["pad_left"] + shape["pad_right"] - shape["dil_w"] * (kw - 1) - 1)
     assume(oh >= 0 and ow >= 0)
@@ -161,5 +177,23 @@ def test_random_shapes_all_algorithms(engine_name):
     @given(shape=conv_shapes(max_hw=12 if engine_name == "host" else 7), seed=st.integers(0, 99))
     def check(shape, seed):
         assert _verify(engine, shape, pairs, seed) >= 1, f"not even the reference algorithm accepts {shape}"
+
+    check()
+
+
+@pytest.mark.parametrize("engine_name", engine_names())
+def test_random_transposed_shapes_all_algorithms(engine_name):
+    """ConvTranspose: strides 1-3, pads, output padding, dilations, groups and
+    depthwise, every algorithm that takes them against onnxruntime."""
+    engine = get_engine(engine_name)
+    pairs = _pairs(engine)
+
+    @settings(max_examples=80 if engine_name == "host" else 30, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(shape=conv_shapes(max_hw=8 if engine_name == "host" else 5, transposed=True),
+           seed=st.integers(0, 99))
+    def check(shape, seed):
+        assert _verify(engine, shape, pairs, seed) >= 3, (
+            f"reference, deconv_col2im and deconv_phase must all run {shape}")
 
     check()

@@ -494,10 +494,13 @@ CONVS = [
     ConvShape(2, 8, 7, 12, 12, 3, 3, stride_h=2, stride_w=2, pad_top=1, pad_left=1, group=12,
               act="clip", act_min=-0.5, act_max=0.5),
     ConvShape(1, 6, 6, 16, 24, 1, 1),
+    ConvShape(1, 5, 6, 8, 12, 4, 4, stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1,
+              pad_right=1, act="relu", has_residual=True, transposed=True, out_pad_w=1),
 ]
 
 
-@pytest.mark.parametrize("shape", CONVS, ids=["3x3_residual", "depthwise_s2", "1x1"])
+@pytest.mark.parametrize("shape", CONVS,
+                         ids=["3x3_residual", "depthwise_s2", "1x1", "transposed"])
 def test_conv(shape):
     rng = _rng(13)
     x, w = _uniform(rng, shape.input_shape), _uniform(rng, shape.weight_shape)

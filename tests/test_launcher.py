@@ -31,6 +31,9 @@ ONCE = dict(warmup=0, min_repeat_ms=0.0, min_repeats=1, max_repeats=1)
 
 SAME_3X3 = ConvShape(n=1, h=14, w=14, c=16, oc=24, kh=3, kw=3,
                      pad_top=1, pad_left=1, pad_bottom=1, pad_right=1)
+# A ConvTranspose: its flops count every input pixel through every tap.
+UPSAMPLE = ConvShape(n=1, h=7, w=6, c=16, oc=8, kh=3, kw=3, stride_h=2, stride_w=2, pad_top=1,
+                     pad_left=1, pad_bottom=1, pad_right=1, transposed=True, out_pad_h=1)
 
 
 @pytest.fixture(scope="module")
@@ -105,10 +108,11 @@ def test_hello_lists_algorithms_and_ukernels(client):
         assert uk["mr"] > 0 and uk["nr"] > 0 and uk["n_multiple"] >= 1
 
 
-def test_load_reports_output_shape_and_flops(client):
-    answer = client.load(SAME_3X3, seed=1)
-    assert answer["output_shape"] == list(SAME_3X3.output_shape)
-    assert answer["flops"] == SAME_3X3.flops
+@pytest.mark.parametrize("shape", [SAME_3X3, UPSAMPLE], ids=["conv", "transposed"])
+def test_load_reports_output_shape_and_flops(client, shape):
+    answer = client.load(shape, seed=1)
+    assert answer["output_shape"] == list(shape.output_shape)
+    assert answer["flops"] == shape.flops
 
 
 def test_measures_are_plausible_and_correct(client):

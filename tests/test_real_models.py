@@ -38,7 +38,6 @@ EXPECTED_FAILURES: dict[str, str] = {}
 # the engine gets it.
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
 DELEGATED_TODAY = {
-    "ppocrv4_det": {"ConvTranspose"},
     "ppocrv4_rec": {"MatMul", "Slice"},
     "ddddocr_det": {"Slice"},
     "layout_cdla": {"Split"},

@@ -66,6 +66,43 @@ def test_other_configs_match_too(name, tmp_path):
     assert report["max_rel_diff"] <= CHECK_TOLERANCE
 
 
+# A decoder's ConvTranspose, tuned and run natively.
+
+def _upsampling_model(path):
+    """Conv -> ConvTranspose (4x4, stride 2, pad 1, bias, BN and Relu fused) -> Conv."""
+    b = GraphBuilder(seed=5, input_shape=(1, 3, 12, 12))
+    x = b.conv(b.input, "down", 16, 3, stride=2, pads=1, bn="down.bn", relu="down.relu")
+    y = b.conv_transpose(x, "up", 8, 4, 2, pads=1, bias=True, bn="up.bn", relu="up.relu")
+    onnx.save(b.model(b.conv(y, "out", 4, 3, pads=1), "upsampling"), path)
+
+
+def test_conv_transpose_is_tuned_and_runs_natively(tmp_path):
+    path, plan = tmp_path / "up.onnx", tmp_path / "up.plan.json"
+    _upsampling_model(path)
+    result = invoke("tasks", path, "--json")
+    assert result.exit_code == 0, result.output
+    [task] = [t for t in json.loads(result.stdout)["tasks"] if t["node_names"] == ["up"]]
+    assert task["key"] == "n1.c16.h6.w6-oc8-k4x4-s2x2-p1.1.1.1-d1x1-g1-t-o0x0"
+    assert set(task["algorithms"]) == {"deconv_col2im", "deconv_phase"}
+    result = invoke("tune", path, "-o", plan, "--board", "split-host", "--trials", "8",
+                    "--records", tmp_path / "r.jsonl")
+    assert result.exit_code == 0, result.output
+    report = run_check(plan)
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+    # Each algorithm, on both cores, through the whole program.
+    data = json.loads(plan.read_text())
+    [node] = [n for n in data["nodes"] if n["node"] == "up"]
+    shape = signature(conv_nodes(load_model(path))[0][1].shape)
+    for algorithm in task["algorithms"]:
+        ukernel = next(k.name for k in native.ukernels()
+                       if native.check(shape, algorithm, k.name) is None)
+        node["config"] = {"algorithm": algorithm, "ukernel": ukernel, "core_weights": [1, 2],
+                          "workloads": 5}
+        plan.write_text(json.dumps(data))
+        report = run_check(plan)
+        assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE, algorithm
+
+
 # A small model with a delegated node, for the command's other paths.
 
 @pytest.fixture

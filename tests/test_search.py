@@ -3,6 +3,7 @@ search loop on a synthetic space whose time function has a big.LITTLE-like
 structure (stages, per-core speeds, a static split by weight) plus noise."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import statistics
@@ -177,6 +178,10 @@ def test_features_shape_and_values():
     # One workload over four equal cores: the pool gives it all to the last one.
     assert (direct["c1_max_core_share"], direct["c1_max_core_unit_share"]) == (0.25, 1)
     assert (row["c0_unit_share"], row["c0_max_core_unit_share"]) == (0.75, 0.375)
+    assert (row["transposed"], row["out_pad_h"], row["out_pad_w"]) == (0, 0, 0)
+    up = dataclasses.replace(SHAPE, transposed=True, out_pad_h=1)
+    row = dict(zip(enc.feature_names, enc.encode(up, configs[:1])[0]))
+    assert (row["transposed"], row["out_pad_h"], row["out_pad_w"]) == (1, 1, 0)
 
 
 def test_features_cpu_outside_clusters():

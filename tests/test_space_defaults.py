@@ -72,6 +72,11 @@ def test_armnn_method_on_real_layers(layer, method):
     (dict(kh=3, kw=3, dil_h=2, dil_w=2), "im2col"),
     (dict(kh=3, kw=3, group=32, oc=32), "depthwise_pixel"),
     (dict(kh=9, kw=9, oc=16), "im2col"),
+    # ConvTranspose: ACL's upsample + convolution, i.e. by phases; depthwise direct.
+    (dict(kh=2, kw=2, stride_h=2, stride_w=2, transposed=True), "deconv_phase"),
+    (dict(kh=4, kw=4, stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1,
+          pad_right=1, transposed=True), "deconv_phase"),
+    (dict(kh=3, kw=3, group=32, oc=32, transposed=True), "deconv_depthwise"),
 ])
 def test_armnn_method_rules(kw, method):
     shape = ConvShape(**{**dict(n=1, h=20, w=20, c=32, oc=64, kh=3, kw=3), **kw})
@@ -92,6 +97,28 @@ def test_armnn_ukernel_prefers_smallk_and_is_valid():
     big = LAYER["resnet18.layer3"]
     uk = armnn_ukernel(big, "winograd_4x4_3x3", UKERNELS, isa, native.check)
     assert native.check(big, "winograd_4x4_3x3", uk) is None and uk.endswith(isa)
+
+
+TRANSPOSED = [ConvShape(n=1, h=40, w=40, c=64, oc=32 * g, kh=k, kw=k, stride_h=2, stride_w=2,
+                        pad_top=p, pad_left=p, pad_bottom=p, pad_right=p, group=g,
+                        transposed=True)
+              for k, p, g in ((2, 0, 1), (4, 1, 1), (4, 1, 64))]
+
+
+@pytest.mark.parametrize("shape", TRANSPOSED, ids=["k2s2", "k4s2p1", "depthwise"])
+def test_transposed_space_has_the_deconv_algorithms_and_a_valid_default(shape):
+    configs = _space(shape).all()
+    pairs = {(c.algorithm, c.ukernel) for c in configs}
+    depthwise = {"deconv_depthwise"} if shape.group == shape.c else set()
+    assert {a for a, _ in pairs} == {"deconv_col2im", "deconv_phase"} | depthwise
+    styles = {u["name"]: u["style"] for u in UKERNELS}
+    assert "interleaved" not in {styles[uk] for a, uk in pairs if a == "deconv_phase"}
+    interleaved = {u for u, style in styles.items() if style == "interleaved"}
+    assert interleaved <= {uk for a, uk in pairs if a == "deconv_col2im"}
+    cfg = armnn_default(shape, [[0], [1]], [1, 1], 2, UKERNELS, native.isa(),
+                        native.uses_ukernel, native.check)
+    assert cfg.algorithm == armnn_method(shape)
+    assert native.check(shape, cfg.algorithm, cfg.ukernel) is None
 
 
 @pytest.mark.parametrize("name", [n for n, _ in LAYERS])

@@ -243,6 +243,56 @@ def test_every_engine_activation_is_fused_and_numerically_right(tmp_path):
     assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
 
 
+def test_conv_transpose_fusion_and_tasks_are_right(tmp_path):
+    """A decoder: grouped 4x4/2 ConvTranspose with bias, BN and Relu folded in (the
+    scale per output channel of the (c, oc/group, k, k) weight), then a 2x2/2 one
+    with output padding adding a skip connection."""
+    b = GraphBuilder(seed=4, input_shape=(1, 8, 6, 5))
+    x = b.conv(b.input, "enc", 8, 3, stride=2, pads=1, relu="enc.relu")
+    up = b.conv_transpose(x, "up1", 12, 4, 2, pads=1, group=2, bias=True, bn="up1.bn",
+                          relu="up1.relu")
+    skip = b.conv(b.input, "skip", 6, (1, 1), stride=1)
+    skip = b.node("Pad", [skip, b.constant("pads", np.array([0, 0, 3, 4, 0, 0, 4, 4]))], "pad")
+    up2 = b.add(b.conv_transpose(up, "up2", 6, 2, 2, output_padding=1), skip, "add")
+    model = load_model(_save(b.model(up2, "decoder"), tmp_path))
+    nodes, skipped = conv_nodes(model)
+    by_name = {n.name: n for n in nodes}
+    assert not skipped and by_name["up1"].fused == ["up1.bn", "up1.relu"]
+    assert by_name["up2"].fused == ["add"] and by_name["up2"].residual == "pad"
+    s1, s2 = by_name["up1"].shape, by_name["up2"].shape
+    assert s1.transposed and (s1.group, s1.oc, s1.output_shape) == (2, 12, (1, 6, 6, 12))
+    assert (s2.out_pad_h, s2.out_pad_w, s2.output_shape) == (1, 1, (1, 13, 13, 6))
+    _check_numerics(model, nodes, (1, 8, 6, 5))
+    ts = generate_tasks(_save(b.model(up2, "decoder"), tmp_path))
+    keys = {t.nodes[0]: t.key for t in ts.tasks}
+    assert keys["up1"] == "n1.c8.h3.w3-oc12-k4x4-s2x2-p1.1.1.1-d1x1-g2-t-o0x0"
+    assert keys["up2"].endswith("-g1-t-o1x1") and keys["enc"].endswith("-g1")
+    algorithms = {t.nodes[0]: t.algorithms for t in ts.tasks}
+    assert set(algorithms["up1"]) == {"deconv_col2im", "deconv_phase"}
+    assert not {"deconv_col2im", "deconv_phase"} & set(algorithms["enc"])
+
+
+def test_1d_conv_transpose_runs_as_height_1(tmp_path):
+    """A 1-D ConvTranspose (stride 2, pads, output padding) after a 1-D Conv: its
+    (c, oc, k) weight is the IOHW of height 1, and the model runs natively."""
+    rng = np.random.default_rng(6)
+    weights = [onnx.numpy_helper.from_array(rng.uniform(-0.3, 0.3, dims).astype(np.float32), n)
+               for n, dims in (("w1", (8, 4, 3)), ("w2", (8, 6, 4)))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1], name="c1"),
+             helper.make_node("ConvTranspose", ["a", "w2"], ["y"], strides=[2], pads=[1, 1],
+                              output_padding=[1], name="up1d")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 4, 20])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], weights)
+    path = Path(_save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                        ir_version=8), tmp_path))
+    up = conv_nodes(load_model(path))[0][1]
+    assert up.shape.transposed and (up.shape.h, up.shape.kh, up.shape.out_pad_w) == (1, 1, 1)
+    assert up.weight.shape == (8, 6, 1, 4) and up.shape.output_shape == (1, 1, 41, 6)
+    report = run_check(default_plan(path, tmp_path))
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
+
+
 def _opset7_graph() -> onnx.ModelProto:
     """What an old exporter writes: opset 7 BatchNormalization, Clip bounds as
     attributes, initializers listed as graph inputs (IR 3)."""
@@ -276,7 +326,7 @@ def test_pytorch_converted_models(tmp_path):
         report = run_check(default_plan(Path(shutil.copy(path, tmp_path / f"{case}.onnx")),
                                         tmp_path))
         assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == [], case
-    with pytest.raises(ModelError, match="no 2-D Conv to tune.*3-D convolution, not tunable"):
+    with pytest.raises(ModelError, match="no 2-D Conv or ConvTranspose to tune.*3-D convolution"):
         generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv3d", "model.onnx"))
 
 
@@ -381,7 +431,7 @@ def _external_data_at(location: str):
                                         r"points outside the directory"),
     (_external_data_at("{tmp}/sub/w.bin"), [], r"model\.onnx: bad external data: .* should be "
                                                r"a relative path"),
-    (_no_conv_model, [], r"noconv\.onnx: no 2-D Conv to tune"),
+    (_no_conv_model, [], r"noconv\.onnx: no 2-D Conv or ConvTranspose to tune"),
     (_dynamic_model, [], r"dyn\.onnx: input 'input' has dynamic dims \[N, 3, 32, 32\]: "
                          r"pass --input-shape input=N,3,32,32"),
     (_dynamic_model, ["--input-shape", "input=1,3;32,32"], r"bad --input-shape 'input=1,3;32,32'"),

@@ -43,6 +43,20 @@ def bench_conv(quick: bool, layers: str) -> None:
     conv.run(quick, [n for n in layers.split(",") if n])
 
 
+@bench.command("deconv")
+@click.option("--quick", is_flag=True, help="Try one micro-kernel per packing style only.")
+def bench_deconv(quick: bool) -> None:
+    """ConvTranspose 1x64x40x40 -> 32 (2x2 and 4x4 pad 1, stride 2) natively and in onnxruntime.
+
+    Each native cell is an algorithm with its fastest micro-kernel, all cores
+    at equal weight; onnxruntime runs the one-node model on as many threads.
+    The last line, `deconv_vs_onnxruntime: R`, is the geometric mean over the
+    two layers of onnxruntime's time over the best native algorithm's.
+    """
+    from acltuner.bench import deconv
+    deconv.run(quick)
+
+
 @bench.command("search")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
               help="Searches per strategy and task.")

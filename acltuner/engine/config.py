@@ -1,6 +1,7 @@
 """The types shared by the engine, the launcher client and the tuner.
 
-A ConvShape is one convolution (ONNX Conv semantics, NHWC activations); an
+A ConvShape is one convolution (ONNX Conv semantics, or ConvTranspose's when
+`transposed`; NHWC activations); an
 ExecConfig is how to run it: algorithm, GEMM micro-kernel, a weight per core and
 the number of workloads the output is cut into.  Both round-trip through plain
 dicts with the same field names as the C structs, which is what the launcher
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass, fields
 # The engine's ACL_ACTIVATIONS, in order.
 ACTIVATIONS = ("none", "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish",
                "silu", "mish")
+_TRANSPOSED_FIELDS = ("transposed", "out_pad_h", "out_pad_w")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class ConvShape:
     act_alpha: float = 0.0
     act_beta: float = 0.0
     has_residual: bool = False
+    transposed: bool = False
+    out_pad_h: int = 0
+    out_pad_w: int = 0
 
     def __post_init__(self) -> None:
         if self.act not in ACTIVATIONS:
@@ -47,9 +52,12 @@ class ConvShape:
                      "dil_w", "group"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ConvShape.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("pad_top", "pad_left", "pad_bottom", "pad_right"):
+        for name in ("pad_top", "pad_left", "pad_bottom", "pad_right", "out_pad_h", "out_pad_w"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ConvShape.{name} must be >= 0, got {getattr(self, name)}")
+        if not self.transposed and (self.out_pad_h or self.out_pad_w):
+            raise ValueError(f"ConvShape.out_pad_h/out_pad_w ({self.out_pad_h}, "
+                             f"{self.out_pad_w}) apply to transposed convolutions only")
         if self.c % self.group or self.oc % self.group:
             raise ValueError(f"group {self.group} must divide input channels {self.c} "
                              f"and output channels {self.oc}")
@@ -58,6 +66,11 @@ class ConvShape:
     def out_hw(self) -> tuple[int, int]:
         eff_h = self.dil_h * (self.kh - 1) + 1
         eff_w = self.dil_w * (self.kw - 1) + 1
+        if self.transposed:
+            return (self.stride_h * (self.h - 1) + self.out_pad_h + eff_h - self.pad_top
+                    - self.pad_bottom,
+                    self.stride_w * (self.w - 1) + self.out_pad_w + eff_w - self.pad_left
+                    - self.pad_right)
         oh = (self.h + self.pad_top + self.pad_bottom - eff_h) // self.stride_h + 1
         ow = (self.w + self.pad_left + self.pad_right - eff_w) // self.stride_w + 1
         return oh, ow
@@ -73,15 +86,25 @@ class ConvShape:
 
     @property
     def weight_shape(self) -> tuple[int, int, int, int]:
+        """OIHW, or ConvTranspose's (c, oc / group, kh, kw) when transposed."""
+        if self.transposed:
+            return (self.c, self.oc // self.group, self.kh, self.kw)
         return (self.oc, self.c // self.group, self.kh, self.kw)
 
     @property
     def flops(self) -> int:
-        oh, ow = self.out_hw
+        # A transposed convolution multiplies every input pixel by every tap.
+        oh, ow = (self.h, self.w) if self.transposed else self.out_hw
         return 2 * self.n * oh * ow * self.oc * (self.c // self.group) * self.kh * self.kw
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields; an ordinary convolution's leaves out the transposed ones,
+        so its records and launcher requests read as before they existed."""
+        d = asdict(self)
+        if not self.transposed:
+            for name in _TRANSPOSED_FIELDS:
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "ConvShape":

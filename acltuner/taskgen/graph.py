@@ -1,18 +1,21 @@
 """The convolutions of a shape-inferred ONNX model, each with what it absorbs.
 
-A Conv absorbs, in this order and only while the tensor between them has no
-other consumer and is not a graph output:
+A Conv or ConvTranspose absorbs, in this order and only while the tensor
+between them has no other consumer and is not a graph output:
   BatchNormalization (inference, per-channel constants) folded into weight and bias,
   Add with a tensor of the same shape (the residual the engine adds),
   an activation the engine has (taskgen/activation.py: Relu, Clip with
   constant bounds, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Mish, PRelu
   with one slope, and x * gate(x) for SiLU, HardSwish and Mish).
-Non-2-D and non-float32 convolutions are not tunable: they are listed as
-skipped rather than refused, because whole-model runs delegate every node the
-engine does not run to onnxruntime.
+Non-2-D and non-float32 convolutions, and those whose attributes give another
+output size than the model's (shape inference and onnxruntime disagreeing on a
+ConvTranspose's padding), are not tunable: they are listed as skipped rather
+than refused, because whole-model runs delegate every node the engine does
+not run to onnxruntime.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,8 +35,8 @@ from acltuner.taskgen.errors import ModelError
 class ConvNode:
     name: str
     shape: ConvShape  # with the fused epilogue (act, bounds, has_residual)
-    conv_weight: np.ndarray  # the Conv's own OIHW float32 weight
-    conv_bias: np.ndarray | None  # the Conv's own float32 bias
+    conv_weight: np.ndarray  # the node's own float32 weight: OIHW, or IOHW when transposed
+    conv_bias: np.ndarray | None  # the node's own float32 bias
     input: str
     output: str  # the last fused node's output
     residual: str | None
@@ -44,10 +47,15 @@ class ConvNode:
     # weights need not all exist at once (whole-model runs pack one at a time).
     @property
     def weight(self) -> np.ndarray:
-        """OIHW float32, BatchNormalization folded in."""
+        """conv_weight's layout, float32, BatchNormalization folded in."""
         if self.bn is None:
             return self.conv_weight
-        return (self.conv_weight * self.bn[0][:, None, None, None]).astype(np.float32)
+        if not self.shape.transposed:
+            return (self.conv_weight * self.bn[0][:, None, None, None]).astype(np.float32)
+        # (c, oc / group, kh, kw): output channel g * ocg + j is group g's column j.
+        group, w = self.shape.group, self.conv_weight
+        scale = self.bn[0].reshape(group, 1, -1, 1, 1)
+        return (w.reshape(group, -1, *w.shape[1:]) * scale).reshape(w.shape).astype(np.float32)
 
     @property
     def bias(self) -> np.ndarray | None:
@@ -142,30 +150,37 @@ def _constant(g: OnnxGraph, node: onnx.NodeProto, index: int, what: str) -> np.n
     if not t:
         return None
     if t not in g.constants:
-        raise ModelError(f"Conv node '{node_name(node)}': {what} '{t}' is not a constant "
+        raise ModelError(f"{node.op_type} node '{node_name(node)}': {what} '{t}' is not a constant "
                          f"(initializer or Constant node); only fixed weights can be tuned")
     return np.asarray(g.constants[t], dtype=np.float32)  # shared, not copied: never written
 
 
 def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
     """The node with its fused epilogue, or why it is not tunable."""
-    name, x = node_name(node), node.input[0]
+    name, x, op = node_name(node), node.input[0], node.op_type
     rank = g.rank(x)
     if rank is not None and rank not in (3, 4):
-        return f"Conv node '{name}': {rank - 2}-D convolution, not tunable (left to onnxruntime)"
+        return f"{op} node '{name}': {rank - 2}-D convolution, not tunable (left to onnxruntime)"
     if g.types.get(x) is not None and g.types[x].elem_type != TensorProto.FLOAT:
         dtype = TensorProto.DataType.Name(g.types[x].elem_type).lower()
-        return f"Conv node '{name}': {dtype} convolution, not tunable (the engine is float32)"
+        return f"{op} node '{name}': {dtype} convolution, not tunable (the engine is float32)"
     x_shape = g.static_shape(x)
     if x_shape is None:
-        raise ModelError(f"Conv node '{name}': input '{x}' has no static shape after shape "
+        raise ModelError(f"{op} node '{name}': input '{x}' has no static shape after shape "
                          f"inference")
     weight, bias = _constant(g, node, 1, "weight"), _constant(g, node, 2, "bias")
+    base = conv_shape(node, x_shape, weight.shape)
+    declared = g.static_shape(node.output[0])
+    n, oh, ow, oc = base.output_shape
+    given = [n, oc, oh, ow] if len(x_shape) == 4 else [n, oc, ow]
+    if declared is not None and list(declared) != given:
+        return (f"{op} node '{name}': the model says its output is {list(declared)}, its "
+                f"attributes give {given}; not tunable (left to onnxruntime)")
     fused: list[str] = []
     out = node.output[0]
 
     bn = g.sole_consumer(out)
-    affine = bn_affine(g, bn, weight.shape[0]) if is_op(bn, "BatchNormalization") else None
+    affine = bn_affine(g, bn, base.oc) if is_op(bn, "BatchNormalization") else None
     if affine is not None:
         fused.append(node_name(bn))
         out = bn.output[0]
@@ -187,23 +202,23 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
         fused += [node_name(n) for n in act.nodes]
         out = act.nodes[-1].output[0]
 
-    shape = conv_shape(node, x_shape, weight.shape, has_residual=residual is not None,
-                       **(act.shape_fields if act else {}))
-    # A 1-D convolution's OIK weight is the OIHW of height 1.
+    shape = dataclasses.replace(base, has_residual=residual is not None,
+                                **(act.shape_fields if act else {}))
+    # A 1-D convolution's OIK (IOK) weight is the OIHW (IOHW) of height 1.
     return ConvNode(name, shape, weight.reshape(shape.weight_shape), bias, x, out, residual,
                     fused, affine)
 
 
 def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None = None
                ) -> tuple[list[ConvNode], list[str]]:
-    """Every tunable Conv of a shape-inferred model in graph order, and one line
-    for each Conv that is not tunable (weights: as OnnxGraph's)."""
+    """Every tunable Conv and ConvTranspose of a shape-inferred model in graph
+    order, and one line for each that is not tunable (weights: as OnnxGraph's)."""
     g = OnnxGraph(model, weights)
     nodes: list[ConvNode] = []
     skipped: list[str] = []
     claimed: set[str] = set()
     for node in model.graph.node:
-        if is_op(node, "Conv"):
+        if is_op(node, "Conv") or is_op(node, "ConvTranspose"):
             conv = _conv_node(g, node, claimed)
             (skipped if isinstance(conv, str) else nodes).append(conv)
     return nodes, skipped

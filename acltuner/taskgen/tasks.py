@@ -31,7 +31,7 @@ class TaskSet:
     convolutions: int
     tasks: list[Task]  # most FLOPs first
     conv_nodes: list[ConvNode]
-    skipped: list[str]  # one line per Conv that is not tunable
+    skipped: list[str]  # one line per Conv or ConvTranspose that is not tunable
 
     @property
     def flops(self) -> int:
@@ -44,10 +44,12 @@ def signature(shape: ConvShape) -> ConvShape:
 
 
 def task_key(s: ConvShape) -> str:
-    """e.g. n1.c64.h56.w56-oc64-k3x3-s1x1-p1.1.1.1-d1x1-g1 (pads top.left.bottom.right)."""
+    """e.g. n1.c64.h56.w56-oc64-k3x3-s1x1-p1.1.1.1-d1x1-g1 (pads top.left.bottom.right);
+    a ConvTranspose's ends in -t and its output padding, e.g. -g1-t-o1x1."""
+    transposed = f"-t-o{s.out_pad_h}x{s.out_pad_w}" if s.transposed else ""
     return (f"n{s.n}.c{s.c}.h{s.h}.w{s.w}-oc{s.oc}-k{s.kh}x{s.kw}-s{s.stride_h}x{s.stride_w}"
             f"-p{s.pad_top}.{s.pad_left}.{s.pad_bottom}.{s.pad_right}-d{s.dil_h}x{s.dil_w}"
-            f"-g{s.group}")
+            f"-g{s.group}{transposed}")
 
 
 def applicable_algorithms(shape: ConvShape) -> list[str]:
@@ -65,7 +67,7 @@ def generate_tasks(model_path: str | Path,
     nodes, skipped = conv_nodes(model)
     if not nodes:
         why = f" ({'; '.join(skipped)})" if skipped else ""
-        raise ModelError(f"{model_path}: no 2-D Conv to tune{why}")
+        raise ModelError(f"{model_path}: no 2-D Conv or ConvTranspose to tune{why}")
     groups: dict[ConvShape, list[str]] = {}
     for node in nodes:
         groups.setdefault(signature(node.shape), []).append(node.name)

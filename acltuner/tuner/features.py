@@ -2,7 +2,8 @@
 
 Task columns (constant within one task, kept so one matrix layout serves every
 task): input W, H, C; weights N, W, H; the four paddings; both strides; both
-dilations; group.  Config columns: algorithm one-hot; the micro-kernel both
+dilations; group; whether it is a transposed convolution and its output
+padding.  Config columns: algorithm one-hot; the micro-kernel both
 one-hot (two kernels can share a tile and a style, e.g. the same tile for two
 ISAs) and by its attributes MR, NR and a style one-hot (so a tree can split on
 "wide tiles" with few samples); log2 of the workload count; the total thread
@@ -25,7 +26,8 @@ _TASK_FIELDS = (("in_w", "w"), ("in_h", "h"), ("in_c", "c"), ("wt_n", "oc"), ("w
                 ("wt_h", "kh"), ("pad_top", "pad_top"), ("pad_left", "pad_left"),
                 ("pad_bottom", "pad_bottom"), ("pad_right", "pad_right"),
                 ("stride_h", "stride_h"), ("stride_w", "stride_w"), ("dil_h", "dil_h"),
-                ("dil_w", "dil_w"), ("group", "group"))
+                ("dil_w", "dil_w"), ("group", "group"), ("transposed", "transposed"),
+                ("out_pad_h", "out_pad_h"), ("out_pad_w", "out_pad_w"))
 
 
 class FeatureEncoder:

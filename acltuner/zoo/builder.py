@@ -82,6 +82,26 @@ class GraphBuilder:
             y = self.batchnorm(y, bn, bn_gamma)
         return self.node("Relu", [y], relu) if relu else y
 
+    def conv_transpose(self, x: str, name: str, out_channels: int, kernel: int, stride: int,
+                       pads: int = 0, output_padding: int = 0, group: int = 1,
+                       bias: bool = False, bn: str | None = None,
+                       relu: str | None = None) -> str:
+        """ConvTranspose (a decoder's upsampling), then BatchNormalization and Relu
+        as conv() does; the weight is (C, out_channels / group, k, k)."""
+        c = self.channels[x]
+        fan_in = c // group * kernel * kernel // (stride * stride) or 1
+        weight = self.rng.normal(0.0, np.sqrt(2.0 / fan_in),
+                                 (c, out_channels // group, kernel, kernel))
+        inputs = [x, self.constant(f"{name}.weight", weight)]
+        if bias:
+            inputs.append(self.constant(f"{name}.bias", self.rng.uniform(-0.1, 0.1, out_channels)))
+        y = self.node("ConvTranspose", inputs, name, channels=out_channels,
+                      kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pads] * 4,
+                      output_padding=[output_padding] * 2, group=group)
+        if bn:
+            y = self.batchnorm(y, bn)
+        return self.node("Relu", [y], relu) if relu else y
+
     def batchnorm(self, x: str, name: str, gamma: tuple[float, float] = (0.5, 1.5),
                   epsilon: float = 1e-5) -> str:
         """Inference BatchNormalization with gamma drawn from the range `gamma`."""

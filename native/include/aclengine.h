@@ -38,7 +38,13 @@ extern "C" {
  * y = act(conv(x, w) + bias + residual); residual has the output's shape;
  * act_min/act_max bound ACL_ACT_CLIP; act_alpha/act_beta are the other
  * activations' parameters (leaky_relu's slope, hard_sigmoid's and
- * hard_swish's alpha x + beta). */
+ * hard_swish's alpha x + beta).  With `transposed`, ONNX ConvTranspose
+ * semantics instead: input pixel (iy, ix) adds w * x to output pixel
+ * (iy * stride_h - pad_top + ky * dil_h, ix * stride_w - pad_left + kx * dil_w),
+ * the output is oh = stride_h * (h - 1) + out_pad_h + dil_h * (kh - 1) + 1 -
+ * pad_top - pad_bottom high (ow alike), and the weights are c x (oc/group) x
+ * kh x kw (ConvTranspose's layout).  out_pad_h/w must be 0 for an ordinary
+ * convolution. */
 #define ACL_CONV_SHAPE_FIELDS(F)                                                     \
     F(INT, n, REQUIRED, 1, 0, 0) F(INT, h, REQUIRED, 1, 0, 0)                       \
     F(INT, w, REQUIRED, 1, 0, 0) F(INT, c, REQUIRED, 1, 0, 0)                       \
@@ -51,7 +57,8 @@ extern "C" {
     F(ENUM, act, OPTIONAL, 0, 0, ACL_ACTIVATIONS)                                   \
     F(FLOAT, act_min, OPTIONAL, 0, 0, 0) F(FLOAT, act_max, OPTIONAL, 0, 0, 0)       \
     F(FLOAT, act_alpha, OPTIONAL, 0, 0, 0) F(FLOAT, act_beta, OPTIONAL, 0, 0, 0)    \
-    F(BOOL, has_residual, OPTIONAL, 0, 0, 0)
+    F(BOOL, has_residual, OPTIONAL, 0, 0, 0) F(BOOL, transposed, OPTIONAL, 0, 0, 0)  \
+    F(INT, out_pad_h, OPTIONAL, 0, 0, 0) F(INT, out_pad_w, OPTIONAL, 0, 0, 0)
 
 /* C declarations of the field kinds (the FLOATS and INTS counts follow the pointer). */
 #define ACL_DECLARE_INT(name) int name;
@@ -143,7 +150,8 @@ int acl_conv_check(const acl_conv_shape *s, const char *algorithm, const char *u
 
 typedef struct acl_conv acl_conv;
 
-/* weight: oc x (c/group) x kh x kw (OIHW); bias: oc floats or NULL. */
+/* weight: oc x (c/group) x kh x kw (OIHW), or c x (oc/group) x kh x kw for a
+ * transposed shape; bias: oc floats or NULL. */
 int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
                     const float *weight, const float *bias, acl_conv **out);
 /* residual: NULL unless shape->has_residual; times may be NULL. */

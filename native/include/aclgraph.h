@@ -71,8 +71,9 @@ float *acl_graph_arena(acl_graph *g);
 /* Convolution with its fused epilogue (inputs: x, then the residual when
  * shape.has_residual), weights packed now; x, residual and out are NHWC 4-D
  * tensors matching `shape`.  core_weights/workloads: this convolution's own
- * split (acl_exec).  weight: oc x (c/group) x kh x kw floats (OIHW); bias: oc
- * floats or none; ukernel: NULL or "" for direct algorithms. */
+ * split (acl_exec).  weight: oc x (c/group) x kh x kw floats (OIHW), c x
+ * (oc/group) x kh x kw for a transposed shape; bias: oc floats or none;
+ * ukernel: NULL or "" for direct algorithms. */
 #define ACL_CONV_ATTRS(F, S)                                                           \
     F(S, CONV_SHAPE, shape, 0) F(S, STRING, algorithm, 0) F(S, STRING, ukernel, 0)    \
     F(S, INTS, core_weights, 0) F(S, INT, workloads, 0) F(S, FLOATS, weight, 0)       \

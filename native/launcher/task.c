@@ -168,5 +168,7 @@ const float *task_reference(task *t)
 long long task_flops(const task *t)
 {
     const acl_conv_shape *s = &t->shape;
-    return 2LL * s->n * t->oh * t->ow * s->oc * (s->c / s->group) * s->kh * s->kw;
+    /* A transposed convolution's products are per input pixel. */
+    const long long pixels = s->transposed ? (long long)s->h * s->w : (long long)t->oh * t->ow;
+    return 2LL * s->n * pixels * s->oc * (s->c / s->group) * s->kh * s->kw;
 }

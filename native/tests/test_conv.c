@@ -29,11 +29,13 @@ static float *random_floats(size_t count)
 static void describe(const acl_conv_shape *s, char *buf, size_t len)
 {
     snprintf(buf, len,
-             "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g|%g,%g]%s",
+             "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g|%g,%g]%s"
+             "%s out_pad %d,%d",
              s->n, s->h, s->w, s->c, s->oc, s->kh, s->kw, s->stride_h, s->stride_w, s->dil_h,
              s->dil_w, s->pad_top, s->pad_left, s->pad_bottom, s->pad_right, s->group, s->act,
              (double)s->act_min, (double)s->act_max, (double)s->act_alpha, (double)s->act_beta,
-             s->has_residual ? " +res" : "");
+             s->has_residual ? " +res" : "", s->transposed ? " transposed" : "", s->out_pad_h,
+             s->out_pad_w);
 }
 
 enum {
@@ -43,6 +45,7 @@ enum {
     FAMILY_1X1,
     FAMILY_DEPTHWISE,
     FAMILY_GROUPED,
+    FAMILY_TRANSPOSED,
     FAMILIES
 };
 
@@ -85,6 +88,18 @@ static acl_conv_shape random_shape(int family)
         s.c = s.group * rnd(1, wide ? 20 : 6);
         s.oc = s.group * rnd(1, wide ? 20 : 6);
         if (rnd(0, 1)) s.kh = s.kw = 1;
+        break;
+    case FAMILY_TRANSPOSED:
+        /* Pads up to the kernel's extent, output padding below the stride or
+         * the dilation as ONNX allows; a few grouped and depthwise ones. */
+        s.transposed = 1;
+        s.group = rnd(0, 5) == 0 ? rnd(2, 3) : 1;
+        if (rnd(0, 7) == 0) s.group = s.c;
+        s.c = s.group == s.c ? s.c : s.group * rnd(1, wide ? 20 : 6);
+        s.oc = s.group * rnd(1, wide ? 20 : 6);
+        max_pad = s.kh;
+        s.out_pad_h = rnd(0, (s.stride_h > s.dil_h ? s.stride_h : s.dil_h) - 1);
+        s.out_pad_w = rnd(0, (s.stride_w > s.dil_w ? s.stride_w : s.dil_w) - 1);
         break;
     }
     s.pad_top = rnd(0, max_pad);
@@ -401,6 +416,19 @@ static void check_rejections(void)
     s.kw = 12;
     expect_rejected(&s, "reference", NULL, "width");
     s.kw = 3;
+    expect_rejected(&s, "deconv_col2im", hybrid, "runs transposed convolutions only");
+    s.out_pad_h = 1;
+    expect_rejected(&s, "reference", NULL, "apply to transposed convolutions only");
+    s.transposed = 1;
+    expect_rejected(&s, "im2col", hybrid, "runs ordinary convolutions only");
+    expect_rejected(&s, "deconv_phase", interleaved, "hybrid or smallk");
+    s.pad_top = s.pad_bottom = 9;
+    expect_rejected(&s, "reference", NULL, "leave no output");
+    s.pad_top = s.pad_bottom = 0;
+    s.transposed = 2;
+    expect_rejected(&s, "reference", NULL, "transposed must be 0 or 1");
+    s.transposed = 0;
+    s.out_pad_h = 0;
     check_run_rejections(&s);
 }
 

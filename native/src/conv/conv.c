@@ -12,6 +12,7 @@ static const conv_algo *const algorithms[] = {
     &conv_indirect,         &conv_winograd_2x2_3x3, &conv_winograd_4x4_3x3,
     &conv_winograd_1x2_1x3, &conv_winograd_1x4_1x3, &conv_winograd_2x1_3x1,
     &conv_winograd_4x1_3x1, &conv_depthwise_pixel,  &conv_depthwise_channel_block,
+    &conv_deconv_col2im,    &conv_deconv_phase,     &conv_deconv_depthwise,
 };
 #define NALGORITHMS (int)(sizeof algorithms / sizeof algorithms[0])
 
@@ -68,11 +69,15 @@ static int check_int_fields(const acl_conv_shape *s)
     int n;
     const acl_field_info *fields = acl_conv_shape_fields(&n);
     for (int i = 0; i < n; i++) {
-        if (fields[i].kind != ACL_FIELD_INT) continue;
         int v = *(const int *)((const char *)s + fields[i].offset);
-        if (v < fields[i].min)
+        if (fields[i].kind == ACL_FIELD_BOOL && v != 0 && v != 1)
+            return acl_fail("%s must be 0 or 1, got %d", fields[i].name, v);
+        if (fields[i].kind == ACL_FIELD_INT && v < fields[i].min)
             return acl_fail("%s must be >= %d, got %d", fields[i].name, fields[i].min, v);
     }
+    if (!s->transposed && (s->out_pad_h || s->out_pad_w))
+        return acl_fail("out_pad_h/out_pad_w (%d, %d) apply to transposed convolutions only",
+                        s->out_pad_h, s->out_pad_w);
     return 0;
 }
 
@@ -87,13 +92,32 @@ static int out_extent(const char *axis, int in, int pad_lo, int pad_hi, int k, i
     return (int)(span / stride + 1);
 }
 
+/* The same for a transposed convolution: the full output (every input pixel's
+ * kernel footprint, plus out_pad) less the pads. */
+static int transposed_extent(const char *axis, int in, int pad_lo, int pad_hi, int k, int dil,
+                             int stride, int out_pad)
+{
+    long full = (long)stride * (in - 1) + out_pad + (long)dil * (k - 1) + 1;
+    if (full - pad_lo - pad_hi < 1 || full > INT32_MAX)
+        return acl_fail("transposed: the %s pads (%d + %d) leave no output of the full %s %ld",
+                        axis[0] == 'h' ? "top and bottom" : "left and right", pad_lo, pad_hi,
+                        axis[0] == 'h' ? "height" : "width", full);
+    return (int)(full - pad_lo - pad_hi);
+}
+
 int acl_conv_out_size(const acl_conv_shape *s, int *oh, int *ow)
 {
     if (!s || !oh || !ow) return acl_fail("acl_conv_out_size needs a shape and two outputs");
     if (check_int_fields(s) != 0) return -1;
-    int h = out_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh, s->dil_h, s->stride_h);
+    int h = s->transposed ? transposed_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh,
+                                              s->dil_h, s->stride_h, s->out_pad_h)
+                          : out_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh, s->dil_h,
+                                       s->stride_h);
     if (h < 0) return -1;
-    int w = out_extent("w", s->w, s->pad_left, s->pad_right, s->kw, s->dil_w, s->stride_w);
+    int w = s->transposed ? transposed_extent("w", s->w, s->pad_left, s->pad_right, s->kw,
+                                              s->dil_w, s->stride_w, s->out_pad_w)
+                          : out_extent("w", s->w, s->pad_left, s->pad_right, s->kw, s->dil_w,
+                                       s->stride_w);
     if (w < 0) return -1;
     *oh = h;
     *ow = w;
@@ -110,8 +134,6 @@ static int validate_shape(const acl_conv_shape *s, conv_dims *d)
     if (s->act < 0 || s->act >= ACL_ACT_COUNT)
         return acl_fail("act must be one of the %d activations (0 to %d), got %d", ACL_ACT_COUNT,
                         ACL_ACT_COUNT - 1, s->act);
-    if (s->has_residual != 0 && s->has_residual != 1)
-        return acl_fail("has_residual must be 0 or 1, got %d", s->has_residual);
     if (s->act == ACL_ACT_CLIP && !(s->act_min <= s->act_max))
         return acl_fail("clip needs act_min <= act_max, got act_min=%g act_max=%g",
                         (double)s->act_min, (double)s->act_max);
@@ -147,6 +169,11 @@ static int resolve(const acl_conv_shape *s, const char *algorithm, const char *u
         if (!(*uk = acl_ukernel_find(ukernel)))
             return acl_fail("unknown micro-kernel '%s' on this machine", ukernel);
     }
+    if ((*algo)->shapes != CONV_EITHER && (*algo)->shapes != (s->transposed ? CONV_TRANSPOSED
+                                                                            : CONV_ORDINARY))
+        return acl_fail("%s runs %s convolutions only, the shape is %s", algorithm,
+                        s->transposed ? "ordinary" : "transposed",
+                        s->transposed ? "transposed" : "ordinary");
     return (*algo)->check(*algo, s, d, *uk);
 }
 

@@ -36,6 +36,15 @@ int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int 
     return acl_fail("%s with %s: %s", algorithm, uk->name, reason);
 }
 
+int conv_check_row_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int n)
+{
+    if (uk->style == ACL_STYLE_INTERLEAVED)
+        return acl_fail("%s reads A through row pointers and needs a hybrid or smallk "
+                        "micro-kernel, got the interleaved %s",
+                        algorithm, uk->name);
+    return conv_check_ukernel(algorithm, uk, k, n);
+}
+
 size_t conv_scratch_reserve(acl_conv *conv, size_t bytes)
 {
     /* Every buffer starts on a cache line, as acl_alloc's would. */

@@ -36,23 +36,27 @@ int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, pt
     return acl_pack_b(g->uk, g->ks, g->kc, g->n, src, stride_n, stride_c, stride_t, &g->b[j]);
 }
 
+acl_epilogue conv_gemm_epilogue(const acl_conv *conv, ptrdiff_t col, const float *residual)
+{
+    float act_a, act_b;
+    acl_conv_act_params(&conv->s, &act_a, &act_b);
+    return (acl_epilogue){
+        .bias = conv->bias + col,
+        .residual = residual,
+        .act = conv->s.act,
+        .act_a = act_a,
+        .act_b = act_b,
+    };
+}
+
 void conv_gemm_group_outputs(conv_gemm *g, const acl_conv *conv, const conv_io *io)
 {
-    const acl_conv_shape *s = &conv->s;
-    float act_a, act_b;
-    acl_conv_act_params(s, &act_a, &act_b);
     for (int grp = 0; grp < g->njobs; grp++) {
         ptrdiff_t col = (ptrdiff_t)grp * conv->d.ocg;
         acl_gemm_job *job = &g->jobs[grp];
         job->c = io->y + col;
-        job->ldc = s->oc;
-        job->ep = (acl_epilogue){
-            .bias = conv->bias + col,
-            .residual = io->residual ? io->residual + col : NULL,
-            .act = s->act,
-            .act_a = act_a,
-            .act_b = act_b,
-        };
+        job->ldc = conv->s.oc;
+        job->ep = conv_gemm_epilogue(conv, col, io->residual ? io->residual + col : NULL);
     }
 }
 

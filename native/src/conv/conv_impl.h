@@ -36,10 +36,14 @@ typedef struct {
 
 struct acl_conv;
 
+/* The shapes an algorithm runs (resolve() refuses the others before check()). */
+enum conv_shapes { CONV_ORDINARY, CONV_TRANSPOSED, CONV_EITHER };
+
 typedef struct conv_algo conv_algo;
 struct conv_algo {
     const char *name;
     int uses_ukernel;
+    int shapes;           /* enum conv_shapes; 0, ordinary, when not set */
     const void *variant;  /* parameters shared implementations read (Winograd's F(m, r)) */
     /* 0 if the algorithm supports the (already valid) shape with uk (NULL for
      * direct algorithms); otherwise acl_fail with the reason. */
@@ -77,7 +81,7 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
 extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
     conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
     conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
-    conv_winograd_4x1_3x1;
+    conv_winograd_4x1_3x1, conv_deconv_col2im, conv_deconv_phase, conv_deconv_depthwise;
 
 /* The taps [*k0, *k1) of one kernel axis whose input coordinate
  * o * stride - pad + k * dil lies inside [0, n): direct algorithms skip the
@@ -90,20 +94,41 @@ static inline void conv_taps_inside(int o, int stride, int pad, int dil, int k, 
     *k1 = base >= n ? *k0 : acl_max(*k0, acl_min(k, (n - base + dil - 1) / dil));
 }
 
+/* For a transposed shape: the input coordinate whose tap k lands on output
+ * coordinate o (o = i * stride - pad + k * dil), or -1 when none does. */
+static inline int conv_transposed_source(int o, int k, int stride, int pad, int dil, int n)
+{
+    const int v = o + pad - k * dil;
+    if (v < 0 || v % stride) return -1;
+    return v / stride < n ? v / stride : -1;
+}
+
 /* ---- epilogue -------------------------------------------------------------
  * y[i] = act(acc[i] + bias[i] + residual[i]) in the same order of operations
  * as the GEMM's fused epilogue.  residual may be NULL; y may be acc (direct
- * algorithms accumulate in the output row). */
-static inline void conv_finish(const acl_conv_shape *s, float *y, const float *acc,
-                               const float *restrict bias, const float *restrict residual, int len)
+ * algorithms accumulate in the output row).  Its two steps apart let a row
+ * of small pixels take the activation in one call. */
+static inline void conv_add_bias(float *y, const float *acc, const float *restrict bias,
+                                 const float *restrict residual, int len)
 {
     if (residual)
         for (int i = 0; i < len; i++) y[i] = acc[i] + bias[i] + residual[i];
     else
         for (int i = 0; i < len; i++) y[i] = acc[i] + bias[i];
+}
+
+static inline void conv_activate_in_place(const acl_conv_shape *s, float *y, size_t n)
+{
     float a, b;
     acl_conv_act_params(s, &a, &b);
-    acl_activate(s->act, a, b, y, y, (size_t)len);
+    acl_activate(s->act, a, b, y, y, n);
+}
+
+static inline void conv_finish(const acl_conv_shape *s, float *y, const float *acc,
+                               const float *restrict bias, const float *restrict residual, int len)
+{
+    conv_add_bias(y, acc, bias, residual, len);
+    conv_activate_in_place(s, y, (size_t)len);
 }
 
 /* ---- stages ---------------------------------------------------------------- */
@@ -112,6 +137,39 @@ static inline void conv_finish(const acl_conv_shape *s, float *y, const float *a
  * min(workloads, rows) contiguous units that acl_parallel hands out by core
  * weight; the stage's wall time is added to *ms. */
 int conv_stage(const acl_exec *ex, int rows, acl_task_fn fn, void *ctx, double *ms);
+
+/* ---- transposed gathers (deconv_walk.c) --------------------------------------
+ * Where a transposed convolution's taps land, worked out once at create so
+ * that a run divides nothing: output row oy receives the (tap, input row)
+ * pairs [row_start[oy], row_start[oy + 1]), taps ascending; column tap kx
+ * takes input columns col_in[kx] + j to output columns col_first[kx] +
+ * stride_w * j, j < col_count[kx]. */
+typedef struct {
+    int *row_start, *row_tap, *row_in;
+    int *col_first, *col_in, *col_count;
+} conv_transposed_map;
+
+int conv_transposed_map_init(conv_transposed_map *map, const struct acl_conv *conv);
+void conv_transposed_map_free(conv_transposed_map *map);
+
+/* Output rows of a transposed convolution: each is zeroed, land() adds what
+ * every (row tap, column tap) pair brings, in that order, then the epilogue
+ * applies in place.  A row is done on one thread, so every split gives the
+ * same bits.  land and map NULL: nothing lands (phases without taps). */
+typedef struct conv_transposed_walk conv_transposed_walk;
+struct conv_transposed_walk {
+    const struct acl_conv *conv;
+    const conv_transposed_map *map;
+    const conv_io *io;
+    /* Adds input pixels in_pixel + j through `tap` to the output pixels at
+     * y + j * y_step, j < count. */
+    void (*land)(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step, size_t in_pixel,
+                 int count, int tap);
+    const float *data;  /* what land() reads besides the input (the run's columns) */
+};
+
+/* conv_stage's fn over the n * oh output rows; arg: a conv_transposed_walk. */
+void conv_transposed_rows(void *arg, int begin, int end, int worker);
 
 /* ---- GEMM batches (conv_gemm.c) ---------------------------------------------
  * One batch of equally shaped GEMMs (one per group, or per group and Winograd
@@ -131,6 +189,10 @@ int conv_gemm_create(conv_gemm *g, struct acl_conv *conv, int njobs, int m, int 
 /* Packs job j's B from OIHW-like strides (see acl_pack_b). */
 int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, ptrdiff_t stride_c,
                    ptrdiff_t stride_t);
+/* The fused epilogue of the output columns from `col` on: the bias, the
+ * activation and `residual` (NULL for none). */
+acl_epilogue conv_gemm_epilogue(const struct acl_conv *conv, ptrdiff_t col,
+                                const float *residual);
 /* Points job g (one per group) at group g's columns of the run's output, with
  * the fused epilogue. */
 void conv_gemm_group_outputs(conv_gemm *g, const struct acl_conv *conv, const conv_io *io);
@@ -141,6 +203,9 @@ void conv_gemm_destroy(conv_gemm *g);
 
 /* Fails with "<algorithm> with <ukernel>: <reason>" unless uk runs per-call K x N. */
 int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int n);
+/* The same for an algorithm reading A through row pointers, which needs a
+ * hybrid or smallk micro-kernel. */
+int conv_check_row_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int n);
 
 /* ---- indirection (indirection.c) --------------------------------------------
  * For each output pixel, kh*kw pointers to the input pixels its taps read (a
@@ -150,7 +215,7 @@ int conv_check_ukernel(const char *algorithm, const acl_ukernel *uk, int k, int 
  * GEMM, so there is no point caching them across runs. */
 typedef struct {
     int ptrs_per_row;   /* per output row: ow * taps */
-    int rows;           /* output rows: n * oh */
+    int rows;           /* output rows: n * oh; the rebase's parallel split */
     int c;              /* floats per input pixel */
     int32_t *pixel;     /* input pixel index, -1 for padding */
     size_t ptr_at;      /* scratch offset of the pointers */
@@ -158,6 +223,10 @@ typedef struct {
 } conv_indirection;
 
 int conv_indirection_create(conv_indirection *ind, struct acl_conv *conv);
+/* The buffers alone, rows x ptrs_per_row entries, for an algorithm that fills
+ * ind->pixel itself (a transposed convolution's taps). */
+int conv_indirection_alloc(conv_indirection *ind, struct acl_conv *conv, int rows,
+                           int ptrs_per_row);
 /* Writes the pointers for io's input into io's scratch and returns them
  * (NULL on failure). */
 const float *const *conv_indirection_rebase(const conv_indirection *ind, const acl_exec *ex,

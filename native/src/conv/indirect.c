@@ -15,11 +15,7 @@ typedef struct {
 static int indirect_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                           const acl_ukernel *uk)
 {
-    if (uk->style == ACL_STYLE_INTERLEAVED)
-        return acl_fail("%s reads A through row pointers and needs a hybrid or smallk "
-                        "micro-kernel, got the interleaved %s",
-                        self->name, uk->name);
-    return conv_check_ukernel(self->name, uk, d->cg, d->ocg);
+    return conv_check_row_ukernel(self->name, uk, d->cg, d->ocg);
 }
 
 static int indirect_create(acl_conv *conv, const float *weight)

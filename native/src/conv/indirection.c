@@ -3,19 +3,26 @@
 
 #include "conv_impl.h"
 
-int conv_indirection_create(conv_indirection *ind, acl_conv *conv)
+int conv_indirection_alloc(conv_indirection *ind, acl_conv *conv, int rows, int ptrs_per_row)
 {
     const acl_conv_shape *s = &conv->s;
-    const conv_dims *d = &conv->d;
-    ind->rows = s->n * d->oh;
-    ind->ptrs_per_row = d->ow * d->taps;
+    ind->rows = rows;
+    ind->ptrs_per_row = ptrs_per_row;
     ind->c = s->c;
-    size_t count = (size_t)d->m * d->taps;
+    size_t count = (size_t)rows * ptrs_per_row;
     ind->pixel = acl_alloc(count * sizeof *ind->pixel);
     ind->ptr_at = conv_scratch_reserve(conv, count * sizeof(const float *));
     ind->zero = acl_alloc((size_t)s->c * sizeof(float));
     if (!ind->pixel || !ind->zero) return -1;
     memset(ind->zero, 0, (size_t)s->c * sizeof(float));
+    return 0;
+}
+
+int conv_indirection_create(conv_indirection *ind, acl_conv *conv)
+{
+    const acl_conv_shape *s = &conv->s;
+    const conv_dims *d = &conv->d;
+    if (conv_indirection_alloc(ind, conv, s->n * d->oh, d->ow * d->taps) != 0) return -1;
     int32_t *p = ind->pixel;
     for (int b = 0; b < s->n; b++)
         for (int oy = 0; oy < d->oh; oy++)

@@ -10,7 +10,7 @@ static int reference_check(const conv_algo *self, const acl_conv_shape *s, const
     return 0;
 }
 
-/* impl: the OIHW weights; the scratch: one pixel's accumulators (oc floats). */
+/* impl: the weights as given; the scratch: one pixel's accumulators (oc floats). */
 static int reference_create(acl_conv *conv, const float *weight)
 {
     size_t bytes = (size_t)conv->s.oc * conv->d.cg * conv->d.taps * sizeof(float);
@@ -47,6 +47,33 @@ static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy,
     }
 }
 
+/* The same for a transposed shape: every (input pixel, tap) landing on the
+ * output pixel; weights are c x ocg x kh x kw. */
+static void reference_transposed_pixel(const acl_conv *conv, const float *x, int b, int oy,
+                                       int ox, float *acc)
+{
+    const acl_conv_shape *s = &conv->s;
+    const conv_dims *d = &conv->d;
+    const float *w = conv->impl;
+    for (int o = 0; o < s->oc; o++) {
+        const int g = o / d->ocg, j = o % d->ocg;
+        double sum = 0.0;
+        for (int ky = 0; ky < s->kh; ky++) {
+            const int iy = conv_transposed_source(oy, ky, s->stride_h, s->pad_top, s->dil_h, s->h);
+            for (int kx = 0; iy >= 0 && kx < s->kw; kx++) {
+                const int ix =
+                    conv_transposed_source(ox, kx, s->stride_w, s->pad_left, s->dil_w, s->w);
+                if (ix < 0) continue;
+                const float *xp = x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + g * d->cg;
+                const float *wp = w + ((size_t)g * d->cg * d->ocg + j) * d->taps + ky * s->kw + kx;
+                for (int ci = 0; ci < d->cg; ci++)
+                    sum += (double)xp[ci] * wp[(size_t)ci * d->ocg * d->taps];
+            }
+        }
+        acc[o] = (float)sum;
+    }
+}
+
 static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     const acl_conv_shape *s = &conv->s;
@@ -56,7 +83,10 @@ static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, 
         for (int oy = 0; oy < conv->d.oh; oy++)
             for (int ox = 0; ox < conv->d.ow; ox++) {
                 size_t at = ((size_t)(b * conv->d.oh + oy) * conv->d.ow + ox) * s->oc;
-                reference_pixel(conv, io->x, b, oy, ox, acc);
+                if (s->transposed)
+                    reference_transposed_pixel(conv, io->x, b, oy, ox, acc);
+                else
+                    reference_pixel(conv, io->x, b, oy, ox, acc);
                 conv_finish(s, io->y + at, acc, conv->bias, io->residual ? io->residual + at : NULL,
                             s->oc);
             }
@@ -67,7 +97,7 @@ static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, 
 static void reference_destroy(acl_conv *conv) { acl_free(conv->impl); }
 
 const conv_algo conv_reference = {
-    .name = "reference", .uses_ukernel = 0,
+    .name = "reference", .uses_ukernel = 0, .shapes = CONV_EITHER,
     .check = reference_check, .create = reference_create,
     .run = reference_run, .destroy = reference_destroy,
 };

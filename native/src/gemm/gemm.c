@@ -73,15 +73,15 @@ int acl_ukernel_check(const acl_ukernel *uk, int k, int n)
     return 0;
 }
 
-int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
-               ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out)
+size_t acl_packed_b_floats(const acl_ukernel *uk, int k, int n)
 {
-    if (!uk || !src || !out) return acl_fail("acl_pack_b: missing micro-kernel, source or output");
-    if (ks < 1 || kc < 1 || n < 1 || (long long)ks * kc > INT_MAX)
-        return acl_fail("acl_pack_b: bad B shape ks = %d, kc = %d, n = %d", ks, kc, n);
+    return (size_t)acl_div_up(n, uk->nr) * (size_t)k * (size_t)uk->nr;
+}
+
+void acl_pack_b_into(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
+                     ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, float *data)
+{
     const int k = ks * kc, nr = uk->nr, panels = acl_div_up(n, nr);
-    float *data = acl_alloc((size_t)panels * k * nr * sizeof(float));
-    if (!data) return -1;
     for (int p = 0; p < panels; p++) {
         const int cols = acl_min(nr, n - p * nr);
         for (int t = 0; t < ks; t++)
@@ -92,6 +92,17 @@ int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
                 for (int j = cols; j < nr; j++) dst[j] = 0.0f;
             }
     }
+}
+
+int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
+               ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out)
+{
+    if (!uk || !src || !out) return acl_fail("acl_pack_b: missing micro-kernel, source or output");
+    if (ks < 1 || kc < 1 || n < 1 || (long long)ks * kc > INT_MAX)
+        return acl_fail("acl_pack_b: bad B shape ks = %d, kc = %d, n = %d", ks, kc, n);
+    float *data = acl_alloc(acl_packed_b_floats(uk, ks * kc, n) * sizeof(float));
+    if (!data) return -1;
+    acl_pack_b_into(uk, ks, kc, n, src, stride_n, stride_c, stride_t, data);
     *out = (acl_packed_b){.uk = uk, .ks = ks, .kc = kc, .n = n, .data = data};
     return 0;
 }

@@ -26,6 +26,13 @@ typedef struct {
  * stride_t = 1.  A row-major K x N matrix: stride_n = 1, stride_c = ldb, ks = 1. */
 int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
                ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out);
+/* Floats of a K x N B packed for uk. */
+size_t acl_packed_b_floats(const acl_ukernel *uk, int k, int n);
+/* acl_pack_b's packing into `data` (acl_packed_b_floats of room), arguments
+ * already valid: for a B that changes at every run, packed into scratch
+ * without allocating. */
+void acl_pack_b_into(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
+                     ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, float *data);
 void acl_packed_b_free(acl_packed_b *b);
 
 /* Where A's rows are.  Dense: tap t of row m is base + m*lda + t*kc.

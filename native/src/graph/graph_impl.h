@@ -87,6 +87,9 @@ static inline float *graph_ptr(const acl_graph *g, const acl_tensor *t)
 /* An INTS or FLOATS attribute holds exactly `want` values. */
 int graph_check_count(const char *op, const char *attr, size_t given, size_t want);
 
+/* perm (the attribute `attr`) orders each of the rank axes once. */
+int graph_check_perm(const char *op, const char *attr, int rank, const int *perm);
+
 /* Product of dims [begin, end). */
 size_t graph_volume(const int *dims, int begin, int end);
 

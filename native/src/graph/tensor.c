@@ -99,3 +99,16 @@ int graph_check_count(const char *op, const char *attr, size_t given, size_t wan
     return acl_fail("%s: %s must hold %zu value%s, got %zu", op, attr, want, want == 1 ? "" : "s",
                     given);
 }
+
+int graph_check_perm(const char *op, const char *attr, int rank, const int *perm)
+{
+    if (!perm && rank > 0) return acl_fail("%s: no %s given", op, attr);
+    int seen = 0;
+    for (int i = 0; i < rank; i++) {
+        if (perm[i] < 0 || perm[i] >= rank || (seen >> perm[i] & 1))
+            return acl_fail("%s: %s[%d] = %d: the %s must order each of the %d axes once", op,
+                            attr, i, perm[i], attr, rank);
+        seen |= 1 << perm[i];
+    }
+    return 0;
+}

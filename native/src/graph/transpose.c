@@ -86,26 +86,12 @@ static void transpose_walk(graph_walk *w, int rank, const int *in_dims, const in
     walk_init(w, rank, out_dims, 1, stride);
 }
 
-/* perm orders each of the rank axes once. */
-static int check_perm(const char *op, int rank, const int *perm)
-{
-    if (!perm && rank > 0) return acl_fail("%s: no permutation given", op);
-    int seen = 0;
-    for (int i = 0; i < rank; i++) {
-        if (perm[i] < 0 || perm[i] >= rank || (seen >> perm[i] & 1))
-            return acl_fail("%s: perm[%d] = %d: the perm must order each of the %d axes once",
-                            op, i, perm[i], rank);
-        seen |= 1 << perm[i];
-    }
-    return 0;
-}
-
 int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_tensor *out)
 {
     if (!g || !x) return acl_fail("import: no program or source given");
     size_t count;
     if (graph_check_tensor(g, "import", "output", out, &count) != 0 ||
-        check_perm("import", out->rank, perm) != 0)
+        graph_check_perm("import", "perm", out->rank, perm) != 0)
         return -1;
     int in_dims[ACL_MAX_RANK];
     for (int i = 0; i < out->rank; i++) in_dims[perm[i]] = out->dims[i];
@@ -123,7 +109,7 @@ int graph_op_transpose(acl_graph *g, const acl_transpose_attrs *a, int nin, cons
         graph_check_tensor(g, "transpose", "output", out, &count) != 0 ||
         graph_check_count("transpose", "perm", (size_t)a->perm_count, (size_t)in->rank) != 0)
         return -1;
-    if (check_perm("transpose", in->rank, perm) != 0) return -1;
+    if (graph_check_perm("transpose", "perm", in->rank, perm) != 0) return -1;
     int want[ACL_MAX_RANK];
     for (int i = 0; i < in->rank; i++) want[i] = in->dims[perm[i]];
     if (graph_check_dims("transpose", "output", out, in->rank, want) != 0 ||

@@ -64,7 +64,9 @@ float *acl_graph_arena(acl_graph *g);
     X(LRN, lrn, 1, 1, ACL_LRN_ATTRS)                           \
     X(PAD, pad, 1, 1, ACL_PAD_ATTRS)                           \
     X(REDUCE, reduce, 1, 1, ACL_REDUCE_ATTRS)                  \
-    X(RESIZE, resize, 1, 1, ACL_RESIZE_ATTRS)
+    X(RESIZE, resize, 1, 1, ACL_RESIZE_ATTRS)                  \
+    X(BATCH_MATMUL, batch_matmul, 2, 2, ACL_BATCH_MATMUL_ATTRS) \
+    X(GATHER, gather, 1, 1, ACL_GATHER_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -126,6 +128,22 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_MATMUL_ATTRS(F, S)                                                          \
     F(S, STRING, ukernel, 0) F(S, INT, k, 0) F(S, INT, n, 0) F(S, FLOATS, b, 0)        \
     F(S, BOOL, b_transposed, 0) F(S, FLOATS, bias, 0)
+
+/* out[..., M, N] = a[..., M, K] x b[..., K, N] for two tensors of the
+ * program (numpy matmul): a, b and out have one rank >= 2, and each batch dim
+ * of a and b is out's or 1 (broadcast).  Each may be held transposed: the
+ * tensor given is the matrix stack transposed by its perm (absent: in order),
+ * so that a Transpose around the product moves no data; a's K axis and out's
+ * N axis must stay innermost, b may be held in any order.  B is packed into
+ * the program's workspace at every run; ukernel must accept K and N. */
+#define ACL_BATCH_MATMUL_ATTRS(F, S)                                                   \
+    F(S, STRING, ukernel, 0) F(S, INTS, a_perm, 0) F(S, INTS, b_perm, 0)              \
+    F(S, INTS, out_perm, 0)
+
+/* out = in's slices at `indices` along axis (ONNX Gather with constant
+ * indices; negative ones count from the end): out has in's rank and dims
+ * except out->dims[axis] = indices_count. */
+#define ACL_GATHER_ATTRS(F, S) F(S, INT, axis, 0) F(S, INTS, indices, 0)
 
 /* ONNX LRN across the channels (the innermost axis) of an NHWC tensor. */
 #define ACL_LRN_ATTRS(F, S) F(S, INT, size, 0) F(S, FLOAT, alpha, 0) F(S, FLOAT, beta, 0) \

@@ -180,6 +180,17 @@ static void random_dims(int rank, int big, int *dims)
     for (int i = 0; i < rank; i++) dims[i] = rnd(big ? hi / 2 : 1, hi);
 }
 
+/* A random permutation of [0, n) (Fisher-Yates). */
+static void random_perm(int n, int *perm)
+{
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = rnd(0, i), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
 static const char *dims_str(int rank, const int *dims)
 {
     static char buf[8][64];
@@ -463,12 +474,7 @@ static void transpose_case(int big)
     transpose_spec s;
     int rank = rnd(1, 6), dims[ACL_MAX_RANK], odims[ACL_MAX_RANK];
     random_dims(rank, big, dims);
-    for (int i = 0; i < rank; i++) s.perm[i] = i;
-    for (int i = rank - 1; i > 0; i--) {  /* Fisher-Yates */
-        int j = rnd(0, i), tmp = s.perm[i];
-        s.perm[i] = s.perm[j];
-        s.perm[j] = tmp;
-    }
+    random_perm(rank, s.perm);
     for (int i = 0; i < rank; i++) odims[i] = dims[s.perm[i]];
     trial t;
     trial_begin(&t, 0.0, "transpose %s perm %s", dims_str(rank, dims), dims_str(rank, s.perm));
@@ -787,6 +793,142 @@ static void matmul_case(int big)
     free(s.bias);
 }
 
+/* ---- batch_matmul / gather -------------------------------------------------- */
+
+/* A tensor of logical dims held transposed by perm: placed with the permuted
+ * dims; stride receives each logical axis's step. */
+static void place_held(trial *t, acl_tensor *x, int rank, const int *dims, const int *perm,
+                       size_t *stride)
+{
+    int held[ACL_MAX_RANK];
+    for (int i = 0; i < rank; i++) held[i] = dims[perm[i]];
+    place(t, x, rank, held);
+    size_t step = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        stride[perm[i]] = step;
+        step *= (size_t)held[i];
+    }
+}
+
+enum { BMM_A, BMM_B, BMM_OUT };
+
+typedef struct {
+    const char *ukernel;
+    int rank, perm[3][ACL_MAX_RANK], given[3];  /* given: the perm is passed, else in order */
+    acl_tensor t[3];
+} bmm_spec;
+
+static int add_batch_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const bmm_spec *s = spec;
+    const acl_batch_matmul_attrs a = {
+        s->ukernel,
+        s->perm[BMM_A], s->given[BMM_A] ? s->rank : 0,
+        s->perm[BMM_B], s->given[BMM_B] ? s->rank : 0,
+        s->perm[BMM_OUT], s->given[BMM_OUT] ? s->rank : 0,
+    };
+    return acl_graph_add(g, ACL_OP_BATCH_MATMUL, &a, 2, s->t, &s->t[BMM_OUT]);
+}
+
+/* Random broadcast batch dims and layouts; a's K and out's N stay innermost
+ * (a perm not passed is the identity). */
+static void batch_matmul_case(int big)
+{
+    acl_ukernel_info info;
+    if (acl_ukernel_count() == 0) return;
+    acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
+    bmm_spec s = {.ukernel = info.name, .rank = rnd(2, 5)};
+    const int r = s.rank, m = big ? rnd(30, 90) : rnd(1, 20);
+    const int k = rnd(info.kmin + 1, info.kmax ? info.kmax : info.kmin + 70);
+    const int n = info.n_multiple * rnd(1, 50 / info.n_multiple + 1);
+    int dims[3][ACL_MAX_RANK];
+    for (int i = 0; i < r - 2; i++) {
+        const int d = rnd(1, 3), broadcast = rnd(0, 3);
+        dims[BMM_OUT][i] = d;
+        dims[BMM_A][i] = broadcast == 0 ? 1 : d;
+        dims[BMM_B][i] = broadcast == 1 ? 1 : d;
+    }
+    const int mats[3][2] = {{m, k}, {k, n}, {m, n}};
+    for (int x = 0; x < 3; x++) {
+        dims[x][r - 2] = mats[x][0];
+        dims[x][r - 1] = mats[x][1];
+        s.given[x] = rnd(0, 2) != 0;
+        random_perm(x == BMM_B ? r : r - 1, s.perm[x]);
+        if (x != BMM_B) s.perm[x][r - 1] = r - 1;
+        if (!s.given[x])
+            for (int i = 0; i < r; i++) s.perm[x][i] = i;
+    }
+    trial t;
+    trial_begin(&t, TOL_GEMM, "batch_matmul %s a %s perm %s x b %s perm %s -> perm %s", s.ukernel,
+                dims_str(r, dims[BMM_A]), dims_str(r, s.perm[BMM_A]), dims_str(r, dims[BMM_B]),
+                dims_str(r, s.perm[BMM_B]), dims_str(r, s.perm[BMM_OUT]));
+    size_t stride[3][ACL_MAX_RANK];
+    for (int x = 0; x < 3; x++) place_held(&t, &s.t[x], r, dims[x], s.perm[x], stride[x]);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    const size_t batches = volume(r - 2, dims[BMM_OUT]);
+    for (size_t bi = 0; bi < batches; bi++) {
+        size_t off[3] = {s.t[0].offset, s.t[1].offset, s.t[2].offset}, rest = bi;
+        for (int i = r - 3; i >= 0; i--) {
+            const size_t idx = rest % (size_t)dims[BMM_OUT][i];
+            rest /= (size_t)dims[BMM_OUT][i];
+            for (int x = 0; x < 3; x++) off[x] += (dims[x][i] == 1 ? 0 : idx) * stride[x][i];
+        }
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double acc = 0.0;
+                for (int c = 0; c < k; c++)
+                    acc += (double)arena[off[BMM_A] + i * stride[BMM_A][r - 2] +
+                                         c * stride[BMM_A][r - 1]] *
+                           arena[off[BMM_B] + c * stride[BMM_B][r - 2] +
+                                 j * stride[BMM_B][r - 1]];
+                t.expected[off[BMM_OUT] + i * stride[BMM_OUT][r - 2] +
+                           j * stride[BMM_OUT][r - 1]] = (float)acc;
+            }
+    }
+    trial_run(&t, &s.t[BMM_OUT], add_batch_matmul, &s);
+}
+
+typedef struct {
+    int axis, n, indices[8];
+    acl_tensor in, out;
+} gather_spec;
+
+static int add_gather(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const gather_spec *s = spec;
+    return acl_graph_add(g, ACL_OP_GATHER, &(acl_gather_attrs){s->axis, s->indices, s->n}, 1,
+                         &s->in, &s->out);
+}
+
+/* Indices repeated, in any order, negative ones counted from the end. */
+static void gather_case(int big)
+{
+    gather_spec s = {.n = rnd(1, 8)};
+    int rank = rnd(1, 5), dims[ACL_MAX_RANK], odims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    const int axis = rnd(0, rank - 1), extent = dims[axis];
+    s.axis = rnd(0, 1) ? axis : axis - rank;
+    for (int i = 0; i < s.n; i++) s.indices[i] = rnd(-extent, extent - 1);
+    memcpy(odims, dims, sizeof odims);
+    odims[axis] = s.n;
+    trial t;
+    trial_begin(&t, 0.0, "gather %s axis %d of %d indices", dims_str(rank, dims), s.axis, s.n);
+    place(&t, &s.in, rank, dims);
+    place(&t, &s.out, rank, odims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    const size_t outer = volume(axis, dims), inner = volume(rank - axis - 1, dims + axis + 1);
+    float *y = t.expected + s.out.offset;
+    for (size_t o = 0; o < outer; o++)
+        for (int i = 0; i < s.n; i++) {
+            const int index = s.indices[i] < 0 ? s.indices[i] + extent : s.indices[i];
+            memcpy(y, arena + s.in.offset + (o * extent + index) * inner, inner * sizeof *y);
+            y += inner;
+        }
+    trial_run(&t, &s.out, add_gather, &s);
+}
+
 /* A convolution through acl_graph_add; the weight's size follows the shape. */
 static int add_conv_op(acl_graph *g, const acl_conv_shape *shape, const char *algorithm,
                        const char *ukernel, const acl_exec *ex, const float *w, const float *bias,
@@ -1082,6 +1224,36 @@ static void check_errors(void)
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "unknown micro-kernel");
     mm.b_count = 7;
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: b must hold 512 values");
+    const char *uk = NULL;
+    if (acl_ukernel_count() > 0) {
+        acl_ukernel_info info;
+        acl_ukernel_get(0, &info);
+        uk = info.name;
+    }
+    /* a [1,7,7,64] x b [1,7,7,32]: K = 64 against b's 7 rows. */
+    const acl_tensor products[2] = {a, b}, mm_out = {15000, 4, {1, 7, 7, 32}};
+    const int swap_last[4] = {0, 1, 3, 2}, twice[4] = {0, 1, 1, 3};
+    acl_batch_matmul_attrs mm_attrs = {.ukernel = uk};
+    expect_error(acl_graph_add(g, ACL_OP_BATCH_MATMUL, &mm_attrs, 2, products, &mm_out),
+                 "batch_matmul: a [1,7,7,64] times b [1,7,7,32] does not give the output's "
+                 "[1,7,7,32]");
+    /* c [1,7,7,3] held transposed is a [1,7,3,7]: its K axis is not innermost. */
+    const acl_tensor held[2] = {c, b}, held_out = {15000, 4, {1, 7, 3, 32}};
+    mm_attrs = (acl_batch_matmul_attrs){.ukernel = uk, .a_perm = swap_last, .a_perm_count = 4};
+    expect_error(acl_graph_add(g, ACL_OP_BATCH_MATMUL, &mm_attrs, 2, held, &held_out),
+                 "batch_matmul: a's K axis must be innermost in its layout");
+    mm_attrs = (acl_batch_matmul_attrs){.ukernel = uk, .b_perm = twice, .b_perm_count = 4};
+    expect_error(acl_graph_add(g, ACL_OP_BATCH_MATMUL, &mm_attrs, 2, products, &mm_out),
+                 "batch_matmul: b_perm[2] = 1");
+    mm_attrs.b_perm_count = 3;
+    expect_error(acl_graph_add(g, ACL_OP_BATCH_MATMUL, &mm_attrs, 2, products, &mm_out),
+                 "batch_matmul: b_perm must hold 4 values, got 3");
+    const int last = 6, wrong = -8;
+    const acl_tensor row = {16000, 4, {1, 7, 1, 64}}, rows = {16000, 4, {1, 7, 2, 64}};
+    expect_error(acl_graph_add(g, ACL_OP_GATHER, &(acl_gather_attrs){2, &last, 1}, 1, &a, &rows),
+                 "gather: output has dims [1,7,2,64] but must have [1,7,1,64]");
+    expect_error(acl_graph_add(g, ACL_OP_GATHER, &(acl_gather_attrs){-2, &wrong, 1}, 1, &a, &row),
+                 "gather: indices[0] = -8 is out of range for axis 2 of size 7");
     acl_conv_shape shape = {.n = 1, .h = 7, .w = 7, .c = 32, .oc = 8, .kh = 1, .kw = 1,
                             .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
     const acl_tensor conv_out = {14000, 4, {1, 7, 7, 8}};
@@ -1105,7 +1277,7 @@ static void check_errors(void)
 static void (*const op_cases[])(int big) = {
     unary_case,   binary_case, pool_case,    global_average_pool_case, concat_case,
     transpose_case, pad_case,  softmax_case, lrn_case,                 matmul_case,
-    conv_case,    resize_case,
+    conv_case,    resize_case, batch_matmul_case, gather_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 

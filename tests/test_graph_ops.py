@@ -488,6 +488,70 @@ def test_matmul(uk, lead, stored):
     assert_close(y, ref, TRANSCENDENTAL)
 
 
+def _held(x: np.ndarray, perm) -> np.ndarray:
+    """x as a tensor held in layout perm stores it: transposed, contiguous."""
+    return np.ascontiguousarray(x.transpose(perm))
+
+
+def batch_matmul_ukernel(k: int, n: int) -> str:
+    """The first micro-kernel that accepts K and N."""
+    return next(u.name for u in native.ukernels()
+                if u.kmin < k and (not u.kmax or k <= u.kmax) and n % u.n_multiple == 0)
+
+
+BATCH_MATMULS = [  # a, b (numpy matmul shapes of equal rank), perms of a, b, out (None: in order)
+    ((8, 40, 15), (8, 15, 40), None, None, None),          # attention scores, per head
+    ((1, 8, 40, 40), (1, 8, 40, 15), None, None, None),    # scores x values
+    ((2, 1, 5, 9), (1, 3, 9, 7), None, None, None),        # both batches broadcast
+    ((3, 37, 20), (1, 20, 33), None, None, None),          # one B for every batch
+    ((1, 8, 40, 15), (1, 8, 15, 40), (0, 2, 1, 3), (0, 2, 3, 1), None),  # q and k^T from [B,T,H,D]
+    ((2, 3, 6, 10), (2, 3, 10, 5), (1, 0, 2, 3), (3, 1, 2, 0), (0, 2, 1, 3)),
+    ((70, 12), (12, 50), None, (1, 0), None),              # rank 2, B held transposed
+]
+
+
+@pytest.mark.parametrize("sa,sb,pa,pb,pout", BATCH_MATMULS,
+                         ids=[f"{a}x{b}" for a, b, *_ in BATCH_MATMULS])
+def test_batch_matmul(sa, sb, pa, pb, pout):
+    rng = _rng(21)
+    a, b = _uniform(rng, sa), _uniform(rng, sb)
+    ref = a.astype(np.float64) @ b
+    ident = tuple(range(ref.ndim))
+    pa, pb, pout = pa or ident, pb or ident, pout or ident
+    uk = batch_matmul_ukernel(sa[-1], sb[-1])
+    (y,) = run_node(lambda g, i, o: g.add("batch_matmul", i, o[0], ukernel=uk, a_perm=pa,
+                                         b_perm=pb, out_perm=pout),
+                    [_held(a, pa), _held(b, pb)], [ref.transpose(pout).shape])
+    assert_close(y, ref.transpose(pout), TRANSCENDENTAL)
+
+
+@pytest.mark.parametrize("uk", native.ukernels(), ids=lambda u: u.name)
+def test_batch_matmul_every_ukernel(uk):
+    """Interleaved kernels pack A into the workspace too; small-K ones bound K."""
+    k, n = _kn(uk)
+    a, b = _uniform(_rng(22), (3, 11, k)), _uniform(_rng(23), (3, k, n))
+    (y,) = run_node(lambda g, i, o: g.add("batch_matmul", i, o[0], ukernel=uk.name), [a, b],
+                    [(3, 11, n)])
+    assert_close(y, a.astype(np.float64) @ b, TRANSCENDENTAL)
+
+
+GATHERS = [  # shape, axis, indices
+    ((2, 5, 6, 3), 1, [4, 0, -1, 2, 2]),
+    ((3, 1, 8, 40, 15), 0, [1]),
+    ((7, 9), -1, [-9, 8]),
+    ((4,), 0, [3, -4, 0]),
+]
+
+
+@pytest.mark.parametrize("shape,axis,indices", GATHERS, ids=[str(g[0]) for g in GATHERS])
+def test_gather(shape, axis, indices):
+    x = _uniform(_rng(24), shape)
+    ref = ort_node("Gather", [x], {"i": np.array(indices, np.int64)}, axis=axis)
+    (y,) = run_node(lambda g, i, o: g.add("gather", i, o[0], axis=axis, indices=indices), [x],
+                    [ref.shape])
+    np.testing.assert_array_equal(y, ref)
+
+
 CONVS = [
     ConvShape(1, 9, 9, 8, 16, 3, 3, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1,
               act="relu", has_residual=True),
@@ -551,6 +615,11 @@ def _big_cases():
         "matmul": ([x], [(2, 40, 40, 16)],
                    lambda g, i, o: g.add("matmul", i, o[0],
                                          **matmul_attrs(_hybrid().name, b, None))),
+        "batch_matmul": ([x, _uniform(rng, (2, 1, 32, 40))], [(2, 40, 40, 40)],
+                         lambda g, i, o: g.add("batch_matmul", i, o[0],
+                                               ukernel=batch_matmul_ukernel(32, 40))),
+        "gather": ([x], [(2, 40, 3, 32)],
+                   lambda g, i, o: g.add("gather", i, o[0], axis=2, indices=(5, -1, 0))),
     }
 
 
@@ -642,6 +711,18 @@ BAD = {
                                **matmul_attrs(_hybrid().name, np.zeros((8, 16), np.float32),
                                               None)),
                "matmul: input has dims [3,9] but its innermost dim must be K = 8"),
+    "batch_matmul": (lambda g: g.add("batch_matmul", [Tensor(0, (2, 3, 4)), Tensor(100, (2, 5, 6))],
+                                     Tensor(200, (2, 3, 6)), ukernel=_hybrid().name),
+                     "batch_matmul: a [2,3,4] times b [2,5,6] does not give the output's "
+                     "[2,3,6]"),
+    "batch_matmul_layout": (lambda g: g.add("batch_matmul", [Tensor(0, (2, 4, 3)),
+                                                             Tensor(100, (2, 4, 6))],
+                                            Tensor(200, (2, 3, 6)), ukernel=_hybrid().name,
+                                            a_perm=(0, 2, 1)),
+                            "batch_matmul: a's K axis must be innermost in its layout"),
+    "gather": (lambda g: g.add("gather", [Tensor(0, (3, 4))], Tensor(100, (3, 1)), axis=1,
+                               indices=[4]),
+               "gather: indices[0] = 4 is out of range for axis 1 of size 4"),
 }
 
 

@@ -1,4 +1,5 @@
-"""Pooling, LRN, Softmax and the fully connected layers (Gemm, MatMul)."""
+"""Pooling, LRN, Softmax, the fully connected layers (Gemm, MatMul by a
+constant) and MatMul of two computed tensors."""
 from __future__ import annotations
 
 import math
@@ -170,6 +171,66 @@ def _gemm(g: OnnxGraph, node: onnx.NodeProto):
 @handles("MatMul")
 def _matmul_node(g: OnnxGraph, node: onnx.NodeProto):
     b = g.constants.get(node.input[1])
-    if b is None or b.ndim != 2 or len(shape(g, node.input[0])) < 2:
+    if b is not None and b.ndim == 2 and len(shape(g, node.input[0])) >= 2:
+        return lambda low: _matmul(low, node, node.input[0], b, None, node.output[0])
+    return _batch_matmul(g, node)
+
+
+def _dims(g: OnnxGraph, t: str) -> tuple[int, ...]:
+    return tuple(g.constants[t].shape) if t in g.constants else shape(g, t)
+
+
+def _padded(v: Value, rank: int) -> Value:
+    """v seen with leading axes of size 1 up to `rank` (numpy's broadcasting),
+    in the same memory."""
+    d = rank - len(v.shape)
+    return Value(v.buffer, (1,) * d + v.shape, tuple(range(d)) + tuple(p + d for p in v.perm))
+
+
+def _contiguous_along(v: Value, axis: int) -> bool:
+    """Whether v's layout steps through `axis` one float at a time (or it has size 1)."""
+    return v.shape[axis] == 1 or all(v.shape[p] == 1 for p in v.perm[v.perm.index(axis) + 1:])
+
+
+def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
+    """MatMul of two tensors of the program (or of a constant stack): numpy's
+    rules, a 1-D operand promoted to a row (A) or a column (B) whose axis the
+    output drops.  A is read in any layout keeping its K axis innermost, B in
+    any layout; the output is written in the layout its sole consumer, a
+    Transpose keeping the last axis last, turns into ONNX order."""
+    a_name, b_name, out_name = node.input[0], node.input[1], node.output[0]
+    da, db, out = _dims(g, a_name), _dims(g, b_name), shape(g, out_name)
+    if min(len(da), len(db)) < 1:
         return None
-    return lambda low: _matmul(low, node, node.input[0], b, None, node.output[0])
+    rank = max(len(da), len(db), 2)
+    m, k = da[-2:] if len(da) > 1 else (1, da[0])
+    n = db[-1] if len(db) > 1 else 1
+    full = tuple(np.broadcast_shapes(da[:-2], db[:-2])) + (m, n)
+    full = (1,) * (rank - len(full)) + full
+    out_perm = identity(rank)
+    consumer = g.sole_consumer(out_name)
+    if full == out and consumer is not None and consumer.op_type == "Transpose":
+        perm = tuple(attrs(consumer).get("perm", ()))
+        if perm and perm[-1] == rank - 1:
+            out_perm = perm
+
+    def stack(low, name: str, column: bool) -> Value:
+        v = low.get(name)
+        if len(v.shape) == 1:  # the row [1, K] or the column [K, 1]
+            v = Value(v.buffer, (v.shape[0], 1) if column else (1, v.shape[0]), identity(2))
+        return _padded(v, rank)
+
+    def lower(low) -> None:
+        a = stack(low, a_name, column=False)
+        if not _contiguous_along(a, rank - 1):
+            a = _padded(low.get(a_name, identity(len(da))), rank)
+        b = stack(low, b_name, column=True)
+        yv = low.new(None if full != out else out_name, full, out_perm)
+        if full != out:  # a promoted operand's axis dropped: the same floats in order
+            low.alias(out_name, Value(yv.buffer, out, identity(len(out))))
+        ukernel = matmul_ukernel(m, k, n, low.target)
+        batches = math.prod(full[:-2])
+        low.emit("batch_matmul", node_name(node), f"batch matmul {batches}x{m}x{k}x{n} {ukernel}",
+                 {"a": a, "b": b, "out": yv}, ukernel=ukernel, a_perm=a.perm, b_perm=b.perm,
+                 out_perm=yv.perm)
+    return lower

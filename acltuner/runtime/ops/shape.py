@@ -1,5 +1,5 @@
 """Operators that move data or only relabel it: Reshape and friends,
-Identity, Dropout, Transpose, Concat, Pad.
+Identity, Dropout, Transpose, Concat, Pad, Gather with constant indices.
 
 A Transpose only relabels its input's layout: the copy, if any, is left to
 the consumer that needs another layout.  A reshape keeps the buffer when the
@@ -128,4 +128,29 @@ def _pad(g: OnnxGraph, node: onnx.NodeProto):
         ends = [pads[rank + p] for p in x.perm]
         low.emit("pad", node_name(node), f"{mode} pad", {"x": x, "out": yv},
                  mode=mode, value=value, pads=tuple(begins + ends))
+    return lower
+
+
+@handles("Gather")
+def _gather(g: OnnxGraph, node: onnx.NodeProto):
+    """Constant indices of any rank, gathered flat along the axis in the data's
+    own layout: the indices' axes take the axis's place in it (a scalar index
+    drops it)."""
+    indices = g.constants.get(node.input[1])
+    if indices is None or indices.size == 0:
+        return None
+    rank = len(shape(g, node.input[0]))
+    axis = attrs(node).get("axis", 0) % rank
+    q = indices.ndim
+
+    def lower(low) -> None:
+        x = low.get(node.input[0])
+        perm = []
+        for p in x.perm:
+            perm += [p] if p < axis else list(range(axis, axis + q)) if p == axis else [p + q - 1]
+        yv = low.new(node.output[0], shape(g, node.output[0]), tuple(perm))
+        held = list(x.dims)
+        held[x.perm.index(axis)] = indices.size
+        low.emit("gather", node_name(node), "gather", {"x": x, "out": low.view(yv, tuple(held))},
+                 axis=x.perm.index(axis), indices=[int(i) for i in indices.reshape(-1)])
     return lower

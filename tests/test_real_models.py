@@ -38,10 +38,10 @@ EXPECTED_FAILURES: dict[str, str] = {}
 # the engine gets it.
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
 DELEGATED_TODAY = {
-    "ppocrv4_rec": {"MatMul", "Slice"},
+    "ppocrv4_rec": {"Slice"},
     "ddddocr_det": {"Slice"},
     "layout_cdla": {"Split"},
-    "silero_vad": {"Gather", "Slice"},
+    "silero_vad": {"Slice"},
 }
 
 

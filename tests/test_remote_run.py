@@ -36,13 +36,14 @@ from engine_backends import QEMU, aarch64_launcher
 BOARD = load_board("split-host")  # cpu0 and cpu1, which qemu-user also has
 REL_TOL = 1e-4
 EVERY_KIND = {"conv", "unary", "binary", "pool", "global_average_pool", "concat", "transpose",
-              "matmul", "softmax", "lrn", "pad", "resize"}
+              "matmul", "softmax", "lrn", "pad", "resize", "batch_matmul", "gather"}
 
 
 def every_kind_model() -> onnx.ModelProto:
     """Small, with every kind of native operation: conv (+residual, relu),
     pools, concat, LRN, pad, a broadcast Mul, sigmoid, a bilinear resize, the
-    transpose a Flatten of an NHWC map needs, Gemm, softmax; two outputs."""
+    transpose a Flatten of an NHWC map needs, Gemm, softmax, a Gather of
+    channels and the MatMul of two computed tensors; three outputs."""
     b = GraphBuilder(seed=3, input_shape=(1, 3, 12, 12))
     a = b.conv("input", "conv1", 8, 3, pads=1, bias=True, relu="relu1")
     r = b.conv(a, "conv2", 8, 3, pads=1, bn="bn2")
@@ -63,8 +64,12 @@ def every_kind_model() -> onnx.ModelProto:
     j = b.flatten(i, "flatten", hw=(4, 4))
     y = b.node("Softmax", [b.gemm(j, "fc", 10)], "softmax", axis=1)
     gap = b.global_avg_pool(h, "gap")
+    some = b.node("Gather", [h, b.constant("channels", np.array([0, 3, -1]))], "some", axis=1)
+    gram = b.node("MatMul", [some, b.node("Transpose", [some], "some_t", perm=[0, 1, 3, 2])],
+                  "gram")
     model = b.model(y, "every_kind")
-    model.graph.output.append(helper.make_tensor_value_info(gap, TensorProto.FLOAT, None))
+    model.graph.output.extend(helper.make_tensor_value_info(t, TensorProto.FLOAT, None)
+                              for t in (gap, gram))
     return model
 
 

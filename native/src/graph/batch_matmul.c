@@ -39,7 +39,7 @@ typedef struct {
     int b_dims[ACL_MAX_RANK];      /* B's batch dims, and their strides */
     ptrdiff_t b_step[ACL_MAX_RANK];
     ptrdiff_t lda, ldc, b_stride_k, b_stride_n;
-    size_t b_floats;   /* one packed B in the workspace, a multiple of ACL_ALIGN */
+    size_t b_floats;   /* one packed B in the workspace, rounded up to ACL_ALIGN bytes */
     size_t a_packed;   /* where interleaved A panels start in the workspace (after the
                         * packed Bs, so never 0); 0: a kernel that reads A in place */
 } bmm_params;
@@ -162,7 +162,7 @@ static int check_shapes(int rank, const operand *a, const operand *b, const oper
 static void batch_steps(bmm_params *p, const operand *a, const operand *b, const operand *out)
 {
     size_t b_index = 1;
-    p->batches = p->b_count = 1;
+    p->batches = 1;
     for (int i = p->batch_rank - 1; i >= 0; i--) {
         p->batch_dims[i] = out->dims[i];
         p->a_step[i] = a->dims[i] == 1 ? 0 : a->stride[i];

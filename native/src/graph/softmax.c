@@ -1,8 +1,9 @@
 /* Softmax over the innermost axis, one row per unit of work: numerically
- * stable (the row's max is subtracted before exp). */
-#include <math.h>
+ * stable (the row's max is subtracted before exp), with the activations'
+ * vectorisable exp. */
 #include <stdlib.h>
 
+#include "activation.h"
 #include "graph_impl.h"
 
 typedef struct {
@@ -21,7 +22,7 @@ static void softmax_rows(const void *arg, size_t begin, size_t end)
         for (size_t i = 1; i < p->len; i++) max = x[i] > max ? x[i] : max;
         float sum = 0.0f;
         for (size_t i = 0; i < p->len; i++) {
-            y[i] = expf(x[i] - max);
+            y[i] = acl_exp(x[i] - max);
             sum += y[i];
         }
         const float scale = 1.0f / sum;

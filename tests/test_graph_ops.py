@@ -271,6 +271,78 @@ def test_image_transpose_node_over_blocks():
         np.testing.assert_array_equal(y, x.transpose(NHWC))
 
 
+SLICES = [  # input dims, then (start, step, size) per axis
+    ((2, 5, 6, 12), [(0, 1, 2), (0, 1, 5), (0, 1, 6), (4, 1, 5)]),   # channels 4..8 of NHWC
+    ((2, 5, 6, 12), [(1, 1, 1), (1, 2, 2), (5, -1, 6), (11, -3, 4)]),  # steps, backwards
+    ((1, 9, 7, 3), [(0, 1, 1), (2, 1, 4), (0, 1, 7), (0, 1, 3)]),     # whole rows
+    ((40,), [(39, -1, 40)]),
+    ((3, 2, 4, 2, 5, 3), [(2, -1, 2), (1, 1, 1), (0, 3, 2), (0, 1, 2), (1, 2, 2), (2, -2, 2)]),
+]
+
+
+@pytest.mark.parametrize("dims,spans", SLICES, ids=[str(s[0]) for s in SLICES])
+def test_slice(dims, spans):
+    x = _uniform(_rng(19), dims)
+    ref = x[np.ix_(*[start + step * np.arange(size) for start, step, size in spans])]
+    for split in SPLITS:
+        (y,) = run_node(lambda g, i, o: g.add("slice", i, o[0], starts=[s for s, _, _ in spans],
+                                             steps=[st for _, st, _ in spans]),
+                        [x], [ref.shape], split)
+        np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, 3])
+def test_split_is_a_slice_per_output(axis):
+    """np.split along any axis of an NHWC tensor, one slice node per part, in one program."""
+    x = _uniform(_rng(20), (5, 7, 8, 9))
+    sizes = [1, x.shape[axis] - 3, 2]
+    parts = np.split(x, np.cumsum(sizes)[:-1], axis)
+    xt = Tensor(0, x.shape)
+    outs, offset = [], x.size + 7
+    for p in parts:
+        outs.append(Tensor(offset, p.shape))
+        offset += p.size + 1
+    with Graph(offset, (1,), 2) as g:
+        g.arena[:] = np.nan
+        g.view(xt)[...] = x
+        start = 0
+        for t, size in zip(outs, sizes):
+            g.add("slice", [xt], t, starts=[start if d == axis else 0 for d in range(4)],
+                  steps=[1] * 4)
+            start += size
+        g.run()
+        for t, p in zip(outs, parts):
+            np.testing.assert_array_equal(g.view(t), p)
+
+
+def shuffle_index(channels: int, groups: int) -> np.ndarray:
+    """ShuffleNet's channel shuffle: output channel i * groups + j is input
+    channel j * channels / groups + i."""
+    return np.arange(channels).reshape(groups, channels // groups).T.reshape(-1)
+
+
+@pytest.mark.parametrize("groups,channels", [(2, 24), (3, 240), (4, 8), (8, 64), (5, 10), (1, 5)])
+def test_gather_of_channels_shuffles_like_the_onnx_pattern(groups, channels):
+    x = _uniform(_rng(21), (2, 5, 7, channels))
+    nchw = np.ascontiguousarray(x.transpose(NCHW))
+    n, c, h, w = nchw.shape
+    ref = nchw.reshape(n, groups, c // groups, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w)
+    index = shuffle_index(channels, groups)
+    for split in SPLITS:
+        (y,) = run_node(lambda g, i, o: g.add("gather", i, o[0], axis=3, indices=index.tolist()),
+                        [x], [x.shape], split)
+        np.testing.assert_array_equal(y, ref.transpose(NHWC))
+
+
+@pytest.mark.parametrize("axis", [2, -1])
+def test_gather_of_channels_may_repeat_and_drop_channels(axis):
+    x = _uniform(_rng(22), (3, 4, 10))
+    index = [9, 0, 0, 3, -1, 1, 2]
+    (y,) = run_node(lambda g, i, o: g.add("gather", i, o[0], axis=axis, indices=index), [x],
+                    [(3, 4, len(index))])
+    np.testing.assert_array_equal(y, x[..., index])
+
+
 PADS = [  # mode, pads (begins, then ends) of an NHWC tensor
     ("constant", (0, 1, 2, 0, 0, 2, 1, 0)),
     ("constant", (1, -1, 0, 2, 0, 1, -2, 1)),  # negative pads crop
@@ -602,6 +674,12 @@ def _big_cases():
         "concat": ([x, x[..., :8].copy()], [(2, 40, 40, 40)],
                    lambda g, i, o: g.add("concat", i, o[0], axis=3)),
         "transpose": ([x], [(2, 32, 40, 40)], lambda g, i, o: g.add("transpose", i, o[0], perm=NCHW)),
+        "slice": ([x], [(2, 20, 39, 11)],
+                  lambda g, i, o: g.add("slice", i, o[0], starts=(0, 39, 1, 3),
+                                        steps=(1, -2, 1, 2))),
+        "channel_shuffle": ([x], [x.shape],
+                            lambda g, i, o: g.add("gather", i, o[0], axis=3,
+                                                  indices=shuffle_index(32, 4).tolist())),
         "pad": ([x], [(2, 43, 42, 32)],
                 lambda g, i, o: g.add("pad", i, o[0], mode="reflect",
                                       pads=(0, 1, 1, 0, 0, 2, 1, 0))),
@@ -693,6 +771,9 @@ BAD = {
     "overlap": (lambda g: g.add("transpose", [Tensor(0, (4, 5))], Tensor(10, (5, 4)),
                                      perm=(1, 0)),
                 "transpose: the output [10, 30) overlaps the input [0, 20)"),
+    "slice": (lambda g: g.add("slice", [Tensor(0, (1, 7, 7, 32))], Tensor(2000, (1, 7, 7, 16)),
+                              starts=(0, 0, 0, 1), steps=(1, 1, 1, -1)),
+              "slice: axis 3 reads indices 1 to -14 (step -1) of the input [1,7,7,32]"),
     "pool": (lambda g: g.add("pool", [Tensor(0, (1, 8, 8, 4))], Tensor(500, (1, 5, 4, 4)),
                              op="max", kernel=(2, 2), strides=(2, 2), dilations=(1, 1),
                              pads=(0, 0, 0, 0)), "max pool: output height is 5 but must be 4"),

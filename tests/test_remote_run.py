@@ -36,14 +36,15 @@ from engine_backends import QEMU, aarch64_launcher
 BOARD = load_board("split-host")  # cpu0 and cpu1, which qemu-user also has
 REL_TOL = 1e-4
 EVERY_KIND = {"conv", "unary", "binary", "pool", "global_average_pool", "concat", "transpose",
-              "matmul", "softmax", "lrn", "pad", "resize", "batch_matmul", "gather"}
+              "matmul", "softmax", "lrn", "pad", "resize", "batch_matmul", "gather", "slice"}
 
 
 def every_kind_model() -> onnx.ModelProto:
     """Small, with every kind of native operation: conv (+residual, relu),
-    pools, concat, LRN, pad, a broadcast Mul, sigmoid, a bilinear resize, the
-    transpose a Flatten of an NHWC map needs, Gemm, softmax, a Gather of
-    channels and the MatMul of two computed tensors; three outputs."""
+    pools, concat, LRN, a channel shuffle (a gather), a Slice reversing the
+    channels, pad, a broadcast Mul, sigmoid, a bilinear resize, the transpose
+    a Flatten of an NHWC map needs, Gemm, softmax, a Gather of channels and
+    the MatMul of two computed tensors; three outputs."""
     b = GraphBuilder(seed=3, input_shape=(1, 3, 12, 12))
     a = b.conv("input", "conv1", 8, 3, pads=1, bias=True, relu="relu1")
     r = b.conv(a, "conv2", 8, 3, pads=1, bn="bn2")
@@ -52,6 +53,12 @@ def every_kind_model() -> onnx.ModelProto:
     d = b.node("AveragePool", [c], "pool_avg", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
     e = b.concat([c, d], "cat")
     f = b.node("LRN", [e], "lrn", size=3, alpha=1e-3)
+    f = b.node("Reshape", [f, b.constant("groups.shape", np.array([1, 2, 8, 6, 6]))], "groups")
+    f = b.node("Transpose", [f], "shuffle", perm=[0, 2, 1, 3, 4])
+    f = b.node("Reshape", [f, b.constant("merge.shape", np.array([1, 16, 6, 6]))], "merge",
+               channels=16)
+    f = b.node("Slice", [f] + [b.constant(f"reverse.{k}", np.array([v], np.int64)) for k, v in (
+        ("starts", -1), ("ends", -2 ** 63), ("axes", 1), ("steps", -1))], "reverse")
     pads = b.constant("pad.pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
     value = b.constant("pad.value", np.float32(0.5))
     g = b.node("Pad", [f, pads, value], "pad")

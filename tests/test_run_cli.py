@@ -5,6 +5,7 @@ the CLI writes."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -18,6 +19,7 @@ from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
+from acltuner.zoo.reweight import randomize_weights
 from cli_checks import assert_one_line_error, default_plan, invoke, run_check
 
 
@@ -101,6 +103,78 @@ def test_conv_transpose_is_tuned_and_runs_natively(tmp_path):
         plan.write_text(json.dumps(data))
         report = run_check(plan)
         assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE, algorithm
+
+
+def test_light_shufflenet_shuffles_channels_with_one_gather_each(tmp_path):
+    """The onnx package's light ShuffleNet (v1, 3 groups, seeded weights):
+    each of its 16 channel shuffles is one gather, and nothing is delegated."""
+    light = Path(onnx.__file__).parent / "backend/test/data/light/light_shufflenet.onnx"
+    path = tmp_path / "shufflenet.onnx"
+    onnx.save(randomize_weights(onnx.load(light)), path)
+    report = run_check(default_plan(path, tmp_path), "--profile")
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+    kinds = [n["kind"] for n in report["nodes"]]
+    assert kinds.count("channel shuffle") == 16 and "transpose" not in kinds, kinds
+
+
+# Slice, Split, Mean and the channel shuffle between convolutions.
+
+def _between_convs(name: str, opset: int) -> onnx.ModelProto:
+    """Conv -> `name` -> Conv on a 1x16x12x12 map (NHWC inside)."""
+    b = GraphBuilder(seed=11, input_shape=(1, 8, 12, 12), opset=opset)
+    x = b.conv(b.input, "c1", 24, 3, pads=1, bn="bn1", relu="r1")
+    if name == "split":  # ShuffleNetV2's channel split, and an uneven one along W
+        sizes = [10, 14]
+        if opset >= 18:
+            parts, attrs, ins = ["half.0", "half.1"], {"num_outputs": 2}, [x]
+            sizes = [12, 12]
+        else:
+            parts, attrs = ["half.0", "half.1"], {}
+            ins = [x, b.constant("half.split", np.array(sizes, np.int64))]
+        b.nodes.append(helper.make_node("Split", ins, parts, name="half", axis=1, **attrs))
+        b.channels.update(zip(parts, sizes))
+        cols = ["cols.0", "cols.1"]
+        b.nodes.append(helper.make_node("Split", [parts[1], b.constant("cols.split", np.array(
+            [5, 7], np.int64))] if opset < 18 else [parts[1]], cols, name="cols", axis=-1,
+            **({"num_outputs": 2} if opset >= 18 else {})))
+        b.channels.update(dict.fromkeys(cols, sizes[1]))
+        y = b.conv(parts[0], "c_left", 16, 1)
+        z = b.node("Concat", [b.conv(cols[1], "c_right", 16, 3, pads=1),
+                              b.conv(cols[0], "c_mid", 16, 1)], "cat", axis=3)
+        y = b.node("Add", [y, z], "join", channels=16)
+    elif name == "slice":  # every other channel backwards, a crop, one image row (a view)
+        big = 2 ** 63 - 1
+        y = b.node("Slice", [x] + [b.constant(f"s.{k}", np.array(v, np.int64)) for k, v in (
+            ("starts", [-1, 1, -11]), ("ends", [-big, big, -1]), ("axes", [1, 2, -1]),
+            ("steps", [-2, 1, 1]))], "slice", channels=12)
+        row = b.node("Slice", [y] + [b.constant(f"r.{k}", np.array(v, np.int64)) for k, v in (
+            ("starts", [4]), ("ends", [5]), ("axes", [2]))], "row")
+        y = b.node("Add", [y, row], "add")
+    elif name == "mean":
+        y = b.node("Mean", [x, b.conv(x, "c_a", 24, 1), b.conv(x, "c_b", 24, 3, pads=1)],
+                   "mean")
+    else:  # ShuffleNet's channel shuffle, 3 groups
+        y = b.node("Reshape", [x, b.constant("s1", np.array([1, 3, 8, 12, 12]))], "groups")
+        y = b.node("Transpose", [y], "shuffle", perm=[0, 2, 1, 3, 4])
+        y = b.node("Reshape", [y, b.constant("s2", np.array([1, 24, 12, 12]))], "merge",
+                   channels=24)
+    return b.model(b.conv(y, "c2", 8, 3, pads=1), name)
+
+
+BETWEEN_CONVS = [("split", 13, "slice"), ("split", 18, "slice"), ("slice", 13, "slice"),
+                 ("mean", 13, "add"), ("shuffle", 13, "channel shuffle")]
+
+
+@pytest.mark.parametrize("name,opset,kind", BETWEEN_CONVS,
+                         ids=[f"{n}{o}" for n, o, _ in BETWEEN_CONVS])
+def test_slicing_between_convolutions_runs_natively(name, opset, kind, tmp_path):
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(_between_convs(name, opset), path)
+    report = run_check(default_plan(path, tmp_path), "--profile")
+    print(f"{name} (opset {opset}): max_rel_diff {report['max_rel_diff']:.3g}")
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+    kinds = [n["kind"] for n in report["nodes"]]
+    assert kind in kinds and "transpose" not in kinds, kinds
 
 
 # A small model with a delegated node, for the command's other paths.

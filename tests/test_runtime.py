@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from acltuner.runtime import compile_model
 from acltuner.runtime.arena import ALIGN, lifetimes, plan_arena
 from acltuner.runtime.ir import Buffer, NativeStage, Op, Value
 from acltuner.runtime.layout import NHWC, identity, reshaped, same_memory, source_layout
+from acltuner.runtime.ops.shape import contiguous_offset, onnx_slice_range
 from acltuner.taskgen.onnxrt import session
 from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
@@ -83,6 +85,45 @@ def test_reshape_keeps_the_layout_when_axis_groups_stay_contiguous():
     # Merging shuffled channels back into NHWC: the source layout to convert to first.
     assert source_layout((1, 16, 4, 8, 8), (1, 64, 8, 8), NHWC) == (0, 3, 4, 1, 2)
     assert source_layout((1, 64, 7, 7), (1, 64 * 49), (0, 1)) == (0, 1, 2, 3)
+
+
+def test_a_slice_is_a_view_when_it_is_one_contiguous_range():
+    dims = (2, 10, 10, 8)  # NHWC
+    whole = [(0, 1, d) for d in dims]
+    assert contiguous_offset(dims, whole) == 0
+    assert contiguous_offset(dims, [(1, 1, 1)] + whole[1:]) == 800  # image 1
+    assert contiguous_offset(dims, [(1, 1, 1), (3, 1, 4)] + whole[2:]) == 800 + 240  # its rows
+    assert contiguous_offset(dims, [(1, 1, 1), (3, 1, 1), (5, 1, 1), (2, 1, 3)]) == 1082
+    assert contiguous_offset((1, 1, 4), [(0, 1, 1), (0, 1, 1), (3, -1, 1)]) == 3
+    assert contiguous_offset(dims, whole[:3] + [(2, 1, 3)]) is None  # channels of every pixel
+    assert contiguous_offset(dims, [(1, -1, 2)] + whole[1:]) is None  # images reversed
+    assert contiguous_offset(dims, [(0, 1, 1), (0, 2, 5)] + whole[2:]) is None  # every other row
+
+
+def test_slice_bounds_are_onnxruntimes():
+    """Negative and out-of-range starts and ends, clamped as onnxruntime does:
+    stepping backwards from before the start takes element 0 (numpy: nothing),
+    and an end of INT_MAX backwards runs to the start."""
+    big = 2 ** 63 - 1
+    combos = [(s, e, step) for s in (-8, -5, -1, 0, 2, 4, 5, 7)
+              for e in (-big, -8, -6, -1, 0, 3, 5, 8, 2 ** 31 - 1, big) for step in (-3, -1, 1, 2)]
+    nodes, outputs, consts = [], [], []
+    for i, bounds in enumerate(combos):
+        names = [f"{k}{i}" for k in "sea"]
+        consts += [helper.make_tensor(n, TensorProto.INT64, [1], [v])
+                   for n, v in zip(names, bounds)]
+        nodes.append(helper.make_node("Slice", ["x", names[0], names[1], "axes", names[2]],
+                                      [f"y{i}"]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
+    consts.append(helper.make_tensor("axes", TensorProto.INT64, [1], [0]))
+    graph = helper.make_graph(nodes, "slices", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [5])], outputs, consts)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    x = np.arange(5, dtype=np.float32)
+    got = ort.InferenceSession(model.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for bounds, y in zip(combos, got):
+        assert list(onnx_slice_range(*bounds, 5)) == y.astype(int).tolist(), bounds
 
 
 # Arena planning.
@@ -186,6 +227,77 @@ def _channel_shuffle(b):
     return b.conv(y, "after", 8, 1)
 
 
+def _shuffle_shared(b):
+    """A channel shuffle whose transposed 5-D tensor is read twice (shuffled
+    back as well): not the pattern, but relabellings and one transpose."""
+    x = _features(b)
+    y = b.node("Reshape", [x, b.constant("s1", np.array([2, 4, 2, 10, 10]))], "split")
+    y = b.node("Transpose", [y], "shuffle", perm=[0, 2, 1, 3, 4])
+    z = b.node("Reshape", [y, b.constant("s2", np.array([2, 8, 10, 10]))], "merge", channels=8)
+    back = b.node("Transpose", [y], "unshuffle", perm=[0, 2, 1, 3, 4])
+    back = b.node("Reshape", [back, "s2"], "merge_back", channels=8)
+    return b.node("Add", [b.conv(z, "after", 8, 1), back], "sum")
+
+
+def _split(b, opset: int):
+    """Split of the NHWC channels (strided copies), of the batch and of the
+    rows of one image (views: contiguous ranges); the sizes given the way
+    `opset` does (attribute, input, num_outputs) or left to equal parts."""
+    def split(x, name, axis, sizes, outputs):
+        names = [f"{name}.{i}" for i in range(outputs)]
+        extra, inputs = {}, [x]
+        if sizes is None and opset >= 18:
+            extra["num_outputs"] = outputs
+        elif sizes is not None and opset >= 13:
+            inputs.append(b.constant(f"{name}.split", np.array(sizes, np.int64)))
+        elif sizes is not None:
+            extra["split"] = sizes
+        b.nodes.append(helper.make_node("Split", inputs, names, name=name, axis=axis, **extra))
+        for i, t in enumerate(names):
+            b.channels[t] = sizes[i] if axis == 1 else b.channels[x]
+        return names
+
+    x = _features(b)
+    c = split(x, "channels", 1, [3, 5], 2)
+    halves = split(x, "batch", 0, None, 2)
+    rows = split(halves[1], "rows", -2, [4, 4, 2] if opset < 18 else None, 3)  # 18: ceil(10/3)
+    y = b.node("Mul", [b.conv(c[1], "on5", 3, 1), c[0]], "mul")
+    y = b.node("Add", [b.conv(y, "back", 8, 1), b.node("Concat", halves, "images", axis=0)], "add")
+    return b.node("Add", [y, b.node("Concat", [rows[2], rows[0], rows[1]], "rows_back", axis=2)],
+                  "out")
+
+
+def _slice(b, opset: int):
+    """Slices copied (a channel range, a crop with clamped and negative bounds,
+    backward steps) and views (one image, then 3 or 5 channels of one pixel
+    of it) broadcast onto them."""
+    def slice_(y, name, starts, ends, axes, steps=None):
+        if opset < 10:
+            return b.node("Slice", [y], name, starts=starts, ends=ends, axes=axes)
+        inputs = [y] + [b.constant(f"{name}.{k}", np.array(v, np.int64)) for k, v in
+                        (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))
+                        if v is not None]
+        return b.node("Slice", inputs, name)
+
+    big = 2 ** 63 - 1
+    x = _features(b)
+    y = slice_(x, "chan", [2], [7], [1])  # channels 2..6
+    y = slice_(y, "crop", [-9, 1], [big, -1], [2, -1 if opset >= 11 else 3])  # H 1..9, W 1..8
+    k = 5
+    if opset >= 10:  # channels 4, 2, 0; H 8, 5, 2; W 7, 5, 3, 1 (the start clamped)
+        y = slice_(y, "flip", [-1, 12, -1], [-big, -big, -8], [1, 2, 3], [-2, -3, -2])
+        k = 3
+    z = slice_(x, "image1", [1], [2], [0])
+    z = slice_(z, "pixel", [2, 4, 6], [2 + k, 5, 7], [1, 2, 3])
+    return b.node("Add", [y, z], "out")
+
+
+def _mean(b):
+    x = _features(b)
+    y = b.conv(x, "other", 8, 3, pads=1)
+    return b.node("Mean", [x, b.constant("shift", b.rng.normal(0, 1, (8, 1, 1))), y], "mean")
+
+
 def _concat_pad(b):
     x = _features(b)
     y = b.conv(b.input, "other", 4, 1)
@@ -284,10 +396,12 @@ def _layer_norm_and_math(b):
 
 
 CASES = {f.__name__[1:]: f for f in (
-    _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _concat_pad,
-    _broadcasting, _activations, _batchnorm_alone, _aliases, _max_min, _reshapes,
-    _transposed_output, _layer_norm_and_math)}
-OPSETS = {"softmax_opset11": (_softmax_opset11, 11)}
+    _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
+    _concat_pad, _broadcasting, _activations, _batchnorm_alone, _aliases, _max_min, _mean,
+    _reshapes, _transposed_output, _layer_norm_and_math)}
+OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
+          **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},
+          **{f"slice_opset{v}": (lambda b, v=v: _slice(b, v), v) for v in (9, 13)}}
 
 
 def _build(make, opset: int = 14) -> onnx.ModelProto:
@@ -303,13 +417,35 @@ def test_operator_matches_onnxruntime(case, tmp_path):
     assert diff < 1e-4
 
 
-def test_channel_shuffle_moves_data_once(tmp_path):
-    program, _ = _compile(_build(_channel_shuffle), tmp_path)
+def _kinds(case, tmp_path) -> list[str]:
+    program, _ = _compile(_build(*OPSETS[case]) if case in OPSETS else _build(CASES[case]),
+                          tmp_path)
     program.run(np.zeros(SHAPE, np.float32))
-    kinds = [entry.kind for entry in program.last_profile]
+    return [entry.kind for entry in program.last_profile]
+
+
+def test_channel_shuffle_is_one_gather(tmp_path):
+    kinds = _kinds("channel_shuffle", tmp_path)
+    assert [k for k in kinds if not k.startswith("conv ")] == ["channel shuffle",
+                                                               "copies into and out of arenas"]
+
+
+def test_a_shuffle_read_twice_moves_data_once(tmp_path):
     # Splitting the NHWC channels is free, the Transpose a relabelling, and
     # merging needs the one transpose that makes the merged map NHWC.
-    assert kinds.count("transpose") == 1, kinds
+    kinds = _kinds("shuffle_shared", tmp_path)
+    assert kinds.count("transpose") == 1 and "channel shuffle" not in kinds, kinds
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_split_copies_channels_and_views_contiguous_ranges(opset, tmp_path):
+    # The channel split: two strided copies; the batch halves and the rows of
+    # one image are contiguous ranges: no copy.
+    assert _kinds(f"split_opset{opset}", tmp_path).count("slice") == 2
+
+
+def test_slice_copies_only_what_is_not_a_contiguous_range(tmp_path):
+    assert _kinds("slice_opset13", tmp_path).count("slice") == 3  # chan, crop, flip
 
 
 # Delegation.

@@ -2,9 +2,10 @@
 delegated segments between them.
 
 A Buffer is a region of a native stage's arena (placed by arena.py); a Value is
-an ONNX tensor as stored in a buffer: its ONNX shape and layout.  Aliases
-(Reshape, Flatten, Dropout...) are several Values of one Buffer, so liveness
-is tracked per buffer.
+an ONNX tensor as stored in a buffer: its ONNX shape and layout, and where it
+starts in the buffer.  Aliases (Reshape, Flatten, Dropout...) are several
+Values of one Buffer, and so are views (a Slice or Split output that is a
+contiguous range of its input), so liveness is tracked per buffer.
 """
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ class Value:
     buffer: Buffer
     shape: tuple[int, ...]  # ONNX order
     perm: Perm  # the arena holds the ONNX tensor transposed by perm
+    offset: int = 0  # in floats from the buffer's start (views)
+
+    def relabel(self, shape: tuple[int, ...], perm: Perm) -> Value:
+        """The same floats seen with another shape and layout."""
+        return Value(self.buffer, tuple(shape), tuple(perm), self.offset)
 
     @property
     def dims(self) -> tuple[int, ...]:

@@ -2,10 +2,11 @@
 
 The model is walked in graph order.  Convolutions come from taskgen's
 conv_nodes (with their BatchNormalization, residual Add and Relu/Clip fused)
-and run with the plan's config; other nodes go through the operator table
-(ops/); a node the table does not cover joins the current run of delegated
-nodes, which becomes one onnxruntime segment, and ends the native stage
-before it (a native graph runs all its operations at once).
+and run with the plan's config; chains of nodes that one operation covers
+come from the patterns of ops/ (a channel shuffle); other nodes go through
+the operator table (ops/); a node the table does not cover joins the current
+run of delegated nodes, which becomes one onnxruntime segment, and ends the
+native stage before it (a native graph runs all its operations at once).
 
 Layouts: new 4-D activations are NHWC; every tensor keeps the layout it was
 made in, and a transpose is inserted only when a consumer needs another one
@@ -25,6 +26,7 @@ from acltuner.engine.graph import conv_attrs
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
+from acltuner.runtime.ops.registry import Action
 from acltuner.runtime.target import Target, local_target
 from acltuner.taskgen.activation import DEFAULT_DOMAINS
 from acltuner.taskgen.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
@@ -87,7 +89,7 @@ class Lowering:
         """`value` in layout `perm`: the same buffer when that moves no data."""
         q = then(inverse(value.perm), perm)
         if same_memory(value.dims, q):
-            return Value(value.buffer, value.shape, perm)
+            return value.relabel(value.shape, perm)
         out = Value(Buffer(value.size), value.shape, perm)
         self.emit("transpose", label, "transpose", {"x": value, "out": out}, perm=q)
         return out
@@ -108,7 +110,7 @@ class Lowering:
             return self.get(name, perm)
         plain = self.get(name, identity(len(value.shape)))
         padded = (1,) * (rank - len(plain.shape)) + plain.shape
-        return self.convert(Value(plain.buffer, padded, identity(rank)), perm,
+        return self.convert(plain.relabel(padded, identity(rank)), perm,
                             f"{name} (broadcast layout)")
 
     def constant(self, data: np.ndarray, perm: Perm) -> Value:
@@ -126,7 +128,7 @@ class Lowering:
     @staticmethod
     def view(value: Value, dims: tuple[int, ...]) -> Value:
         """The buffer of `value`, in its layout's order, seen with other dims."""
-        return Value(value.buffer, tuple(dims), identity(len(dims)))
+        return value.relabel(dims, identity(len(dims)))
 
     def alias(self, name: str, value: Value) -> Value:
         """Tensor `name` is `value` (Identity, Dropout, a Reshape that moves nothing)."""
@@ -178,7 +180,7 @@ def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
             x = _height_one(low.get(conv.input, NLC))
             residual = _height_one(low.get(conv.residual, NLC)) if conv.residual else None
             out = low.new(None, (n, oc, oh, ow), NHWC)
-            low.alias(conv.output, Value(out.buffer, (n, oc, ow), NLC))
+            low.alias(conv.output, out.relabel((n, oc, ow), NLC))
         else:
             x = low.get(conv.input, NHWC)
             residual = low.get(conv.residual, NHWC) if conv.residual else None
@@ -195,7 +197,7 @@ NLC = (0, 2, 1)
 def _height_one(v: Value) -> Value:
     """An NCL tensor stored NLC, seen as the NCHW tensor of height 1 stored NHWC."""
     n, c, length = v.shape
-    return Value(v.buffer, (n, c, 1, length), NHWC)
+    return v.relabel((n, c, 1, length), NHWC)
 
 
 def _static_float(g: OnnxGraph, t: str) -> bool:
@@ -219,6 +221,30 @@ def _native_action(g: OnnxGraph, node: onnx.NodeProto):
     return handler(g, node)
 
 
+def _pattern_actions(g: OnnxGraph, model: onnx.ModelProto, claimed: set[str]
+                     ) -> dict[str, tuple[list[str], Action]]:
+    """The chains of nodes a pattern covers, by their last node's name: their
+    names and action.  A node belongs to one chain at most, and not to one
+    of `claimed` (fused convolutions)."""
+    found: dict[str, tuple[list[str], Action]] = {}
+    for node in model.graph.node:
+        if node.domain not in DEFAULT_DOMAINS or node_name(node) in claimed:
+            continue
+        for pattern in ops.PATTERNS:
+            match = pattern(g, node)
+            if match is None:
+                continue
+            nodes, action = match
+            names = [node_name(n) for n in nodes]
+            tensors = [t for t in nodes[0].input if t and t not in g.constants] + \
+                [nodes[-1].output[0]]
+            if claimed.isdisjoint(names) and all(_static_float(g, t) for t in tensors):
+                found[names[-1]] = names, action
+                claimed.update(names)
+                break
+    return found
+
+
 def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
           target: Target | None = None,
           weights: dict[str, np.ndarray] | None = None) -> tuple[list[Stage], OnnxGraph]:
@@ -231,18 +257,22 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
     if missing:
         raise ValueError(f"the plan has no config for Conv node(s) {', '.join(missing[:5])}"
                          f"{' ...' if len(missing) > 5 else ''}: tune this model again")
-    # A fused convolution is lowered where its last fused node was: by then
-    # its residual input has been computed too.
-    at_end = {([c.name, *c.fused])[-1]: c for c in convs}
-    absorbed = {name for c in convs for name in [c.name, *c.fused][:-1]}
+    # A fused convolution, or a chain of nodes a pattern covers, is lowered
+    # where its last node was: by then its other inputs (a residual) have
+    # been computed too.
+    chains = {([c.name, *c.fused])[-1]: ([c.name, *c.fused],
+                                          _conv_action(c, configs[c.name], low.target))
+              for c in convs}
+    chains.update(_pattern_actions(low.g, model, {n for names, _ in chains.values()
+                                                  for n in names}))
+    at_end = {last: action for last, (_, action) in chains.items()}
+    absorbed = {name for names, _ in chains.values() for name in names[:-1]}
     pending: list[onnx.NodeProto] = []
     for node in model.graph.node:
         name = node_name(node)
         if name in absorbed:
             continue
-        conv = at_end.get(name)
-        action = (_conv_action(conv, configs[conv.name], low.target) if conv
-                  else _native_action(low.g, node))
+        action = at_end.get(name) or _native_action(low.g, node)
         if action is None:
             pending.append(node)
             continue

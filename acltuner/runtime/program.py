@@ -78,7 +78,7 @@ def _weight_bytes(op: Op) -> int:
 
 
 def _tensor(v: Value) -> Tensor:
-    return Tensor(v.buffer.offset, v.dims)
+    return Tensor(v.buffer.offset + v.offset, v.dims)
 
 
 def _emit(graph: GraphBackend, op: Op) -> None:

@@ -66,7 +66,8 @@ float *acl_graph_arena(acl_graph *g);
     X(REDUCE, reduce, 1, 1, ACL_REDUCE_ATTRS)                  \
     X(RESIZE, resize, 1, 1, ACL_RESIZE_ATTRS)                  \
     X(BATCH_MATMUL, batch_matmul, 2, 2, ACL_BATCH_MATMUL_ATTRS) \
-    X(GATHER, gather, 1, 1, ACL_GATHER_ATTRS)
+    X(GATHER, gather, 1, 1, ACL_GATHER_ATTRS)                  \
+    X(SLICE, slice, 1, 1, ACL_SLICE_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -142,7 +143,9 @@ float *acl_graph_arena(acl_graph *g);
 
 /* out = in's slices at `indices` along axis (ONNX Gather with constant
  * indices; negative ones count from the end): out has in's rank and dims
- * except out->dims[axis] = indices_count. */
+ * except out->dims[axis] = indices_count.  Along the innermost axis (the
+ * channels of an NHWC map, a channel shuffle) it is a per-row gather by the
+ * index table. */
 #define ACL_GATHER_ATTRS(F, S) F(S, INT, axis, 0) F(S, INTS, indices, 0)
 
 /* ONNX LRN across the channels (the innermost axis) of an NHWC tensor. */
@@ -192,6 +195,12 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_RESIZE_ATTRS(F, S)                                                              \
     F(S, ENUM, mode, ACL_RESIZE_MODES) F(S, ENUM, coordinate_mode, ACL_RESIZE_COORDINATES) \
     F(S, ENUM, nearest_mode, ACL_RESIZE_ROUNDINGS) F(S, FLOATS, scales, 0)
+
+/* A strided sub-tensor of the same rank (ONNX Slice and each output of Split,
+ * over the stored order): out[i0, i1, ...] = in[starts[0] + i0 * steps[0],
+ * starts[1] + i1 * steps[1], ...].  starts and steps hold one int per axis;
+ * a step may be negative but not 0, and every index read must lie inside in. */
+#define ACL_SLICE_ATTRS(F, S) F(S, INTS, starts, 0) F(S, INTS, steps, 0)
 
 /* The math ops number on from the activations. */
 enum acl_unary_math { ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1, ACL_UNARY_MATH(ACL_ENUM_CONSTANT)

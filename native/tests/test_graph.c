@@ -414,7 +414,7 @@ static void global_average_pool_case(int big)
     trial_run(&t, &s.out, add_gap, &s);
 }
 
-/* ---- concat / transpose / pad ------------------------------------------------- */
+/* ---- concat / transpose / slice / shuffle / pad ------------------------------------------------- */
 
 #define MAX_CONCAT 5
 
@@ -492,6 +492,98 @@ static void transpose_case(int big)
         t.expected[s.out.offset + i] = arena[s.in.offset + src];
     }
     trial_run(&t, &s.out, add_transpose, &s);
+}
+
+typedef struct {
+    int starts[ACL_MAX_RANK], steps[ACL_MAX_RANK];
+    acl_tensor in, out;
+} slice_spec;
+
+static int add_slice(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const slice_spec *s = spec;
+    const acl_slice_attrs a = {s->starts, s->in.rank, s->steps, s->in.rank};
+    return acl_graph_add(g, ACL_OP_SLICE, &a, 1, &s->in, &s->out);
+}
+
+/* Random starts, steps (negative too) and sizes inside each axis; some axes whole. */
+static void slice_case(int big)
+{
+    slice_spec s;
+    int rank = rnd(1, 6), dims[ACL_MAX_RANK], odims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    for (int d = 0; d < rank; d++) {
+        if (rnd(0, 2) == 0) {
+            s.starts[d] = 0, s.steps[d] = 1, odims[d] = dims[d];
+            continue;
+        }
+        s.steps[d] = rnd(1, 3) * (rnd(0, 3) ? 1 : -1);
+        s.starts[d] = rnd(0, dims[d] - 1);
+        const int room = s.steps[d] > 0 ? dims[d] - 1 - s.starts[d] : s.starts[d];
+        odims[d] = 1 + rnd(0, room / abs(s.steps[d]));
+    }
+    trial t;
+    trial_begin(&t, 0.0, "slice %s starts %s steps %s", dims_str(rank, dims),
+                dims_str(rank, s.starts), dims_str(rank, s.steps));
+    place(&t, &s.in, rank, dims);
+    place(&t, &s.out, rank, odims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t i = 0; i < volume(rank, odims); i++) {
+        size_t rest = i, src = 0;
+        int idx[ACL_MAX_RANK];
+        for (int d = rank - 1; d >= 0; d--) {
+            idx[d] = s.starts[d] + (int)(rest % (size_t)odims[d]) * s.steps[d];
+            rest /= (size_t)odims[d];
+        }
+        for (int d = 0; d < rank; d++) src = src * (size_t)dims[d] + (size_t)idx[d];
+        t.expected[s.out.offset + i] = arena[s.in.offset + src];
+    }
+    trial_run(&t, &s.out, add_slice, &s);
+}
+
+#define MAX_SHUFFLE 64
+
+typedef struct {
+    int axis, index[MAX_SHUFFLE];
+    acl_tensor in, out;
+} shuffle_spec;
+
+static int add_shuffle(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const shuffle_spec *s = spec;
+    const acl_gather_attrs a = {s->axis, s->index, s->out.dims[s->out.rank - 1]};
+    return acl_graph_add(g, ACL_OP_GATHER, &a, 1, &s->in, &s->out);
+}
+
+/* A gather along the innermost axis by a channel shuffle's table (2, 3, 4
+ * and 8 groups take fixed loops, the others the table's) or a random one. */
+static void gather_shuffle_case(int big)
+{
+    shuffle_spec s;
+    int rank = rnd(1, 4), dims[ACL_MAX_RANK], odims[ACL_MAX_RANK];
+    random_dims(rank, big, dims);
+    static const int group_counts[] = {1, 2, 3, 4, 5, 8};
+    const int groups = group_counts[rnd(0, 5)], per = rnd(1, 8), shuffle = rnd(0, 2) > 0;
+    const int cin = dims[rank - 1] = shuffle ? groups * per : rnd(1, MAX_SHUFFLE);
+    const int cout = shuffle ? cin : rnd(1, MAX_SHUFFLE);
+    for (int j = 0; j < cout; j++)
+        s.index[j] = shuffle ? (j % groups) * per + j / groups : rnd(0, cin - 1);
+    s.axis = rnd(0, 1) ? rank - 1 : -1;
+    memcpy(odims, dims, sizeof dims);
+    odims[rank - 1] = cout;
+    trial t;
+    trial_begin(&t, 0.0, "gather innermost %s -> %s%s", dims_str(rank, dims),
+                dims_str(rank, odims), shuffle ? " (shuffle)" : "");
+    place(&t, &s.in, rank, dims);
+    place(&t, &s.out, rank, odims);
+    float *arena = trial_arena(&t);
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t r = 0; r < volume(rank - 1, dims); r++)
+        for (int j = 0; j < cout; j++)
+            t.expected[s.out.offset + r * (size_t)cout + (size_t)j] =
+                arena[s.in.offset + r * (size_t)cin + (size_t)s.index[j]];
+    trial_run(&t, &s.out, add_shuffle, &s);
 }
 
 typedef struct {
@@ -1197,6 +1289,13 @@ static void check_errors(void)
                  "perm[2] = 1");
     expect_error(acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm_bad, 3}, 1, &a, &b),
                  "transpose: perm must hold 4 values, got 3");
+    const int starts[4] = {0, 0, 0, 60}, steps[4] = {1, 1, 1, 2}, zero[4] = {0, 0, 0, 0};
+    expect_error(acl_graph_add(g, ACL_OP_SLICE, &(acl_slice_attrs){starts, 4, steps, 4}, 1, &a, &b),
+                 "slice: axis 3 reads indices 60 to 122 (step 2) of the input [1,7,7,64]");
+    expect_error(acl_graph_add(g, ACL_OP_SLICE, &(acl_slice_attrs){zero, 4, zero, 4}, 1, &a, &b),
+                 "slice: steps[0] is 0");
+    expect_error(acl_graph_add(g, ACL_OP_SLICE, &(acl_slice_attrs){zero, 3, steps, 4}, 1, &a, &b),
+                 "slice: starts must hold 4 values, got 3");
     const int pads[4] = {0, 0, 0, 0}, two[2] = {2, 2}, ones[2] = {1, 1}, tall[2] = {9, 2};
     const acl_tensor pooled = {13000, 4, {1, 2, 2, 64}};
     acl_pool_attrs pool = {ACL_POOL_MAX, two, 2, two, 2, ones, 2, pads, 4, 0};
@@ -1278,6 +1377,7 @@ static void (*const op_cases[])(int big) = {
     unary_case,   binary_case, pool_case,    global_average_pool_case, concat_case,
     transpose_case, pad_case,  softmax_case, lrn_case,                 matmul_case,
     conv_case,    resize_case, batch_matmul_case, gather_case,
+    slice_case,   gather_shuffle_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 

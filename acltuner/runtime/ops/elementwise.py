@@ -1,5 +1,5 @@
 """Elementwise operators: activations, PRelu, math functions, Pow by a constant,
-float Cast, broadcasting arithmetic, Sum/Max/Min, and a
+float Cast, broadcasting arithmetic, Sum/Max/Min/Mean, and a
 BatchNormalization no convolution absorbed (a per-channel Mul then Add).
 
 Outputs keep the layout of the input they take their shape from, so an
@@ -89,18 +89,22 @@ def _layout_from(low, g: OnnxGraph, inputs: list[str], out_shape: tuple[int, ...
     return identity(len(out_shape))
 
 
-def _binary_chain(low, g: OnnxGraph, node: onnx.NodeProto, op: str, inputs: list[str]) -> None:
-    """out = in0 op in1 op in2 ..., numpy broadcasting, left to right."""
+def _binary_chain(low, g: OnnxGraph, node: onnx.NodeProto, op: str, inputs: list[str],
+                  scale: float | None = None) -> None:
+    """out = in0 op in1 op in2 ..., numpy broadcasting, left to right; then
+    times `scale` if given (Mean: 1 / n, as onnxruntime scales the sum)."""
     out_shape = shape(g, node.output[0])
     rank = len(out_shape)
     perm = _layout_from(low, g, inputs, out_shape)
     acc = low.operand(inputs[0], rank, perm)
-    for i, t in enumerate(inputs[1:], 2):
-        b = low.operand(t, rank, perm)
-        last = i == len(inputs)
+    steps = [(op, t) for t in inputs[1:]] + ([("mul", None)] if scale is not None else [])
+    for i, (step_op, t) in enumerate(steps, 1):
+        b = (low.operand(t, rank, perm) if t is not None
+             else low.constant(np.full((1,) * rank, scale, np.float32), perm))
+        last = i == len(steps)
         step = out_shape if last else tuple(np.broadcast_shapes(acc.shape, b.shape))
         out = low.new(node.output[0] if last else None, step, perm)
-        low.emit("binary", node_name(node), op, {"a": acc, "b": b, "out": out}, op=op)
+        low.emit("binary", node_name(node), step_op, {"a": acc, "b": b, "out": out}, op=step_op)
         acc = out
 
 
@@ -116,6 +120,13 @@ def _variadic(g: OnnxGraph, node: onnx.NodeProto):
     if len(node.input) == 1:
         return lambda low: low.alias(node.output[0], low.get(node.input[0]))
     return lambda low: _binary_chain(low, g, node, _VARIADIC[node.op_type], list(node.input))
+
+
+@handles("Mean")
+def _mean(g: OnnxGraph, node: onnx.NodeProto):
+    if len(node.input) == 1:
+        return _variadic(g, node)
+    return lambda low: _binary_chain(low, g, node, "add", list(node.input), 1.0 / len(node.input))
 
 
 @handles("BatchNormalization")

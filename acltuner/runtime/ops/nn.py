@@ -184,7 +184,7 @@ def _padded(v: Value, rank: int) -> Value:
     """v seen with leading axes of size 1 up to `rank` (numpy's broadcasting),
     in the same memory."""
     d = rank - len(v.shape)
-    return Value(v.buffer, (1,) * d + v.shape, tuple(range(d)) + tuple(p + d for p in v.perm))
+    return v.relabel((1,) * d + v.shape, tuple(range(d)) + tuple(p + d for p in v.perm))
 
 
 def _contiguous_along(v: Value, axis: int) -> bool:
@@ -217,7 +217,7 @@ def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
     def stack(low, name: str, column: bool) -> Value:
         v = low.get(name)
         if len(v.shape) == 1:  # the row [1, K] or the column [K, 1]
-            v = Value(v.buffer, (v.shape[0], 1) if column else (1, v.shape[0]), identity(2))
+            v = v.relabel((v.shape[0], 1) if column else (1, v.shape[0]), identity(2))
         return _padded(v, rank)
 
     def lower(low) -> None:
@@ -227,7 +227,7 @@ def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
         b = stack(low, b_name, column=True)
         yv = low.new(None if full != out else out_name, full, out_perm)
         if full != out:  # a promoted operand's axis dropped: the same floats in order
-            low.alias(out_name, Value(yv.buffer, out, identity(len(out))))
+            low.alias(out_name, yv.relabel(out, identity(len(out))))
         ukernel = matmul_ukernel(m, k, n, low.target)
         batches = math.prod(full[:-2])
         low.emit("batch_matmul", node_name(node), f"batch matmul {batches}x{m}x{k}x{n} {ukernel}",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import onnx
 
-from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import reshaped
 from acltuner.runtime.ops.registry import attrs, handles, shape
 from acltuner.taskgen.graph import OnnxGraph, node_name
@@ -54,6 +53,5 @@ def _reduce(g: OnnxGraph, node: onnx.NodeProto):
         low.emit("reduce", node_name(node), op, {"x": x, "out": out}, op=op, axes=at)
         if not keepdims:
             squeezed = tuple(d for i, d in enumerate(dims) if i not in axes)
-            low.alias(node.output[0], Value(out.buffer, squeezed,
-                                            reshaped(kept, x.perm, squeezed)))
+            low.alias(node.output[0], out.relabel(squeezed, reshaped(kept, x.perm, squeezed)))
     return lower

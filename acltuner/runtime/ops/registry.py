@@ -4,6 +4,12 @@ A handler looks at a node and returns how to lower it, or None when the
 node's form is not covered (a non-constant shape, a non-2-D pool...) so that
 the node is delegated to onnxruntime instead.  Deciding before lowering
 anything lets the compiler group consecutive delegated nodes first.
+
+A pattern covers a chain of nodes that lowers to one operation (a channel
+shuffle's Reshape -> Transpose -> Reshape), as a convolution absorbs the
+nodes fused into it: tried at every node, it returns the nodes it covers, in
+graph order, and how to lower them, which runs where the last one was; the
+others are skipped.
 """
 from __future__ import annotations
 
@@ -20,7 +26,10 @@ if TYPE_CHECKING:
 Action = Callable[["Lowering"], None]
 Handler = Callable[[OnnxGraph, onnx.NodeProto], Action | None]
 
+Pattern = Callable[[OnnxGraph, onnx.NodeProto], tuple[list[onnx.NodeProto], Action] | None]
+
 HANDLERS: dict[str, Handler] = {}
+PATTERNS: list[Pattern] = []
 
 
 def handles(*op_types: str) -> Callable[[Handler], Handler]:
@@ -29,6 +38,11 @@ def handles(*op_types: str) -> Callable[[Handler], Handler]:
             HANDLERS[op] = fn
         return fn
     return register
+
+
+def pattern(fn: Pattern) -> Pattern:
+    PATTERNS.append(fn)
+    return fn
 
 
 def attrs(node: onnx.NodeProto) -> dict:

@@ -1,8 +1,11 @@
-/* Transpose as a strided walk (walk.h) over the output: each output row reads
- * the input with the permuted stride of its innermost axis (a plain copy when
- * the permutation keeps that axis innermost).  A 2-D transpose with short
- * output rows (NCHW -> NHWC of an image: rows of 3 channels) goes by blocks of
- * rows instead, reading each input row contiguously. */
+/* Transpose and slice as strided walks (walk.h) over the output: each output
+ * row reads the input with the permuted (or stepped) stride of its innermost
+ * axis, a plain copy when that stride is 1 (a transpose keeping the innermost
+ * axis, a slice of whole rows or of channel ranges of an NHWC map).  A 2-D
+ * transpose with short output rows (NCHW -> NHWC of an image: rows of 3
+ * channels) goes by blocks of rows instead, reading each input row
+ * contiguously. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,5 +122,49 @@ int graph_op_transpose(acl_graph *g, const acl_transpose_attrs *a, int nin, cons
     if (!p) return acl_fail("transpose: out of memory");
     *p = (transpose_params){.x = graph_ptr(g, in), .y = graph_ptr(g, out), .count = count};
     transpose_walk(&p->walk, in->rank, in->dims, perm, out->dims);
+    return graph_add(g, transpose_run, NULL, p);
+}
+
+/* Every index axis i reads, starts[i] + k * steps[i] for k < out's dim, lies in [0, in's dim). */
+static int check_slice(const acl_slice_attrs *a, const acl_tensor *in, const acl_tensor *out)
+{
+    char din[GRAPH_DIMS_LEN], dout[GRAPH_DIMS_LEN];
+    if (out->rank != in->rank)
+        return acl_fail("slice: output %s must have the input %s's rank",
+                        graph_dims_str(out->rank, out->dims, dout),
+                        graph_dims_str(in->rank, in->dims, din));
+    if (graph_check_count("slice", "starts", (size_t)a->starts_count, (size_t)in->rank) != 0 ||
+        graph_check_count("slice", "steps", (size_t)a->steps_count, (size_t)in->rank) != 0)
+        return -1;
+    for (int i = 0; i < in->rank; i++) {
+        const long long start = a->starts[i], step = a->steps[i];
+        const long long last = start + (long long)(out->dims[i] - 1) * step;
+        if (step == 0) return acl_fail("slice: steps[%d] is 0", i);
+        if (start < 0 || start >= in->dims[i] || last < 0 || last >= in->dims[i])
+            return acl_fail("slice: axis %d reads indices %lld to %lld (step %lld) of the "
+                            "input %s, which has %d", i, start, last, step,
+                            graph_dims_str(in->rank, in->dims, din), in->dims[i]);
+    }
+    return 0;
+}
+
+int graph_op_slice(acl_graph *g, const acl_slice_attrs *a, int nin, const acl_tensor *in,
+                   const acl_tensor *out)
+{
+    size_t in_count, count;
+    if (graph_check_tensor(g, "slice", "input", in, &in_count) != 0 ||
+        graph_check_tensor(g, "slice", "output", out, &count) != 0 || check_slice(a, in, out) != 0 ||
+        graph_check_disjoint("slice", out, "the input", in, 0) != 0)
+        return -1;
+    ptrdiff_t stride[1][ACL_MAX_RANK], step = 1, first = 0;
+    for (int i = in->rank - 1; i >= 0; i--) {
+        first += (ptrdiff_t)a->starts[i] * step;
+        stride[0][i] = (ptrdiff_t)a->steps[i] * step;
+        step *= in->dims[i];
+    }
+    transpose_params *p = malloc(sizeof *p);
+    if (!p) return acl_fail("slice: out of memory");
+    *p = (transpose_params){.x = graph_ptr(g, in) + first, .y = graph_ptr(g, out), .count = count};
+    walk_init(&p->walk, out->rank, out->dims, 1, stride);
     return graph_add(g, transpose_run, NULL, p);
 }

@@ -292,6 +292,13 @@ def _slice(b, opset: int):
     return b.node("Add", [y, z], "out")
 
 
+def _view_output(b):
+    """The model's output is a view: image 1, its rows 2 to 7."""
+    x = b.node("Slice", [_features(b)] + [b.constant(f"v.{k}", np.array(v, np.int64)) for k, v in (
+        ("starts", [1, 2]), ("ends", [2, 8]), ("axes", [0, 2]))], "rows")
+    return b.node("Identity", [x], "same")
+
+
 def _mean(b):
     x = _features(b)
     y = b.conv(x, "other", 8, 3, pads=1)
@@ -398,7 +405,7 @@ def _layer_norm_and_math(b):
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _aliases, _max_min, _mean,
-    _reshapes, _transposed_output, _layer_norm_and_math)}
+    _reshapes, _transposed_output, _layer_norm_and_math, _view_output)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},
           **{f"slice_opset{v}": (lambda b, v=v: _slice(b, v), v) for v in (9, 13)}}
@@ -446,6 +453,7 @@ def test_split_copies_channels_and_views_contiguous_ranges(opset, tmp_path):
 
 def test_slice_copies_only_what_is_not_a_contiguous_range(tmp_path):
     assert _kinds("slice_opset13", tmp_path).count("slice") == 3  # chan, crop, flip
+    assert "slice" not in _kinds("view_output", tmp_path)  # copied out of the arena as it is
 
 
 # Delegation.

@@ -37,12 +37,7 @@ EXPECTED_FAILURES: dict[str, str] = {}
 # operator delegated today is listed for its model, and leaves the list when
 # the engine gets it.
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
-DELEGATED_TODAY = {
-    "ppocrv4_rec": {"Slice"},
-    "ddddocr_det": {"Slice"},
-    "layout_cdla": {"Split"},
-    "silero_vad": {"Slice"},
-}
+DELEGATED_TODAY: dict[str, set[str]] = {}
 
 
 class ExpectedFailure(Exception):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from onnx import helper
 
 import acltuner
 from acltuner import zoo

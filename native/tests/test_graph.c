@@ -100,6 +100,18 @@ static float *trial_arena(trial *t)
     return t->init;
 }
 
+/* Input and output of a one-input operation, the expected arena starting as
+ * a copy of the placed one; the arena. */
+static float *place_in_out(trial *t, acl_tensor *in, acl_tensor *out, int rank, const int *dims,
+                           const int *odims)
+{
+    place(t, in, rank, dims);
+    place(t, out, rank, odims);
+    float *arena = trial_arena(t);
+    memcpy(t->expected, arena, t->arena * sizeof(float));
+    return arena;
+}
+
 static void trial_fail(const trial *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void trial_fail(const trial *t, const char *fmt, ...)
@@ -478,10 +490,7 @@ static void transpose_case(int big)
     for (int i = 0; i < rank; i++) odims[i] = dims[s.perm[i]];
     trial t;
     trial_begin(&t, 0.0, "transpose %s perm %s", dims_str(rank, dims), dims_str(rank, s.perm));
-    place(&t, &s.in, rank, dims);
-    place(&t, &s.out, rank, odims);
-    float *arena = trial_arena(&t);
-    memcpy(t.expected, arena, t.arena * sizeof(float));
+    float *arena = place_in_out(&t, &s.in, &s.out, rank, dims, odims);
     for (size_t i = 0; i < volume(rank, odims); i++) {
         size_t rest = i, idx[ACL_MAX_RANK], src = 0;
         for (int d = rank - 1; d >= 0; d--) {
@@ -525,10 +534,7 @@ static void slice_case(int big)
     trial t;
     trial_begin(&t, 0.0, "slice %s starts %s steps %s", dims_str(rank, dims),
                 dims_str(rank, s.starts), dims_str(rank, s.steps));
-    place(&t, &s.in, rank, dims);
-    place(&t, &s.out, rank, odims);
-    float *arena = trial_arena(&t);
-    memcpy(t.expected, arena, t.arena * sizeof(float));
+    float *arena = place_in_out(&t, &s.in, &s.out, rank, dims, odims);
     for (size_t i = 0; i < volume(rank, odims); i++) {
         size_t rest = i, src = 0;
         int idx[ACL_MAX_RANK];
@@ -575,10 +581,7 @@ static void gather_shuffle_case(int big)
     trial t;
     trial_begin(&t, 0.0, "gather innermost %s -> %s%s", dims_str(rank, dims),
                 dims_str(rank, odims), shuffle ? " (shuffle)" : "");
-    place(&t, &s.in, rank, dims);
-    place(&t, &s.out, rank, odims);
-    float *arena = trial_arena(&t);
-    memcpy(t.expected, arena, t.arena * sizeof(float));
+    float *arena = place_in_out(&t, &s.in, &s.out, rank, dims, odims);
     for (size_t r = 0; r < volume(rank - 1, dims); r++)
         for (int j = 0; j < cout; j++)
             t.expected[s.out.offset + r * (size_t)cout + (size_t)j] =
@@ -625,10 +628,7 @@ static void pad_case(int big)
     trial t;
     trial_begin(&t, 0.0, "pad mode %d %s pads %s", s.mode, dims_str(rank, dims),
                 dims_str(2 * rank, s.pads));
-    place(&t, &s.in, rank, dims);
-    place(&t, &s.out, rank, odims);
-    float *arena = trial_arena(&t);
-    memcpy(t.expected, arena, t.arena * sizeof(float));
+    float *arena = place_in_out(&t, &s.in, &s.out, rank, dims, odims);
     for (size_t i = 0; i < volume(rank, odims); i++) {
         size_t rest = i, src = 0;
         int idx[ACL_MAX_RANK], outside = 0;
@@ -1006,10 +1006,7 @@ static void gather_case(int big)
     odims[axis] = s.n;
     trial t;
     trial_begin(&t, 0.0, "gather %s axis %d of %d indices", dims_str(rank, dims), s.axis, s.n);
-    place(&t, &s.in, rank, dims);
-    place(&t, &s.out, rank, odims);
-    float *arena = trial_arena(&t);
-    memcpy(t.expected, arena, t.arena * sizeof(float));
+    float *arena = place_in_out(&t, &s.in, &s.out, rank, dims, odims);
     const size_t outer = volume(axis, dims), inner = volume(rank - axis - 1, dims + axis + 1);
     float *y = t.expected + s.out.offset;
     for (size_t o = 0; o < outer; o++)

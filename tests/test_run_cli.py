@@ -16,6 +16,8 @@ import acltuner
 from acltuner import zoo
 from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.engine import native
+from acltuner.runtime.compare_ort import OrtProfile, compare
+from acltuner.runtime.profile import NodeTime
 from acltuner.taskgen.graph import conv_nodes
 from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
@@ -205,6 +207,21 @@ def test_text_report_and_profile(small):
     assert "conv " in rows["c1"] and "/w" in rows["c1"]  # algorithm and config
     assert "delegated to onnxruntime: Sin" in rows["sin"]
     assert "matmul" in rows["fc"]
+
+
+def test_compare_ort_maps_onnxruntime_names_back_to_onnx_nodes():
+    """onnxruntime names an NCHWc node after its output tensor and a fusion
+    "<node>/<Fusion>/"; an absorbed BatchNormalization counts for its Conv."""
+    ours = [NodeTime("conv", "conv im2col", 3.0, 0.6), NodeTime("sig", "unary", 1.0, 0.2),
+            NodeTime("(host copies)", "copies", 1.0, 0.2)]
+    ort = OrtProfile(4.0, 1, {"bn_out_nchwc": ("Conv", 1.0), "sig/QuickGeluFusion/": ("X", 0.5),
+                              "ReorderOutput": ("ReorderOutput", 0.25)})
+    rows = {r.node: r for r in compare(ours, ort, {"bn": "conv", "bn_out": "conv",
+                                                   "sig_out": "sig"})}
+    assert (rows["conv"].ours_ms, rows["conv"].ort_ms) == (3.0, 1.0)
+    assert (rows["sig"].ours_ms, rows["sig"].ort_ms) == (1.0, 0.5)
+    assert rows["ReorderOutput"].kind == "onnxruntime only: ReorderOutput"
+    assert [r.node for r in rows.values()] == ["conv", "(host copies)", "sig", "ReorderOutput"]
 
 
 def test_compare_ort_matches_onnxruntime_nodes_to_ours(small):

@@ -90,10 +90,10 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
 
 def _compare_ort(program, inputs, nodes, repeat, warmup):
     """(onnxruntime's profile, the rows of the comparison)."""
-    from acltuner.runtime.compare_ort import absorbed_nodes, compare, profile_onnxruntime
+    from acltuner.runtime.compare_ort import compare, node_aliases, profile_onnxruntime
     plan = program.plan
     ort = profile_onnxruntime(plan.model_path, inputs, repeat, warmup)
-    return ort, compare(nodes, ort, absorbed_nodes(plan.model_path, plan.input_shapes))
+    return ort, compare(nodes, ort, node_aliases(plan.model_path, plan.input_shapes))
 
 
 def _warn(program) -> None:

@@ -26,8 +26,9 @@ _KERNEL = "_kernel_time"
 
 
 def _onnx_name(ort_name: str) -> str:
-    """The ONNX node an onnxruntime node came from: its optimisers name a
-    fusion "<node>/<Fusion>/" and a node of the NCHWc layout "<node>_nchwc"."""
+    """The ONNX node (or output tensor) an onnxruntime node came from: its
+    optimisers name a fusion "<node>/<Fusion>/" and a node of the NCHWc layout
+    "<output>_nchwc"."""
     return ort_name.split("/")[0].removesuffix("_nchwc")
 
 
@@ -101,11 +102,12 @@ def profile_onnxruntime(model_path: str, inputs: dict[str, np.ndarray], repeat: 
                       _node_times(model_path, inputs, repeat, warmup, threads))
 
 
-def compare(ours: list[NodeTime], ort: OrtProfile, absorbed: dict[str, str]
+def compare(ours: list[NodeTime], ort: OrtProfile, aliases: dict[str, str]
             ) -> list[ComparedNode]:
     """One row per node of ours (its onnxruntime nodes' times summed in), then
-    onnxruntime's unmatched nodes; most time lost first.  absorbed maps an
-    ONNX node a convolution absorbed to the convolution's name."""
+    onnxruntime's unmatched nodes; most time lost first.  aliases maps an ONNX
+    node a convolution absorbed to the convolution's name, and a node's output
+    tensors to the node (or the convolution that absorbed it)."""
     ours_ms: dict[str, float] = defaultdict(float)
     kinds: dict[str, str] = {}
     owner: dict[str, str] = {}
@@ -117,7 +119,7 @@ def compare(ours: list[NodeTime], ort: OrtProfile, absorbed: dict[str, str]
     ort_ms: dict[str, float] = defaultdict(float)
     for name, (operator, ms) in ort.nodes.items():
         onnx_name = _onnx_name(name)
-        key = owner.get(absorbed.get(onnx_name, onnx_name), name)
+        key = owner.get(aliases.get(onnx_name, onnx_name), name)
         ort_ms[key] += ms
         kinds.setdefault(key, f"onnxruntime only: {operator}")
     rows = [ComparedNode(n, kinds[n], ours_ms.get(n, 0.0), ort_ms.get(n, 0.0))
@@ -125,10 +127,16 @@ def compare(ours: list[NodeTime], ort: OrtProfile, absorbed: dict[str, str]
     return sorted(rows, key=lambda r: -r.lost_ms)
 
 
-def absorbed_nodes(model_path: str, input_shapes: dict | None) -> dict[str, str]:
-    """The ONNX nodes each convolution of the model absorbs, to the convolution's name."""
-    from acltuner.taskgen.graph import conv_nodes
+def node_aliases(model_path: str, input_shapes: dict | None) -> dict[str, str]:
+    """compare()'s aliases for the model: what each convolution absorbs, and
+    every node's output tensors."""
+    from acltuner.taskgen.graph import conv_nodes, node_name
     from acltuner.taskgen.model import load_model_detached
 
     model, weights = load_model_detached(model_path, input_shapes)
-    return {name: c.name for c in conv_nodes(model, weights)[0] for name in c.fused}
+    owner = {name: c.name for c in conv_nodes(model, weights)[0] for name in c.fused}
+    aliases = dict(owner)
+    for node in model.graph.node:
+        for t in node.output:
+            aliases.setdefault(t, owner.get(node_name(node), node_name(node)))
+    return aliases

@@ -126,9 +126,17 @@ def compare(ours: list[NodeTime], ort: OrtProfile, absorbed: dict[str, str]
 
 
 def absorbed_nodes(model_path: str, input_shapes: dict | None) -> dict[str, str]:
-    """The ONNX nodes each convolution of the model absorbs, to the convolution's name."""
-    from acltuner.taskgen.graph import conv_nodes
+    """The ONNX nodes each convolution of the model absorbs, to the convolution's
+    name, and those of a chain one operation covers (a channel shuffle), to
+    the chain's last node, whose name that operation has."""
+    from acltuner.runtime.lower import pattern_actions
+    from acltuner.taskgen.graph import OnnxGraph, conv_nodes
     from acltuner.taskgen.model import load_model_detached
 
     model, weights = load_model_detached(model_path, input_shapes)
-    return {name: c.name for c in conv_nodes(model, weights)[0] for name in c.fused}
+    convs = conv_nodes(model, weights)[0]
+    absorbed = {name: c.name for c in convs for name in c.fused}
+    claimed = {name for c in convs for name in [c.name, *c.fused]}
+    for names, _ in pattern_actions(OnnxGraph(model, weights), model, claimed).values():
+        absorbed.update(dict.fromkeys(names[:-1], names[-1]))
+    return absorbed

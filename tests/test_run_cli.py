@@ -1,7 +1,8 @@
 """`acltuner run`: every zoo model runs natively with a rule-based plan (and
 some with other configs) and matches onnxruntime (the real models, the onnx
-light nets among them, are test_real_models'); bad input is refused in one line; the Python API returns what
-the CLI writes."""
+light nets among them, are test_real_models'); Slice, Split, Mean and the
+channel shuffle between convolutions and in the light ShuffleNet run natively;
+bad input is refused in one line; the Python API returns what the CLI writes."""
 from __future__ import annotations
 
 import json
@@ -108,18 +109,6 @@ def test_conv_transpose_is_tuned_and_runs_natively(tmp_path):
         assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE, algorithm
 
 
-def test_light_shufflenet_shuffles_channels_with_one_gather_each(tmp_path):
-    """The onnx package's light ShuffleNet (v1, 3 groups, seeded weights):
-    each of its 16 channel shuffles is one gather, and nothing is delegated."""
-    light = Path(onnx.__file__).parent / "backend/test/data/light/light_shufflenet.onnx"
-    path = tmp_path / "shufflenet.onnx"
-    onnx.save(randomize_weights(onnx.load(light)), path)
-    report = run_check(default_plan(path, tmp_path), "--profile")
-    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
-    kinds = [n["kind"] for n in report["nodes"]]
-    assert kinds.count("channel shuffle") == 16 and "transpose" not in kinds, kinds
-
-
 # Slice, Split, Mean and the channel shuffle between convolutions.
 
 def _between_convs(name: str, opset: int) -> onnx.ModelProto:
@@ -178,6 +167,31 @@ def test_slicing_between_convolutions_runs_natively(name, opset, kind, tmp_path)
     assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
     kinds = [n["kind"] for n in report["nodes"]]
     assert kind in kinds and "transpose" not in kinds, kinds
+
+
+def test_compare_ort_counts_a_shuffle_with_its_three_nodes(tmp_path):
+    path = tmp_path / "shuffle.onnx"
+    onnx.save(_between_convs("shuffle", 13), path)
+    result = invoke("run", default_plan(path, tmp_path), "--repeat", "3", "--warmup", "1",
+                    "--compare-ort", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {r["node"]: r for r in json.loads(result.stdout)["compare_ort"]["nodes"]}
+    # Our gather is named after the last Reshape; onnxruntime's Reshape,
+    # Transpose and Reshape are summed beside it.
+    assert rows["merge"]["kind"] == "channel shuffle" and rows["merge"]["ort_ms"] > 0
+    assert not {"groups", "shuffle"} & set(rows)
+
+
+def test_light_shufflenet_shuffles_channels_with_one_gather_each(tmp_path):
+    """The onnx package's light ShuffleNet (v1, 3 groups, seeded weights):
+    each of its 16 channel shuffles is one gather, and nothing is delegated."""
+    light = Path(onnx.__file__).parent / "backend/test/data/light/light_shufflenet.onnx"
+    path = tmp_path / "shufflenet.onnx"
+    onnx.save(randomize_weights(onnx.load(light)), path)
+    report = run_check(default_plan(path, tmp_path), "--profile")
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+    kinds = [n["kind"] for n in report["nodes"]]
+    assert kinds.count("channel shuffle") == 16 and "transpose" not in kinds, kinds
 
 
 # A small model with a delegated node, for the command's other paths.

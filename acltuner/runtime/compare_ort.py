@@ -128,13 +128,20 @@ def compare(ours: list[NodeTime], ort: OrtProfile, aliases: dict[str, str]
 
 
 def node_aliases(model_path: str, input_shapes: dict | None) -> dict[str, str]:
-    """compare()'s aliases for the model: what each convolution absorbs, and
-    every node's output tensors."""
-    from acltuner.taskgen.graph import conv_nodes, node_name
+    """compare()'s aliases for the model: the nodes each convolution absorbs,
+    to the convolution's name; those of a chain one operation covers (a
+    channel shuffle), to the chain's last node, whose name that operation has;
+    and every node's output tensors, to what their node maps to."""
+    from acltuner.runtime.lower import pattern_actions
+    from acltuner.taskgen.graph import OnnxGraph, conv_nodes, node_name
     from acltuner.taskgen.model import load_model_detached
 
     model, weights = load_model_detached(model_path, input_shapes)
-    owner = {name: c.name for c in conv_nodes(model, weights)[0] for name in c.fused}
+    convs = conv_nodes(model, weights)[0]
+    owner = {name: c.name for c in convs for name in c.fused}
+    claimed = {name for c in convs for name in [c.name, *c.fused]}
+    for names, _ in pattern_actions(OnnxGraph(model, weights), model, claimed).values():
+        owner.update(dict.fromkeys(names[:-1], names[-1]))
     aliases = dict(owner)
     for node in model.graph.node:
         for t in node.output:

@@ -221,8 +221,8 @@ def _native_action(g: OnnxGraph, node: onnx.NodeProto):
     return handler(g, node)
 
 
-def _pattern_actions(g: OnnxGraph, model: onnx.ModelProto, claimed: set[str]
-                     ) -> dict[str, tuple[list[str], Action]]:
+def pattern_actions(g: OnnxGraph, model: onnx.ModelProto, claimed: set[str]
+                    ) -> dict[str, tuple[list[str], Action]]:
     """The chains of nodes a pattern covers, by their last node's name: their
     names and action.  A node belongs to one chain at most, and not to one
     of `claimed` (fused convolutions)."""
@@ -263,8 +263,8 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
     chains = {([c.name, *c.fused])[-1]: ([c.name, *c.fused],
                                           _conv_action(c, configs[c.name], low.target))
               for c in convs}
-    chains.update(_pattern_actions(low.g, model, {n for names, _ in chains.values()
-                                                  for n in names}))
+    chains.update(pattern_actions(low.g, model, {n for names, _ in chains.values()
+                                                 for n in names}))
     at_end = {last: action for last, (_, action) in chains.items()}
     absorbed = {name for names, _ in chains.values() for name in names[:-1]}
     pending: list[onnx.NodeProto] = []

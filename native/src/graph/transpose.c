@@ -5,7 +5,6 @@
  * transpose with short output rows (NCHW -> NHWC of an image: rows of 3
  * channels) goes by blocks of rows instead, reading each input row
  * contiguously. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,7 +124,8 @@ int graph_op_transpose(acl_graph *g, const acl_transpose_attrs *a, int nin, cons
     return graph_add(g, transpose_run, NULL, p);
 }
 
-/* Every index axis i reads, starts[i] + k * steps[i] for k < out's dim, lies in [0, in's dim). */
+/* Every index that axis i reads, starts[i] + k * steps[i] for k below out's dim,
+ * lies in [0, in's dim). */
 static int check_slice(const acl_slice_attrs *a, const acl_tensor *in, const acl_tensor *out)
 {
     char din[GRAPH_DIMS_LEN], dout[GRAPH_DIMS_LEN];

@@ -180,11 +180,11 @@ def load_model(path: str | Path,
 # ones, which may be too (Resize's scales).
 _WEIGHT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _INLINE_FLOATS = 16
+_STUB = "detached-weights"  # where a detached tensor claims to be stored
 
 
 def _is_weight(t: onnx.TensorProto) -> bool:
     return t.data_type in _WEIGHT_TYPES and int(np.prod(t.dims)) > _INLINE_FLOATS
-_STUB = "detached-weights"  # where a detached tensor claims to be stored
 
 
 def _mark_detached(t: onnx.TensorProto) -> None:

@@ -70,7 +70,8 @@ def test_armnn_method_on_real_layers(layer, method):
     (dict(kh=2, kw=2), "indirect"),
     (dict(kh=5, kw=5), "im2col"),
     (dict(kh=3, kw=3, dil_h=2, dil_w=2), "im2col"),
-    (dict(kh=3, kw=3, group=32, oc=32), "depthwise_pixel"),
+    (dict(kh=3, kw=3, group=32, oc=32), "depthwise_channel_block"),
+    (dict(kh=3, kw=3, group=32, oc=64), "depthwise_pixel"),   # channel multiplier 2
     (dict(kh=9, kw=9, oc=16), "im2col"),
     # ConvTranspose: ACL's upsample + convolution, i.e. by phases; depthwise direct.
     (dict(kh=2, kw=2, stride_h=2, stride_w=2, transposed=True), "deconv_phase"),

@@ -407,7 +407,8 @@ static int add_gap(acl_graph *g, const void *spec, const acl_exec *ex)
 static void global_average_pool_case(int big)
 {
     io_spec s;
-    const int in[4] = {rnd(1, 3), rnd(1, big ? 20 : 7), rnd(1, big ? 20 : 7),
+    /* big: up to 2,500 pixels, several of the op's pixel chunks */
+    const int in[4] = {rnd(1, 3), rnd(1, big ? 50 : 7), rnd(1, big ? 50 : 7),
                        rnd(1, big ? 300 : 70)};
     const int out[4] = {in[0], 1, 1, in[3]};
     trial t;

@@ -272,6 +272,33 @@ def test_conv_transpose_fusion_and_tasks_are_right(tmp_path):
     assert not {"deconv_col2im", "deconv_phase"} & set(algorithms["enc"])
 
 
+def test_bias_exported_as_an_add_is_absorbed(tmp_path):
+    """Paddle exports a bias as its own Add of a constant: per-channel constants
+    (any broadcastable shape) join the bias, then BatchNormalization and Relu fold
+    in; a constant that varies over pixels stays out."""
+    b = GraphBuilder(seed=6, input_shape=(1, 8, 6, 6))
+    rng = np.random.default_rng(6)
+    x = b.conv(b.input, "conv", 8, 3, pads=1, bias=True)
+    x = b.node("Add", [x, b.constant("c1", rng.standard_normal((1, 8, 1, 1), np.float32))], "add1")
+    x = b.node("Relu", [b.batchnorm(x, "bn1")], "relu1")
+    x = b.conv_transpose(x, "up", 4, 2, 2)
+    x = b.node("Add", [b.constant("c2", rng.standard_normal((4, 1, 1), np.float32)), x], "add2",
+               channels=4)
+    x = b.node("Relu", [b.batchnorm(x, "bn2")], "relu2")
+    x = b.node("Add", [b.conv(x, "scalar", 4, 1), b.constant("c3", np.float32(0.5))], "add3")
+    x = b.node("Add", [b.conv(x, "pixels", 4, 1),
+                       b.constant("c4", rng.standard_normal((1, 4, 12, 12), np.float32))], "add4")
+    path = Path(_save(b.model(x, "biases"), tmp_path))
+    model = load_model(path)
+    nodes, _ = conv_nodes(model)
+    assert {n.name: n.fused for n in nodes} == {
+        "conv": ["add1", "bn1", "relu1"], "up": ["add2", "bn2", "relu2"],
+        "scalar": ["add3"], "pixels": []}
+    _check_numerics(model, nodes, (1, 8, 6, 6))
+    report = run_check(default_plan(path, tmp_path))
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
 def test_1d_conv_transpose_runs_as_height_1(tmp_path):
     """A 1-D ConvTranspose (stride 2, pads, output padding) after a 1-D Conv: its
     (c, oc, k) weight is the IOHW of height 1, and the model runs natively."""

@@ -2,6 +2,7 @@
 
 A Conv or ConvTranspose absorbs, in this order and only while the tensor
 between them has no other consumer and is not a graph output:
+  Add of a per-channel constant (a bias exported as its own node),
   BatchNormalization (inference, per-channel constants) folded into weight and bias,
   Add with a tensor of the same shape (the residual the engine adds),
   an activation the engine has (taskgen/activation.py: Relu, Clip with
@@ -155,6 +156,23 @@ def _constant(g: OnnxGraph, node: onnx.NodeProto, index: int, what: str) -> np.n
     return np.asarray(g.constants[t], dtype=np.float32)  # shared, not copied: never written
 
 
+def _channel_constant(g: OnnxGraph, add: onnx.NodeProto, out: str, oc: int,
+                      rank: int) -> np.ndarray | None:
+    """The (oc,) float32 bias that Add(out, constant) adds when the constant
+    broadcasts per channel (a scalar, (oc, 1, 1), (1, oc, 1, 1)...), else None."""
+    other = add.input[1] if add.input[0] == out else add.input[0]
+    value = g.constants.get(other)
+    per_channel = (1, oc) + (1,) * (rank - 2)
+    if value is None or value.dtype != np.float32 or value.ndim > rank:
+        return None
+    try:
+        if np.broadcast_shapes(value.shape, per_channel) != per_channel:
+            return None
+    except ValueError:
+        return None
+    return np.broadcast_to(value, per_channel).reshape(oc).astype(np.float32)
+
+
 def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
     """The node with its fused epilogue, or why it is not tunable."""
     name, x, op = node_name(node), node.input[0], node.op_type
@@ -178,6 +196,13 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
                 f"attributes give {given}; not tunable (left to onnxruntime)")
     fused: list[str] = []
     out = node.output[0]
+
+    add = g.sole_consumer(out)
+    extra = _channel_constant(g, add, out, base.oc, len(x_shape)) if is_op(add, "Add") else None
+    if extra is not None:
+        bias = extra if bias is None else (bias + extra).astype(np.float32)
+        fused.append(node_name(add))
+        out = add.output[0]
 
     bn = g.sole_consumer(out)
     affine = bn_affine(g, bn, base.oc) if is_op(bn, "BatchNormalization") else None

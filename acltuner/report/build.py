@@ -55,7 +55,7 @@ def task_table(tuned: Tuned, order: list[str], fits: list[cost_fit.RoundFit]) ->
                      "spearman": rho.get(task, math.nan)})
     frame = pd.DataFrame(rows).astype({"best_ms": "float64", "default_ms": "float64",
                                        "spearman": "float64"})
-    frame.insert(5, "speedup", frame["default_ms"] / frame["best_ms"])
+    frame.insert(frame.columns.get_loc("default_ms") + 1, "speedup", frame["default_ms"] / frame["best_ms"])
     return frame
 
 
@@ -105,7 +105,8 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     time_note = f"{timing.source}; latency {timing.median_ms:.3f} ms"
     if timing.ort_ms is not None:
         time_note += (f"; onnxruntime {timing.ort_ms:.3f} ms ({timing.ort_threads} "
-                      f"thread(s)), {timing.ort_ms / timing.median_ms:.2f}x our speed")
+                      f"thread(s)): ours is {timing.ort_ms / timing.median_ms:.2f}x "
+                      f"onnxruntime's speed")
     add(figures.model_time(timing, out), "", page.table(timing.by_kind), time_note)
     if len(tuned.board.clusters) > 1:
         add(figures.placement_map(tuned, gather.placements(tuned), out), "")

@@ -167,7 +167,8 @@ def model_time(time: ModelTime, folder: Path) -> Figure:
 def placement_map(tuned: Tuned, shares: pd.DataFrame, folder: Path) -> Figure:
     size = placement_size(*shares.shape)
     fig, ax = _canvas(size)
-    image = ax.imshow(shares.to_numpy(), aspect="auto", cmap="viridis", vmin=0.0)
+    image = ax.imshow(shares.to_numpy(), aspect="auto", cmap="viridis", vmin=0.0,
+                      vmax=1.0)
     weights = [n.config.core_weights for n in tuned.plan.nodes]
     for row, ws in enumerate(weights):
         for col, w in enumerate(ws):

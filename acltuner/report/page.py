@@ -19,6 +19,7 @@ th { background: #f0f0f0; }
 td:first-child, th:first-child { text-align: left; }
 img { max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
 .note { color: #666; font-style: italic; }
+.facts td { text-align: left; }
 """
 
 
@@ -42,7 +43,7 @@ def section(figure: Figure | None, title: str, body: str = "", note: str = "") -
 def facts(rows: list[tuple[str, str]]) -> str:
     cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                     for k, v in rows)
-    return f"<table>{cells}</table>"
+    return f'<table class="facts">{cells}</table>'
 
 
 def page(title: str, header: str, sections: list[str]) -> str:

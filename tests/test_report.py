@@ -184,6 +184,54 @@ def test_records_of_another_model_are_one_line(tuned, tmp_path):
     assert_one_line_error(result, str(foreign), "no record of")
 
 
+def test_a_saved_profile_stands_in_for_the_run(tuned, tmp_path):
+    """--profile reads `run --profile --json` (as saved from a board); --ort then
+    takes onnxruntime's time from its --compare-ort part."""
+    _, _, plan, records, config, _ = tuned
+    ran = invoke("run", plan, "--profile", "--compare-ort", "--json", "--repeat", 2)
+    assert ran.exit_code == 0, ran.output
+    saved = json.loads(ran.stdout)
+    profile = tmp_path / "profile.json"
+    profile.write_text(ran.stdout)
+    out = tmp_path / "o"
+    result = invoke("report", plan, "--records", records, "--config", config, "--profile",
+                    profile, "--ort", "-o", out)
+    assert result.exit_code == 0, result.output
+    timing = json.loads((out / "summary.json").read_text())["model_time"]
+    assert timing["median_ms"] == saved["median_ms"]
+    assert timing["ort_ms"] == saved["compare_ort"]["ort_median_ms"]
+    assert sum(row["ms"] for row in timing["by_kind"]) \
+        == pytest.approx(sum(n["ms"] for n in saved["nodes"]))
+
+    del saved["compare_ort"]
+    profile.write_text(json.dumps(saved))
+    result = invoke("report", plan, "--records", records, "--profile", profile, "--ort",
+                    "-o", tmp_path / "o2")
+    assert_one_line_error(result, str(profile), "--compare-ort")
+    del saved["nodes"]
+    profile.write_text(json.dumps(saved))
+    result = invoke("report", plan, "--records", records, "--profile", profile,
+                    "-o", tmp_path / "o2")
+    assert_one_line_error(result, str(profile), "--profile --json")
+    assert not (tmp_path / "o2").exists()
+
+
+def test_a_plan_that_cannot_run_here_asks_for_a_saved_profile(tuned, tmp_path):
+    """A plan of another engine version (so of another board's build) with its
+    records: the report cannot run it here and says what to give instead."""
+    _, _, plan, records, _, _ = tuned
+    data = json.loads(plan.read_text())
+    data["engine_version"] = "0.0.0-elsewhere"
+    other = tmp_path / "elsewhere.plan.json"
+    other.write_text(json.dumps(data))
+    theirs = tmp_path / "elsewhere.jsonl"
+    theirs.write_text("".join(json.dumps({**json.loads(line), "engine": "0.0.0-elsewhere"})
+                              + "\n" for line in records.read_text().splitlines()))
+    result = invoke("report", other, "--records", theirs, "-o", tmp_path / "o")
+    assert_one_line_error(result, "0.0.0-elsewhere", "--profile F.json")
+    assert not (tmp_path / "o").exists()
+
+
 def _chromium() -> str | None:
     return next(filter(None, map(shutil.which, ("chromium-headless-shell", "chromium",
                                                 "chromium-browser"))), None)

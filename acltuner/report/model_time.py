@@ -2,9 +2,9 @@
 
 The profile is what `acltuner run --profile --json` prints: either run here by
 the report (the plan must be for this machine) or read from a file saved from
-such a run, e.g. one on the board (`run --host H --profile --json`).  An
-entry's kind starts with the native operation ("conv im2col/...", "pool
-max"); delegated segments and the host's tensor copies are kinds of their own.
+such a run, e.g. one on the board (`run --host H --profile --json`).  Each
+entry's `op` is its graph operation (conv, pool, matmul, ...), "delegated" for
+a segment onnxruntime runs and "copies" for the host's tensor copies.
 """
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 
 from acltuner.report.gather import ReportError
-from acltuner.runtime.profile import DELEGATED, HOST_COPIES
 
 
 @dataclass(frozen=True)
@@ -27,17 +26,8 @@ class ModelTime:
     source: str               # where the profile came from, in words
 
 
-def op_kind(node: str, kind: str) -> str:
-    if node == HOST_COPIES:
-        return "host copies"
-    if kind.startswith(DELEGATED):
-        return "delegated (onnxruntime)"
-    return kind.split()[0]
-
-
 def by_kind(nodes: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame([(op_kind(n["node"], n["kind"]), n["ms"]) for n in nodes],
-                         columns=["kind", "ms"])
+    frame = pd.DataFrame([(n["op"], n["ms"]) for n in nodes], columns=["kind", "ms"])
     frame = frame.groupby("kind", as_index=False)["ms"].sum().sort_values("ms", ascending=False)
     frame["share"] = frame["ms"] / frame["ms"].sum()
     return frame.reset_index(drop=True)
@@ -60,7 +50,7 @@ def run_here(plan_path: str, repeat: int, ort: bool) -> ModelTime:
                           f"{plan_path} --profile --json` where the plan runs") from None
     inputs = random_inputs(program)
     latency, _ = time_runs(program, inputs, repeat, warmup)
-    nodes = [{"node": r.node, "kind": r.kind, "ms": r.ms} for r in summarize(latency.profiles)]
+    nodes = [{"op": r.op, "ms": r.ms} for r in summarize(latency.profiles)]
     ort_ms, threads = (ort_latency(program.plan.model_path, inputs, repeat, warmup) if ort
                        else (None, None))
     return ModelTime(latency.median_ms, by_kind(nodes), ort_ms, threads,
@@ -77,11 +67,10 @@ def read_saved(path: str, ort: bool) -> ModelTime:
         raise ReportError(f"{path}: not valid JSON: {e}") from None
     nodes = data.get("nodes") if isinstance(data, dict) else None
     if (not isinstance(nodes, list) or not isinstance(data.get("median_ms"), (int, float))
-            or not all(isinstance(n, dict) and isinstance(n.get("node"), str)
-                       and isinstance(n.get("kind"), str)
+            or not all(isinstance(n, dict) and isinstance(n.get("op"), str)
                        and isinstance(n.get("ms"), (int, float)) for n in nodes)):
         raise ReportError(f"{path}: not the output of `acltuner run --profile --json` "
-                          f"(needs median_ms and nodes with node, kind and ms)")
+                          f"(needs median_ms and nodes with op and ms)")
     ort_ms = threads = None
     if ort:
         compared = data.get("compare_ort")

@@ -22,7 +22,7 @@ from acltuner.report.cost_fit import ukernel_attributes
 from acltuner.tuner.records import RecordStore
 from acltuner.tuner.tuner_config import DEFAULT_PATH, load_tuner_config
 from acltuner.zoo.builder import GraphBuilder
-from cli_checks import assert_one_line_error, default_plan, invoke
+from cli_checks import assert_one_line_error, invoke
 
 PIL = pytest.importorskip("PIL.Image", reason="matplotlib (acltuner[report]) brings Pillow")
 pytest.importorskip("matplotlib", reason="acltuner report needs acltuner[report]")
@@ -55,7 +55,7 @@ class _Images(HTMLParser):
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
-    """(folder, model, plan, records, tuner config, default plan) of a small tune."""
+    """(folder, model, plan, records, tuner config, plan to compare) of a small tune."""
     tmp = tmp_path_factory.mktemp("report")
     model = _model(tmp / "small.onnx")
     config = yaml.safe_load(DEFAULT_PATH.read_text())
@@ -66,16 +66,20 @@ def tuned(tmp_path_factory):
     result = invoke("tune", model, "-o", plan, "--board", "split-host", "--trials", TRIALS,
                     "--records", records, "--config", config_path)
     assert result.exit_code == 0, result.output
-    default = default_plan(model, tmp)
-    return tmp, model, plan, records, config_path, default
+    # The same model tuned again, less and with other random draws: the plan to compare.
+    other = tmp / "again.plan.json"
+    result = invoke("tune", model, "-o", other, "--board", "split-host", "--trials", 12,
+                    "--seed", 1, "--records", tmp / "again.jsonl")
+    assert result.exit_code == 0, result.output
+    return tmp, model, plan, records, config_path, other
 
 
 @pytest.fixture(scope="module")
 def report(tuned):
-    tmp, _, plan, records, config, default = tuned
+    tmp, _, plan, records, config, other = tuned
     out = tmp / "out"
     result = invoke("report", plan, "--records", records, "--config", config, "--ort",
-                    "--compare", default, "--repeat", 3, "-o", out)
+                    "--compare", other, "--repeat", 3, "-o", out)
     assert result.exit_code == 0, result.output
     return out, json.loads((out / "summary.json").read_text())
 
@@ -111,7 +115,7 @@ def test_the_page_shows_every_figure_and_needs_no_network(report):
 
 
 def test_summary_matches_the_plan_and_records(tuned, report):
-    _, model, plan_path, records_path, config_path, default_path = tuned
+    _, model, plan_path, records_path, config_path, other_path = tuned
     _, summary = report
     plan = load_plan(plan_path)
     assert summary["model"]["sha256"] == plan.model_sha256
@@ -144,11 +148,13 @@ def test_summary_matches_the_plan_and_records(tuned, report):
 
     kinds = {row["kind"] for row in summary["model_time"]["by_kind"]}
     assert "conv" in kinds and summary["model_time"]["ort_ms"] > 0
-    default = load_plan(default_path)
     compared = {row["node"]: row for row in summary["compare"]["nodes"]}
     assert list(compared) == [n.node for n in plan.nodes]
-    for node in default.nodes:
-        assert compared[node.node]["chosen_b"].startswith(node.config.algorithm)
+    for a, b in zip(plan.nodes, load_plan(other_path).nodes):
+        row = compared[a.node]
+        assert (row["tuned_ms_a"], row["tuned_ms_b"]) == (a.tuned_ms, b.tuned_ms)
+        assert row["speedup_b"] == pytest.approx(b.default_ms / b.tuned_ms)
+        assert row["chosen_b"].startswith(b.config.algorithm)
 
 
 def test_micro_kernel_names_carry_their_tile_and_style():

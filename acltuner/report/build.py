@@ -55,7 +55,8 @@ def task_table(tuned: Tuned, order: list[str], fits: list[cost_fit.RoundFit]) ->
                      "spearman": rho.get(task, math.nan)})
     frame = pd.DataFrame(rows).astype({"best_ms": "float64", "default_ms": "float64",
                                        "spearman": "float64"})
-    frame.insert(frame.columns.get_loc("default_ms") + 1, "speedup", frame["default_ms"] / frame["best_ms"])
+    frame.insert(frame.columns.get_loc("default_ms") + 1, "speedup",
+                 frame["default_ms"] / frame["best_ms"])
     return frame
 
 
@@ -87,7 +88,7 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     order = gather.task_order(tuned)
     fits = _fits(tuned, order, options.tuner_config)
     tasks = task_table(tuned, order, fits)
-    figures._matplotlib()  # the one missing dependency reported before anything is written
+    figures.require_matplotlib()  # missing, it is reported before anything is written
 
     out.mkdir(parents=True, exist_ok=True)
     plan = tuned.plan
@@ -116,7 +117,8 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     if fits:
         fit_rows = pd.DataFrame([(f.task, f.train, len(f.frame), f.spearman) for f in fits],
                                 columns=["task", "trained on", "last round", "spearman"])
-        add(figures.cost_model(fits, tuned.task_nodes, out), "", page.table(fit_rows), cost_fit.METHOD)
+        add(figures.cost_model(fits, tuned.task_nodes, out), "", page.table(fit_rows),
+            cost_fit.METHOD)
     else:
         add(None, "Cost model", note="no task's last round was chosen by the cost model "
             f"(strategy {COST_MODEL_STRATEGY}, more trials than the initial random ones)")

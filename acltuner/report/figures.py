@@ -63,7 +63,7 @@ def compare_size(nlayers: int) -> tuple[int, int]:
     return layers_size(nlayers)[0], 700
 
 
-def _matplotlib():
+def require_matplotlib():
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure as MplFigure
@@ -74,7 +74,7 @@ def _matplotlib():
 
 
 def _canvas(size: tuple[int, int], **subplots):
-    MplFigure, FigureCanvasAgg = _matplotlib()
+    MplFigure, FigureCanvasAgg = require_matplotlib()
     fig = MplFigure(figsize=(size[0] / DPI, size[1] / DPI), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots(**subplots) if subplots else fig.subplots()
@@ -221,14 +221,15 @@ def cost_model(fits: list[RoundFit], labels: dict[str, str], folder: Path) -> Fi
 def compare(a: Tuned, b: Tuned, joined: pd.DataFrame, folder: Path) -> Figure:
     size = compare_size(len(joined))
     fig, (top, bottom) = _canvas(size, nrows=2, sharex=True)
+    names = Path(a.path).name, Path(b.path).name
+    labels = names if names[0] != names[1] else (a.path, b.path)
     x = np.arange(len(joined))
-    top.bar(x - 0.2, joined["tuned_ms_a"], 0.4, label=a.label)
-    top.bar(x + 0.2, joined["tuned_ms_b"], 0.4, label=b.label)
-    top.set_ylabel("tuned time (ms)")
-    top.legend(fontsize=8)
-    bottom.bar(x - 0.2, joined["speedup_a"], 0.4, label=a.label)
-    bottom.bar(x + 0.2, joined["speedup_b"], 0.4, label=b.label)
+    for axis, column, ylabel in ((top, "tuned_ms", "tuned time (ms)"),
+                                 (bottom, "speedup", "speedup over its default")):
+        for offset, suffix, label in ((-0.2, "_a", labels[0]), (0.2, "_b", labels[1])):
+            axis.bar(x + offset, joined[column + suffix], 0.4, label=label)
+        axis.set_ylabel(ylabel)
+    top.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
     bottom.axhline(1.0, color="black", linewidth=1)
-    bottom.set_ylabel("speedup over its default")
     bottom.set_xticks(x, joined["node"], rotation=90, fontsize=8)
-    return _save(fig, folder, "compare", f"{a.label} and {b.label} side by side", size)
+    return _save(fig, folder, "compare", f"{labels[0]} and {labels[1]} side by side", size)

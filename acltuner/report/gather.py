@@ -35,10 +35,6 @@ class Tuned:
     caches: str | None             # the protocol of those records; None without records
 
     @property
-    def label(self) -> str:
-        return self.path
-
-    @property
     def task_nodes(self) -> dict[str, str]:
         """Each task's nodes, as the figures name a task."""
         return {task: ", ".join(nodes)

@@ -112,6 +112,7 @@ def test_the_page_shows_every_figure_and_needs_no_network(report):
     assert shown == {f["file"]: (f["width"], f["height"]) for f in summary["figures"]}
     assert "script" not in parser.tags
     assert "http://" not in page and "https://" not in page
+    assert {p.name for p in out.glob("*.png")} == set(shown)
 
 
 def test_summary_matches_the_plan_and_records(tuned, report):
@@ -155,6 +156,18 @@ def test_summary_matches_the_plan_and_records(tuned, report):
         assert (row["tuned_ms_a"], row["tuned_ms_b"]) == (a.tuned_ms, b.tuned_ms)
         assert row["speedup_b"] == pytest.approx(b.default_ms / b.tuned_ms)
         assert row["chosen_b"].startswith(b.config.algorithm)
+
+
+def test_a_report_written_again_keeps_only_its_own_figures(tuned, tmp_path):
+    _, _, plan, records, config, other = tuned
+    out = tmp_path / "again"
+    for extra in (("--compare", other), ()):
+        result = invoke("report", plan, "--records", records, "--config", config,
+                        "--repeat", 1, *extra, "-o", out)
+        assert result.exit_code == 0, result.output
+    drawn = {f["file"] for f in json.loads((out / "summary.json").read_text())["figures"]}
+    assert "compare.png" not in drawn
+    assert {p.name for p in out.glob("*.png")} == drawn
 
 
 def test_micro_kernel_names_carry_their_tile_and_style():

@@ -127,6 +127,10 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
         joined = gather.join_plans(tuned, other)
         add(figures.compare(tuned, other, joined, out), "", page.table(joined))
 
+    # A figure an earlier report drew in this folder and this one did not
+    # (compare, without --compare) would be an image of something else.
+    for name in set(figures.NAMES) - {f.name for f in drawn}:
+        (out / f"{name}.png").unlink(missing_ok=True)
     summary = {
         "schema_version": SCHEMA_VERSION, "plan": plan_path,
         "model": {"path": plan.model_path, "sha256": plan.model_sha256},

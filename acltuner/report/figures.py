@@ -20,6 +20,8 @@ from acltuner.report.model_time import ModelTime
 
 DPI = 100
 CURVE_COLUMNS = 3
+# Every figure a report may draw, by the name of its file.
+NAMES = ("tuning_curves", "layer_speedups", "model_time", "placement", "cost_model", "compare")
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,7 @@ def _channel_constant(g: OnnxGraph, node: onnx.NodeProto, out: str, oc: int,
     return np.broadcast_to(value, per_channel).reshape(oc).astype(np.float64)
 
 
-def _channel_affine(g: OnnxGraph, node: onnx.NodeProto | None, out: str, oc: int,
+def channel_affine(g: OnnxGraph, node: onnx.NodeProto | None, out: str, oc: int,
                     rank: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(scale, shift) of a per-channel affine node reading out, else None."""
     if is_op(node, "BatchNormalization"):
@@ -217,7 +217,7 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     affine = None
     while True:
         nxt = g.sole_consumer(out)
-        step = _channel_affine(g, nxt, out, base.oc, len(x_shape))
+        step = channel_affine(g, nxt, out, base.oc, len(x_shape))
         if step is None:
             break
         scale, shift = step

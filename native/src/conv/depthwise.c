@@ -238,16 +238,6 @@ static void block_row_run(const block_row *r, int ow, int lo, int hi)
     }
 }
 
-/* The output pixels [lo, hi) of a row whose taps all fall inside the input. */
-static void interior_columns(const acl_conv_shape *s, int ow, int *lo, int *hi)
-{
-    int first = acl_div_up(s->pad_left, s->stride_w);
-    int reach = s->w - 1 + s->pad_left - (s->kw - 1) * s->dil_w;
-    int last = reach < 0 ? -1 : reach / s->stride_w;  /* inclusive */
-    *lo = acl_min(first, ow);
-    *hi = acl_max(*lo, acl_min(last + 1, ow));
-}
-
 /* Rows outer, channel blocks inner: a row's input rows stay in cache while
  * its blocks are done; the activation then runs over the whole row at once. */
 static void channel_block_rows(void *arg, int begin, int end, int worker)
@@ -260,7 +250,7 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
     const float *x_end = ctx->io->x + (size_t)s->n * s->h * s->w * s->c;
     const float *r_end = ctx->io->residual ? ctx->io->residual + (size_t)conv->d.m * oc : NULL;
     int lo, hi;
-    interior_columns(s, ow, &lo, &hi);
+    conv_interior_columns(s, ow, &lo, &hi);
     for (int row = begin; row < end; row++) {
         const int b = row / oh;
         const size_t out_at = (size_t)row * ow * oc;

@@ -206,7 +206,9 @@ def test_deploy_copies_once_and_checks_the_launcher(sshd, deployed):
 def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_path):
     model = _model(tmp_path / "small.onnx")
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
-    trials = 40
+    # Each measurement under qemu over ssh takes 1-2 s on a loaded 2-vCPU host:
+    # few enough trials that the run after the drop ends well within the wait.
+    trials = 20
     cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
            "--board", str(QEMU_BOARD), "--host", HOST, "--trials", str(trials),
            "--records", str(records)]
@@ -221,7 +223,7 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     assert proc.poll() is None, "tune finished before the connection could be dropped"
     before = records.read_text().splitlines()
     assert sshd.drop_connections() >= 1
-    assert proc.wait(240) == 0, log.read_text()
+    assert proc.wait(300) == 0, log.read_text()
     output = log.read_text()
     assert "dropped 1 time(s): reconnected" in output, output
 

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from acltuner.board.registry import load_board
 from acltuner.cli import main
-from acltuner.engine.build import missing_tools
+from acltuner.engine.build import board_engine_fingerprint, missing_tools
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.plan import load_plan
 from acltuner.remote import ssh
@@ -237,7 +237,9 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
 
     plan = load_plan(plan_path)
     assert plan.board_name == "qemu-a53" and [n.node for n in plan.nodes] == ["c1", "c2", "c3"]
-    assert plan.engine_version == engine_version()
+    # The engine that measured: the board's own build, with its flags.
+    board_fp, _ = board_engine_fingerprint(load_board(str(QEMU_BOARD)))
+    assert plan.engine_version == f"{engine_version()}+{board_fp}"
     for node in plan.nodes:
         usable = [r for r in after if r["task"] == node.task and r["ok"] and r["correct"]]
         best = min(usable, key=lambda r: r["median_ms"])

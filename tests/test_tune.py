@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from acltuner.cli import main
+from acltuner.engine import native
 from acltuner.plan import load_plan
 from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo.builder import GraphBuilder
@@ -223,3 +224,34 @@ def test_plan_show_refuses_corrupted_and_mismatched_plans(models, tmp_path):
     _model_b(a)  # the model changes after tuning
     assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(plan_path)]),
                     "changed since tuning")
+
+
+def test_records_of_another_engine_build_are_measured_again(models, tmp_path):
+    """Records carry the engine's version and build fingerprint; those of an
+    engine built from other sources or flags are kept but not reused, and a
+    plan of another build is refused."""
+    _, b = models
+    records = tmp_path / "r.jsonl"
+    args = [b, "-o", tmp_path / "b.json", "--board", "split-host", "--trials", "6",
+            "--records", records]
+    assert _tune(*args).exit_code == 0
+    first = _records(records)
+    engine = native.local_engine_id()
+    assert first and {r["engine"] for r in first} == {engine}
+    assert load_plan(tmp_path / "b.json").engine_version == engine
+
+    older = engine.split("+")[0] + "+0123456789abcdef"
+    records.write_text("".join(json.dumps({**r, "engine": older}) + "\n" for r in first))
+    assert _tune(*args).exit_code == 0
+    again = _records(records)[len(first):]
+    assert len(again) == len(first) and {r["engine"] for r in again} == {engine}
+
+    stats = CliRunner().invoke(main, ["records", "stats", str(records)])
+    assert stats.exit_code == 0
+    assert f"engine {older}" in stats.output and f"engine {engine}" in stats.output
+
+    plan = json.loads((tmp_path / "b.json").read_text())
+    plan["engine_version"] = older
+    (tmp_path / "old.json").write_text(json.dumps(plan))
+    assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(tmp_path / "old.json")]),
+                          f"plan tuned with engine {older}", "--force")

@@ -30,8 +30,10 @@ def _board_summary(b) -> str:
 
 
 def _board_json(b) -> str:
+    from acltuner.engine.build import board_engine_fingerprint
+    engine, _ = board_engine_fingerprint(b)
     return json.dumps({**b.to_dict(), "ncores": b.ncores, "armnn_threads": b.armnn_threads,
-                       "fingerprint": b.fingerprint}, indent=2)
+                       "fingerprint": b.fingerprint, "engine_fingerprint": engine}, indent=2)
 
 
 @board.command("list")
@@ -50,14 +52,16 @@ def board_list() -> None:
 @board.command("show")
 @click.argument("board_name", metavar="NAME|FILE")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the board file's fields plus ncores, armnn_threads and fingerprint "
-                   "as one JSON object.")
+              help="Print the board file's fields plus ncores, armnn_threads, fingerprint and "
+                   "engine_fingerprint as one JSON object.")
 def board_show(board_name: str, as_json: bool) -> None:
-    """A board's clusters, ISA, flags, fingerprint and ArmNN threads.
+    """A board's clusters, ISA, flags, fingerprint, engine and ArmNN threads.
 
     The fingerprint hashes what measurements depend on (ISA, and each
     cluster's core type, cpus and clock), not names: tuning records are kept
-    per fingerprint.  ArmNN's default thread count is the smallest cluster's
+    per fingerprint.  The engine line is the fingerprint of the engine that
+    measures the board (its sources and compile flags, the board's
+    compiler_flags included): records are kept per engine too.  ArmNN's default thread count is the smallest cluster's
     core count (ACLTuner paper, Appendix B.1): 2 on both the Odroid N2+ (2+4)
     and the Tinker Edge R (4+2).
 
@@ -85,6 +89,9 @@ def board_show(board_name: str, as_json: bool) -> None:
     if b.launcher_wrapper:
         click.echo(f"launcher     {' '.join(b.launcher_wrapper)} <launcher>")
     click.echo(f"fingerprint  {b.fingerprint}")
+    from acltuner.engine.build import board_engine_fingerprint
+    engine, source = board_engine_fingerprint(b)
+    click.echo(f"engine       {engine or '-'} ({source})")
     click.echo(f"ArmNN default threads: {b.armnn_threads}")
 
 

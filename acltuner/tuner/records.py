@@ -1,7 +1,9 @@
 """The tuning log: one JSON line per measurement, appended as tuning goes.
 
 The log is also the tuning cache.  Several models share one records file, and a
-task key already measured on a board with an engine version and measurement
+task key already measured on a board with an engine (its version and build
+fingerprint, native.engine_id(): records of an engine built from other sources
+or flags are not reused) and measurement
 options (the protocol: warm or cold caches, repeats) is not measured again
 there: its configs, failed ones included, are looked up instead.  Records of
 other boards, engine versions and protocols stay in the file, ignored by the

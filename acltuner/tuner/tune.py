@@ -17,6 +17,7 @@ import numpy as np
 
 from acltuner.armnn_default import armnn_default
 from acltuner.board.model import Board
+from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
@@ -68,7 +69,7 @@ class TaskTuner:
         self.config, self.strategy, self.seed = config, strategy, seed
         self.reporter = reporter or TuneReporter()
         hello = client.hello_info
-        self.engine = hello["version"]
+        self.engine = native.hello_engine_id(hello)
         self.isa = hello["isa"]
         self.algorithms = [(a["name"], a["uses_ukernel"]) for a in hello["algorithms"]]
         self.ukernels = {uk["name"]: uk for uk in hello["ukernels"]}

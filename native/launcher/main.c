@@ -32,6 +32,8 @@ static int handle_hello(session *s, const json_value *request, json_writer *w)
     json_int(w, PROTOCOL_VERSION);
     json_key(w, "version");
     json_string(w, acl_version());
+    json_key(w, "fingerprint");
+    json_string(w, acl_fingerprint());
     json_key(w, "isa");
     json_string(w, acl_isa());
     json_key(w, "cpus");

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -134,3 +135,46 @@ def board_detect(root: str, as_json: bool, output: str | None) -> None:
         save_file(b, output)
         click.echo(f"wrote {output} (fingerprint {b.fingerprint})", err=True)
     click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)
+
+
+@board.command("doctor")
+@click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
+              help="The board file the machine is checked against.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Check this ssh host (the board) instead of this machine.")
+@click.option("--sysfs", "root", default=None, metavar="ROOT",
+              type=click.Path(exists=True, file_okay=False),
+              help="Check a recording: ROOT/proc and ROOT/sys as a board's kernel wrote them.")
+def board_doctor(board_name: str, host: str | None, root: str | None) -> None:
+    """Whether a machine measures a board faithfully: one line per finding.
+
+    Checks the cpufreq governor (performance or userspace, not one that
+    scales with the load), each cluster's clock against the board file (top
+    clock, a cap, the clock now), the thermal zones against their trip
+    points, other processes busy on the board's cores, and that every core
+    is the core type the board file says (MIDR part from /proc/cpuinfo).
+    Lines start with `ok` or `FIX` and a FIX line ends with its fix.  `tune`
+    runs the same checks first and prints the FIX lines as warnings.
+
+    Exit status: 0 when every check is ok, 1 when a line says FIX.
+
+    \b
+    Examples:
+      acltuner board doctor                              this machine
+      acltuner board doctor --board odroid-n2plus --host odroid
+      acltuner board doctor --board rpi4 --sysfs rec     a recording
+    """
+    from acltuner.board import load_board
+    from acltuner.board.doctor import SAMPLE_S, diagnose, problems, snapshot_over_ssh
+    if host and root:
+        raise click.UsageError("give --host or --sysfs, not both")
+    b = load_board(board_name)
+    if host:
+        with snapshot_over_ssh(host) as folder:
+            findings = diagnose(b, folder, sample_s=0)
+    else:
+        findings = diagnose(b, root or "/", sample_s=0 if root else SAMPLE_S,
+                            ignore_pids=frozenset({os.getpid()}))
+    for f in findings:
+        click.echo(f.line())
+    raise SystemExit(1 if problems(findings) else 0)

@@ -13,7 +13,7 @@
 #include "request.h"
 #include "task.h"
 
-#define PROTOCOL_VERSION 3
+#define PROTOCOL_VERSION 4
 
 /* What the launcher keeps between requests: the loaded task and the graph. */
 typedef struct {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -268,6 +269,18 @@ def test_run_on_a_host_without_the_launcher_says_to_deploy(sshd, tmp_path, monke
     monkeypatch.setenv("ACLTUNER_REMOTE_DIR", str(tmp_path / "empty"))
     result = _cli("run", plan_path, "--host", HOST, "--board", QEMU_BOARD, "--force")
     assert_one_line_error(result, "run acltuner deploy")
+
+
+def test_board_doctor_over_ssh(sshd):
+    """The host's recording travels over ssh: this x86 host is no Cortex-A53."""
+    result = _cli("board", "doctor", "--board", QEMU_BOARD, "--host", HOST)
+    lines = result.output.splitlines()
+    assert result.exit_code == 1, result.output
+    assert all(re.fullmatch(r"(ok  |FIX ) (cores|governor|clock|thermal|busy) +\S.*", line)
+               for line in lines), result.output
+    assert any(line.startswith("FIX  cores    cpu0 is ") and "says cortex-a53" in line
+               for line in lines), result.output
+    assert any(line.startswith(("ok   busy", "FIX  busy")) for line in lines)
 
 
 def test_unreachable_host_is_one_line(sshd):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from acltuner.board.cpulist import format_cpulist
 from acltuner.board.detect import core_type_of, parse_cpuinfo, read_int, read_text
-from acltuner.board.model import Board
+from acltuner.board.model import Board, Cluster
 
 GOOD_GOVERNORS = ("performance", "userspace")
 # Within this much of a trip point a board is about to throttle.
@@ -60,12 +60,13 @@ def problems(findings: list[Finding]) -> list[Finding]:
 
 def doctor_for_tune(board: Board, host: str | None) -> list[Finding]:
     """The problems a tune of `board` should warn about: the board's over ssh,
-    or this machine's (a board emulated here through its launcher_wrapper has
-    none of its own core types or clocks to check)."""
+    or this machine's (a board emulated through its launcher_wrapper, e.g.
+    qemu, has none of its own core types or clocks to check)."""
     if host:
         with snapshot_over_ssh(host) as folder:
-            return problems(diagnose(board, folder, sample_s=0))
-    findings = diagnose(board, "/", ignore_pids=frozenset({os.getpid()}))
+            findings = diagnose(board, folder, sample_s=0)
+    else:
+        findings = diagnose(board, "/", ignore_pids=frozenset({os.getpid()}))
     if board.launcher_wrapper:
         findings = [f for f in findings if f.check not in ("cores", "clock")]
     return problems(findings)
@@ -138,30 +139,30 @@ def check_clock(board: Board, root: Path) -> list[Finding]:
     for cluster in board.clusters:
         cpu = cluster.cpus[0]
         top = read_int_khz(_cpufreq(root, cpu, "cpuinfo_max_freq"))
-        if top is None:
-            continue
-        name = f"cluster {cluster.name} (cpu{format_cpulist(cluster.cpus)})"
-        want = cluster.max_freq_mhz
-        cap = read_int_khz(_cpufreq(root, cpu, "scaling_max_freq")) or top
-        now = read_int_khz(_cpufreq(root, cpu, "scaling_cur_freq"))
-        if want and abs(top - want) > CLOCK_TOLERANCE * want:
-            findings.append(Finding(
-                "clock", False, f"{name}: the kernel's top clock is {top} MHz, board "
-                f"{board.name} says {want} MHz", "use the board file of this machine: "
-                "acltuner board detect -o BOARD.yaml"))
-        elif cap < top * (1 - CLOCK_TOLERANCE):
-            findings.append(Finding(
-                "clock", False, f"{name}: capped at {cap} MHz of {top} MHz (scaling_max_freq)",
-                f"echo {top * 1000} | sudo tee /sys/devices/system/cpu/cpu{cpu}/cpufreq/"
-                "scaling_max_freq"))
-        elif now is not None and now < cap * (1 - CLOCK_TOLERANCE):
-            findings.append(Finding(
-                "clock", False, f"{name}: runs at {now} MHz of {cap} MHz now (throttled, or a "
-                f"governor that scales)", "set the performance governor and let the board "
-                "cool; check the thermal line"))
-        else:
-            findings.append(Finding("clock", True, f"{name}: {now or cap} MHz of {top} MHz"))
+        if top is not None:
+            findings.append(_clock_finding(board, cluster, root, top))
     return findings
+
+
+def _clock_finding(board: Board, cluster: Cluster, root: Path, top: int) -> Finding:
+    cpu = cluster.cpus[0]
+    name = f"cluster {cluster.name} (cpu{format_cpulist(cluster.cpus)})"
+    want = cluster.max_freq_mhz
+    cap = read_int_khz(_cpufreq(root, cpu, "scaling_max_freq")) or top
+    now = read_int_khz(_cpufreq(root, cpu, "scaling_cur_freq"))
+    if want and abs(top - want) > CLOCK_TOLERANCE * want:
+        return Finding("clock", False, f"{name}: the kernel's top clock is {top} MHz, board "
+                       f"{board.name} says {want} MHz", "use the board file of this machine: "
+                       "acltuner board detect -o BOARD.yaml")
+    if cap < top * (1 - CLOCK_TOLERANCE):
+        return Finding("clock", False, f"{name}: capped at {cap} MHz of {top} MHz "
+                       f"(scaling_max_freq)", f"echo {top * 1000} | sudo tee "
+                       f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_max_freq")
+    if now is not None and now < cap * (1 - CLOCK_TOLERANCE):
+        return Finding("clock", False, f"{name}: runs at {now} MHz of {cap} MHz now "
+                       f"(throttled, or a governor that scales)", "set the performance governor "
+                       "and let the board cool; check the thermal line")
+    return Finding("clock", True, f"{name}: {now or cap} MHz of {top} MHz")
 
 
 def read_int_khz(text: str | None) -> int | None:
@@ -203,23 +204,22 @@ def check_thermal(root: Path) -> list[Finding]:
     zones = thermal_zones(root)
     if not zones:
         return [Finding("thermal", True, "no thermal zones (none exposed by this kernel)")]
-    findings = []
-    for z in zones:
-        name = f"{z.name} ({z.kind}) {z.temp_c:.1f} C"
-        if z.trip_c is None:
-            findings.append(Finding("thermal", True, f"{name}, no trip point"))
-        elif z.temp_c >= z.trip_c:
-            findings.append(Finding(
-                "thermal", False, f"{name}, past its trip point {z.trip_c:.1f} C: the cores "
-                f"are throttled", "cool the board (heatsink, fan) and wait before tuning"))
-        elif z.temp_c >= z.trip_c - THERMAL_MARGIN_C:
-            findings.append(Finding(
-                "thermal", False, f"{name}, within {THERMAL_MARGIN_C:g} C of its trip point "
-                f"{z.trip_c:.1f} C: a long tune will throttle", "cool the board (heatsink, "
-                "fan) before tuning"))
-        else:
-            findings.append(Finding("thermal", True, f"{name}, trip point {z.trip_c:.1f} C"))
-    return findings
+    return [_zone_finding(z) for z in zones]
+
+
+def _zone_finding(z: Zone) -> Finding:
+    name = f"{z.name} ({z.kind}) {z.temp_c:.1f} C"
+    if z.trip_c is None:
+        return Finding("thermal", True, f"{name}, no trip point")
+    if z.temp_c >= z.trip_c:
+        return Finding("thermal", False, f"{name}, past its trip point {z.trip_c:.1f} C: the "
+                       f"cores are throttled", "cool the board (heatsink, fan) and wait before "
+                       "tuning")
+    if z.temp_c >= z.trip_c - THERMAL_MARGIN_C:
+        return Finding("thermal", False, f"{name}, within {THERMAL_MARGIN_C:g} C of its trip "
+                       f"point {z.trip_c:.1f} C: a long tune will throttle", "cool the board "
+                       "(heatsink, fan) before tuning")
+    return Finding("thermal", True, f"{name}, trip point {z.trip_c:.1f} C")
 
 
 def _cpu_times(text: str) -> dict[int, tuple[str, int, int]]:

@@ -125,7 +125,11 @@ int acl_exec_active(const acl_exec *ex)
 /* Sleeping and waking use the Dekker pattern: the waker publishes its store,
  * then reads the sleeping flag; the sleeper sets its flag, then re-checks the
  * condition under the lock.  One of them always sees the other, so a wake-up
- * takes the lock and a system call only when its thread did go to sleep. */
+ * takes the lock and a system call only when its thread did go to sleep.
+ * Each side's store is a read-modify-write: a seq_cst store then load is
+ * enough in C11, but qemu-user runs AArch64's stlr; ldar on x86 without a
+ * fence between them, and a wake-up lost there hangs a share that no other
+ * thread may run. */
 static void finish_range(void)
 {
     if (atomic_fetch_sub(&pool.left, 1) == 1 && atomic_load(&pool.caller_sleeping)) {
@@ -172,7 +176,7 @@ static void *worker_main(void *arg)
     for (;;) {
         if (!spin_until(job_arrived, w)) {
             pthread_mutex_lock(&pool.lock);
-            atomic_store(&w->sleeping, 1);
+            atomic_exchange(&w->sleeping, 1);
             while (atomic_load(&w->job) == w->seen) pthread_cond_wait(&w->wake, &pool.lock);
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
@@ -251,7 +255,7 @@ static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
     for (int i = 1; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
-        atomic_store(&w->job, gen);
+        atomic_exchange(&w->job, gen);
         if (atomic_load(&w->sleeping)) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&w->wake);
@@ -261,7 +265,7 @@ static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
     run_range(0);
     if (!spin_until(job_done, NULL)) {
         pthread_mutex_lock(&pool.lock);
-        atomic_store(&pool.caller_sleeping, 1);
+        atomic_exchange(&pool.caller_sleeping, 1);
         while (atomic_load(&pool.left) > 0) pthread_cond_wait(&pool.done, &pool.lock);
         atomic_store(&pool.caller_sleeping, 0);
         pthread_mutex_unlock(&pool.lock);

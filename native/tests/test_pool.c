@@ -10,9 +10,11 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pool.h"
 #include "test_harness.h"
@@ -82,6 +84,29 @@ static void check_case(const int *weights, int ncores, int units, const cpu_set_
     check(same_set(&after, own), "%s: the caller's affinity was not restored", desc);
 }
 
+static void count_units(void *ctx, int begin, int end, int worker)
+{
+    atomic_fetch_add((atomic_int *)ctx, end - begin);
+}
+
+/* Jobs spaced so that the workers go to sleep between them (the pool spins
+ * 50 us first): every one must be woken, and a wake-up lost would hang here.
+ * Without stealing, nothing else would run a sleeping worker's share. */
+static void check_wakeups(int ncores, const int *cpus, int ncpus, int jobs)
+{
+    int weights[CPU_SETSIZE] = {0};
+    for (int i = 0; i < ncpus; i++) weights[cpus[i]] = 1;
+    const acl_exec ex = {ncores, weights, ncpus};
+    int lost = 0;
+    for (int j = 0; j < jobs; j++) {
+        atomic_int done = 0;
+        if (acl_parallel(&ex, ncpus, count_units, &done) != 0 || atomic_load(&done) != ncpus)
+            lost++;
+        if (j % 2) nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+    check(lost == 0, "%d of %d jobs did not run every share", lost, jobs);
+}
+
 int main(int argc, char **argv)
 {
     int cases = 300;
@@ -118,5 +143,6 @@ int main(int argc, char **argv)
         check_case(weights, ncores, 64, &one);
     }
     sched_setaffinity(0, sizeof own, &own);
+    check_wakeups(ncores, cpus, ncpus, 4000);
     return test_summary();
 }

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from acltuner.board.registry import load_board
@@ -30,6 +31,7 @@ from acltuner.plan import load_plan
 from acltuner.remote import ssh
 from acltuner.remote.launcher import RemoteLauncherClient, remote_launcher_command
 from acltuner.remote.layout import engine_version
+from acltuner.tuner.tuner_config import DEFAULT_PATH as DEFAULT_TUNER_CONFIG
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
 from records_checks import latest, read_records
@@ -205,9 +207,15 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     model = _model(tmp_path / "small.onnx")
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
     trials = 40
+    # Emulated times spread beyond any target: with the noise control on, most
+    # configs would be measured twice and the tune would outlast the test.
+    settings = yaml.safe_load(DEFAULT_TUNER_CONFIG.read_text())
+    settings["measure"]["ci_target_pct"] = 0
+    config = tmp_path / "tuner.yaml"
+    config.write_text(yaml.safe_dump(settings))
     cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
            "--board", str(QEMU_BOARD), "--host", HOST, "--trials", str(trials),
-           "--records", str(records)]
+           "--records", str(records), "--config", str(config)]
     log = tmp_path / "tune.log"
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)

@@ -288,7 +288,7 @@ def test_measure_settings_give_the_launcher_options():
             options.max_repeats) == (warm.warmup, warm.min_repeat_ms, warm.min_repeats,
                                      warm.max_repeats)
     assert (options.ci_target_pct, options.max_repeat_ms, options.cooldown_ms) == (
-        warm.ci_target_pct, warm.max_repeat_ms, warm.cooldown_ms) == (2, 1000, 0)
+        warm.ci_target_pct, warm.max_repeat_ms, warm.cooldown_ms) == (2, 300, 0)
 
 
 def test_settings_missing_file(tmp_path):

@@ -3,7 +3,8 @@
 A plan is a versioned JSON file people may read and edit, so loading it checks
 every field and reports the first problem as one line naming the file and the
 field.  It records the model's sha256, the board's fingerprint and the engine
-version it was tuned for; check_plan() refuses to run it against anything else
+it was tuned with (engine_version: the version with the build's fingerprint,
+native.engine_id()); check_plan() refuses to run it against anything else
 unless forced, since configs tuned for one of those are not the fastest, or
 may not even run, on another.
 """
@@ -198,9 +199,10 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def check_plan(plan: Plan, model_path: str | os.PathLike, board_fingerprint: str,
-               engine_version: str, force: bool = False) -> list[str]:
+               engine_id: str, force: bool = False) -> list[str]:
     """Refuses, with one PlanError line naming every difference, to run a plan
-    on a model changed since tuning, another board or another engine version.
+    on a model changed since tuning, another board or another engine (its
+    version or its build's fingerprint: native.engine_id()).
     With force it returns those differences as warnings instead ([] if none)."""
     differences = []
     sha = sha256_file(model_path)
@@ -210,9 +212,9 @@ def check_plan(plan: Plan, model_path: str | os.PathLike, board_fingerprint: str
     if board_fingerprint != plan.board_fingerprint:
         differences.append(f"plan for board {plan.board_name} ({plan.board_fingerprint}) but "
                            f"running on {board_fingerprint}")
-    if engine_version != plan.engine_version:
+    if engine_id != plan.engine_version:
         differences.append(f"plan tuned with engine {plan.engine_version} but running engine "
-                           f"{engine_version}")
+                           f"{engine_id}")
     if differences and not force:
         raise PlanError("; ".join(differences) + "; use --force to run it anyway")
     return differences

@@ -133,6 +133,45 @@ def test_measures_are_plausible_and_correct(client):
         assert m.output is None
 
 
+def _median_ci_pct(times: list[float]) -> float | None:
+    """PROTOCOL.md's spread: the order statistics n/2 -+ 0.98 sqrt(n) (1-based,
+    rounded half away from zero) around the median, half their distance in %."""
+    n = len(times)
+    half = 0.98 * np.sqrt(n)
+    lo, hi = int(np.floor(n / 2 - half + 0.5)), int(np.floor(1 + n / 2 + half + 0.5))
+    if lo < 1 or hi > n:
+        return None
+    x = np.sort(times)
+    return 100 * (x[hi - 1] - x[lo - 1]) / 2 / np.median(x)
+
+
+@pytest.mark.parametrize("options, runs", [
+    (dict(ci_target_pct=0), 2),                               # off: the minimums decide
+    (dict(ci_target_pct=1e9), 6),                             # any interval, once there is one
+    (dict(ci_target_pct=1e-9, max_repeat_ms=1e-6), 2),        # the time cap ends it at once
+    (dict(ci_target_pct=1e-9, max_repeats=12), 12),           # never met: max_repeats
+])
+def test_repeats_until_the_median_is_known(client, options, runs):
+    client.load(SAME_3X3, seed=5)
+    config = ExecConfig("reference", None, (1,), 1)
+    m = client.measure(config, **{**dict(warmup=0, min_repeat_ms=0.0, min_repeats=2,
+                                         max_repeats=50), **options})
+    assert m.ok and len(m.times_ms) == runs
+    want = _median_ci_pct(m.times_ms)
+    assert (m.ci_pct is None) == (want is None) and (want is None or
+                                                      m.ci_pct == pytest.approx(want))
+    if not os.path.exists("/sys/devices/system/cpu/cpu0/cpufreq"):
+        assert m.throttled is False  # no clock to drop
+
+
+def test_bad_noise_options_get_an_error_answer(client):
+    client.load(SAME_3X3, seed=5)
+    config = ExecConfig("reference", None, (1,), 1)
+    for field in ("ci_target_pct", "max_repeat_ms", "cooldown_ms"):
+        m = client.measure(config, **{**ONCE, field: -1})
+        assert not m.ok and m.error == f'field "{field}" must be >= 0, got -1'
+
+
 EPILOGUE_SHAPES = [
     SAME_3X3,
     ConvShape(n=2, h=11, w=9, c=6, oc=10, kh=3, kw=2, stride_h=2, stride_w=1, dil_h=1, dil_w=2,
@@ -377,8 +416,9 @@ for line in sys.stdin:
         if algorithm == "garbage":
             print("garbage", flush=True)
             continue
-        answer = ({"ok": True, "median_ms": 1.0, "min_ms": 1.0, "times_ms": [1.0], "stages": {},
-                   "correct": True, "max_abs_err": 0.0, "max_rel_err": 0.0}
+        answer = ({"ok": True, "median_ms": 1.0, "min_ms": 1.0, "times_ms": [1.0],
+                   "ci_pct": None, "throttled": False, "stages": {}, "correct": True,
+                   "max_abs_err": 0.0, "max_rel_err": 0.0}
                   if loaded else {"ok": False, "error": "no task loaded"})
     print(json.dumps(answer), flush=True)
 '''

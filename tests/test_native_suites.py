@@ -1,6 +1,7 @@
 """The engine's own C test programs (test_gemm: every micro-kernel through the
 macro-kernel; test_conv: every algorithm x micro-kernel against the reference;
-test_graph: every whole-model operation against naive loops), built and run
+test_graph: every whole-model operation against naive loops; test_pool: every
+share of a job on its own CPU), built and run
 natively and, for the NEON family, under qemu; and the micro-kernel listings
 of the ukernels_asm target."""
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pytest
 from acltuner.engine.build import AARCH64_TOOLCHAIN, cmake_build, host_isa, missing_tools
 from engine_backends import QEMU, REPO, aarch64_launcher
 
-SUITES = [("test_gemm", []), ("test_conv", ["--cases", "150"]), ("test_graph", [])]
+SUITES = [("test_gemm", []), ("test_conv", ["--cases", "150"]), ("test_graph", []),
+          ("test_pool", [])]
 CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
@@ -31,6 +32,7 @@ TIME = "2026-11-20T12:00:00.000+00:00"
 BOARD, ENGINE = "odroid-n2p-3f9a", "0.1.0"
 COLD = MeasureOptions(evict_bytes=2 << 20)
 WARM = MeasureOptions()
+NOISE_CONTROL = MeasureOptions(evict_bytes=2 << 20, ci_target_pct=2, max_repeat_ms=1000)
 
 
 def config(workloads: int = 1, algorithm: str = "im2col") -> ExecConfig:
@@ -95,7 +97,7 @@ def test_a_nonfinite_error_is_stored_as_null():
     (set_field("config.core_weights", [0, 0]), "config: core weights need at least one positive"),
     (set_field("board", KeyError), "board is missing"),
     (set_field("ok", "yes"), "ok must be true or false, got 'yes'"),
-    (set_field("schema_version", 3), "schema_version 3 is not supported (this acltuner reads 2)"),
+    (set_field("schema_version", 4), "schema_version 4 is not supported (this acltuner reads 3)"),
     (set_field("measure", KeyError), "measure is missing"),
     (set_field("measure.evict_bytes", -1), "measure.evict_bytes must be >= 0, got -1"),
     (set_field("measure.evict_bytes", 1.5), "measure.evict_bytes must be an integer, got 1.5"),
@@ -342,14 +344,15 @@ def test_records_of_another_measurement_protocol_are_not_reused(tmp_path):
 def test_version_1_records_read_as_warm_measurements(tmp_path):
     path = tmp_path / "records.jsonl"
     v1 = record("k", 1, 0.5).to_dict()
-    del v1["measure"]
+    for field in ("measure", "ci_pct", "throttled"):
+        del v1[field]
     v1["schema_version"] = 1
     path.write_text(json.dumps(v1) + "\n")
     store = RecordStore(path)
     assert store.records[0].measure == V1_MEASURE and V1_MEASURE.evict_bytes == 0
     assert store.best(BOARD, ENGINE, "k", measure=V1_MEASURE).median_ms == 0.5
     assert store.measured(BOARD, ENGINE, "k", measure=COLD) == {}
-    store.append([record("k", 2, 0.7)])  # a v1 file takes v2 lines
+    store.append([record("k", 2, 0.7)])  # a v1 file takes v3 lines
     assert [r.measure for r in RecordStore(path).records] == [V1_MEASURE, COLD]
     v1["measure"] = COLD.to_dict()
     path.write_text(json.dumps(v1) + "\n")
@@ -365,11 +368,17 @@ def _generated_records(seed: int = 7) -> list[Record]:
     records = []
     for board in (BOARD, "rk3588-77aa"):
         for task in ("conv_a", "conv_b", "conv_c"):
-            records.append(record(task, 1, rng.uniform(1, 5), board=board, strategy="default"))
+            records.append(record(task, 1, rng.uniform(1, 5), board=board, strategy="default",
+                                  measure=NOISE_CONTROL))
             for w in range(2, rng.randint(3, 12)):
                 ms = rng.choice([None, rng.uniform(0.5, 6)])
-                records.append(record(task, w, ms, correct=rng.random() > 0.2, board=board))
-    records.append(record("conv_only_failed", 1, None))
+                r = record(task, w, ms, correct=rng.random() > 0.2, board=board,
+                           measure=NOISE_CONTROL)
+                records.append(replace(r, ci_pct=rng.uniform(0.1, 4)) if r.ok else r)
+    # A throttled time, the fastest, taken again slower: the second one counts.
+    records += [replace(record("conv_b", 20, 0.01, measure=NOISE_CONTROL), throttled=True),
+                record("conv_b", 20, 5.5, measure=NOISE_CONTROL)]
+    records.append(record("conv_only_failed", 1, None, measure=NOISE_CONTROL))
     # Warm-cache measurements of a task also measured cold: a group of their own.
     records += [record("conv_a", 1, 0.2, measure=WARM, strategy="default"),
                 record("conv_a", 2, 0.1, measure=WARM)]
@@ -381,13 +390,20 @@ def _expected(records: list[Record]) -> dict[tuple, dict]:
     out = {}
     for key in sorted({(r.board, r.engine, r.measure.label, r.task) for r in records}):
         mine = [r for r in records if (r.board, r.engine, r.measure.label, r.task) == key]
-        usable = [r for r in mine if r.usable]
+        # A record taken again: flagged, and its config has a later record.
+        again = [r for i, r in enumerate(mine)
+                 if (r.throttled or (r.ci_pct or 0) > r.measure.ci_target_pct > 0)
+                 and any(s.config == r.config for s in mine[i + 1:])]
+        usable = [r for r in mine if r.usable and r not in again]
+        spreads = sorted(r.ci_pct for r in mine if r.ci_pct is not None)
         best = min(usable, key=lambda r: r.median_ms) if usable else None
         defaults = [r for r in mine if r.ok and r.strategy == "default"]
         out[key] = {"measurements": len(mine), "failed": sum(not r.ok for r in mine),
                     "incorrect": sum(r.ok and r.correct is False for r in mine),
                     "best_ms": best and best.median_ms, "best_config": best and str(best.config),
-                    "default_ms": defaults[-1].median_ms if defaults else None}
+                    "default_ms": defaults[-1].median_ms if defaults else None,
+                    "spread_pct": float(np.median(spreads)) if spreads else None,
+                    "again": len(again)}
     return out
 
 
@@ -433,19 +449,19 @@ def test_records_stats_table(tmp_path):
     result = _stats(str(path))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert f"board {BOARD}  engine {ENGINE}  caches {COLD.label}" in lines
+    assert f"board {BOARD}  engine {ENGINE}  caches {NOISE_CONTROL.label}" in lines
     header = next(ln for ln in lines if ln.startswith("task"))
     assert header.split() == ["task", "measurements", "failed", "incorrect", "best_ms",
-                              "best_config", "default_ms", "speedup"]
+                              "best_config", "default_ms", "speedup", "spread_pct", "again"]
     for (board, _, measure, task), want in _expected(records).items():
-        if board != BOARD or measure != COLD.label:
+        if board != BOARD or measure != NOISE_CONTROL.label:
             continue
         row = next(ln for ln in lines if ln.split()[0] == task).split()
         assert row[1:4] == [str(want["measurements"]), str(want["failed"]),
                             str(want["incorrect"])]
         assert row[4] == (f"{want['best_ms']:.3f}" if want["best_ms"] else "-")
     only_failed = next(ln for ln in lines if ln.startswith("conv_only_failed")).split()
-    assert only_failed[1:] == ["1", "1", "0", "-", "-", "-", "-"]
+    assert only_failed[1:] == ["1", "1", "0", "-", "-", "-", "-", "-", "0"]
     assert sum(ln.startswith("total (") for ln in lines) == 3
     assert f"board {BOARD}  engine {ENGINE}  caches warm" in lines
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,18 +20,21 @@ from pathlib import Path
 
 import onnx
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from acltuner.board.registry import load_board
 from acltuner.cli import main
-from acltuner.engine.build import missing_tools
+from acltuner.engine.build import board_engine_fingerprint, missing_tools
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.plan import load_plan
 from acltuner.remote import ssh
 from acltuner.remote.launcher import RemoteLauncherClient, remote_launcher_command
 from acltuner.remote.layout import engine_version
+from acltuner.tuner.tuner_config import DEFAULT_PATH as DEFAULT_TUNER_CONFIG
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
+from records_checks import latest, read_records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "remote"
 QEMU_BOARD = FIXTURES / "qemu-a53.yaml"
@@ -169,10 +173,6 @@ def _model(path: Path) -> Path:
     return path
 
 
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def test_ssh_command_quotes_and_never_disables_host_keys(sshd, tmp_path):
     board = load_board(QEMU_BOARD)
     cmd = remote_launcher_command(board, HOST)
@@ -209,9 +209,15 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     # Each measurement under qemu over ssh takes 1-2 s on a loaded 2-vCPU host:
     # few enough trials that the run after the drop ends well within the wait.
     trials = 20
+    # Emulated times spread beyond any target: with the noise control on, most
+    # configs would be measured twice and the tune would outlast the test.
+    settings = yaml.safe_load(DEFAULT_TUNER_CONFIG.read_text())
+    settings["measure"]["ci_target_pct"] = 0
+    config = tmp_path / "tuner.yaml"
+    config.write_text(yaml.safe_dump(settings))
     cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
            "--board", str(QEMU_BOARD), "--host", HOST, "--trials", str(trials),
-           "--records", str(records)]
+           "--records", str(records), "--config", str(config)]
     log = tmp_path / "tune.log"
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -227,11 +233,9 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     output = log.read_text()
     assert "dropped 1 time(s): reconnected" in output, output
 
-    after = _records(records)
+    after = latest(read_records(records))  # fails if a configuration was recorded twice
     lines = records.read_text().splitlines()
     assert all(line in lines for line in before if line.endswith("}")), "records lost"
-    keys = Counter((r["task"], json.dumps(r["config"], sort_keys=True)) for r in after)
-    assert max(keys.values()) == 1, "a configuration was recorded twice"
     per_task = Counter(r["task"] for r in after)
     assert len(per_task) == 3 and set(per_task.values()) == {trials}
     lost = [r for r in after if not r["ok"] and "exit code 255" in (r.get("error") or "")]
@@ -239,7 +243,9 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
 
     plan = load_plan(plan_path)
     assert plan.board_name == "qemu-a53" and [n.node for n in plan.nodes] == ["c1", "c2", "c3"]
-    assert plan.engine_version == engine_version()
+    # The engine that measured: the board's own build, with its flags.
+    board_fp, _ = board_engine_fingerprint(load_board(str(QEMU_BOARD)))
+    assert plan.engine_version == f"{engine_version()}+{board_fp}"
     for node in plan.nodes:
         usable = [r for r in after if r["task"] == node.task and r["ok"] and r["correct"]]
         best = min(usable, key=lambda r: r["median_ms"])
@@ -273,6 +279,18 @@ def test_run_on_a_host_without_the_launcher_says_to_deploy(sshd, tmp_path, monke
     monkeypatch.setenv("ACLTUNER_REMOTE_DIR", str(tmp_path / "empty"))
     result = _cli("run", plan_path, "--host", HOST, "--board", QEMU_BOARD, "--force")
     assert_one_line_error(result, "run acltuner deploy")
+
+
+def test_board_doctor_over_ssh(sshd):
+    """The host's recording travels over ssh: this x86 host is no Cortex-A53."""
+    result = _cli("board", "doctor", "--board", QEMU_BOARD, "--host", HOST)
+    lines = result.output.splitlines()
+    assert result.exit_code == 1, result.output
+    assert all(re.fullmatch(r"(ok  |FIX ) (cores|governor|clock|thermal|busy) +\S.*", line)
+               for line in lines), result.output
+    assert any(line.startswith("FIX  cores    cpu0 is ") and "says cortex-a53" in line
+               for line in lines), result.output
+    assert any(line.startswith(("ok   busy", "FIX  busy")) for line in lines)
 
 
 def test_unreachable_host_is_one_line(sshd):

@@ -246,9 +246,9 @@ def test_default_settings_are_table_6():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("schema_version: 1", "schema_version: must be 2"),
+    ("schema_version: 2", "schema_version: must be 3"),
     ("[1, 2]", "must be a mapping"),
-    ("schema_version: 2\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
+    ("schema_version: 3\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
     ("key: [unclosed", "not valid YAML"),
 ])
 def test_settings_file_errors(tmp_path, text, message):
@@ -287,6 +287,8 @@ def test_measure_settings_give_the_launcher_options():
     assert (options.warmup, options.min_repeat_ms, options.min_repeats,
             options.max_repeats) == (warm.warmup, warm.min_repeat_ms, warm.min_repeats,
                                      warm.max_repeats)
+    assert (options.ci_target_pct, options.max_repeat_ms, options.cooldown_ms) == (
+        warm.ci_target_pct, warm.max_repeat_ms, warm.cooldown_ms) == (2, 300, 0)
 
 
 def test_settings_missing_file(tmp_path):

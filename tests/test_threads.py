@@ -51,8 +51,9 @@ def test_threads_persist_across_calls(conv):
 
 
 def test_workers_are_pinned(conv):
-    """The caller runs the first CPU's share itself, unpinned; every other CPU
-    gets a worker thread whose affinity is exactly that CPU."""
+    """The caller runs the first CPU's share itself, pinned only for the job
+    (its affinity is restored after); every other CPU gets a worker thread
+    whose affinity is exactly that CPU."""
     cpus = native.cpu_count()
     own = os.sched_getaffinity(0)
     conv.run(_x(), (1,) * cpus, 4)

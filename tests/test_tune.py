@@ -18,10 +18,12 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from acltuner.cli import main
+from acltuner.engine import native
 from acltuner.plan import load_plan
 from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
+from records_checks import latest, read_records
 
 
 def _model_a(path):
@@ -48,10 +50,6 @@ def _tune(*args):
     return CliRunner().invoke(main, ["tune", *map(str, args)])
 
 
-def _records(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 @pytest.fixture
 def models(tmp_path):
     return _model_a(tmp_path / "a.onnx"), _model_b(tmp_path / "b.onnx")
@@ -67,7 +65,7 @@ def test_tune_writes_a_plan_for_every_conv(models, tmp_path):
     plan = load_plan(plan_path)
     assert [n.node for n in plan.nodes] == ["c1", "c2", "c3", "c4"]
     assert plan.nodes[1].task == plan.nodes[2].task  # same shape, different epilogue
-    recs = _records(records)
+    recs = latest(read_records(records))
     per_task = Counter(r["task"] for r in recs)
     assert set(per_task.values()) == {60} and len(per_task) == 3
     assert plan.tuning.measurements == 180
@@ -103,9 +101,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(models, tmp_path):
     result = _tune(a, "-o", plan_path, "--board", "split-host", "--trials", "40",
                    "--records", records)
     assert result.exit_code == 0, result.output
-    after = _records(records)
-    keys = Counter((r["task"], json.dumps(r["config"], sort_keys=True)) for r in after)
-    assert max(keys.values()) == 1, "a configuration was measured twice"
+    after = latest(read_records(records))  # fails if a configuration was measured twice
     assert set(Counter(r["task"] for r in after).values()) == {40}
     after_lines = records.read_text().splitlines()
     assert all(line in after_lines for line in before if json.loads(line)), "records lost"
@@ -121,11 +117,11 @@ def test_tasks_tuned_by_another_model_are_reused(models, tmp_path):
     records = tmp_path / "r.jsonl"
     assert _tune(a, "-o", tmp_path / "a.json", "--board", "split-host", "--trials", "12",
                  "--records", records).exit_code == 0
-    first = _records(records)
+    first = read_records(records)
     result = _tune(b, "-o", tmp_path / "b.json", "--board", "split-host", "--trials", "12",
                    "--records", records)
     assert result.exit_code == 0, result.output
-    new = _records(records)[len(first):]
+    new = read_records(records)[len(first):]
     plan_b = load_plan(tmp_path / "b.json")
     shared = plan_b.nodes[0].task
     assert shared in {r["task"] for r in first}
@@ -145,14 +141,14 @@ def test_records_of_another_measurement_protocol_are_measured_again(models, tmp_
     common = ["--board", "split-host", "--trials", "6", "--records", records]
 
     def tune(*extra):
-        before = len(_records(records)) if records.exists() else 0
+        before = len(read_records(records)) if records.exists() else 0
         result = _tune(b, "-o", tmp_path / "b.json", *common, *extra)
         assert result.exit_code == 0, result.output
-        return _records(records)[before:]
+        return read_records(records)[before:]
 
     warm = tune("--config", warm_config)
     cold = tune()
-    assert len(warm) == len(cold) == 12
+    assert len(latest(warm)) == len(latest(cold)) == 12
     assert {r["measure"]["evict_bytes"] for r in warm} == {0}
     (evict,) = {r["measure"]["evict_bytes"] for r in cold}
     assert evict > 0
@@ -223,3 +219,70 @@ def test_plan_show_refuses_corrupted_and_mismatched_plans(models, tmp_path):
     _model_b(a)  # the model changes after tuning
     assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(plan_path)]),
                     "changed since tuning")
+
+
+def test_records_of_another_engine_build_are_measured_again(models, tmp_path):
+    """Records carry the engine's version and build fingerprint; those of an
+    engine built from other sources or flags are kept but not reused, and a
+    plan of another build is refused."""
+    _, b = models
+    records = tmp_path / "r.jsonl"
+    args = [b, "-o", tmp_path / "b.json", "--board", "split-host", "--trials", "6",
+            "--records", records]
+    assert _tune(*args).exit_code == 0
+    first = read_records(records)
+    engine = native.local_engine_id()
+    assert first and {r["engine"] for r in first} == {engine}
+    assert load_plan(tmp_path / "b.json").engine_version == engine
+
+    older = engine.split("+")[0] + "+0123456789abcdef"
+    records.write_text("".join(json.dumps({**r, "engine": older}) + "\n" for r in first))
+    assert _tune(*args).exit_code == 0
+    again = read_records(records)[len(first):]
+    assert len(latest(again)) == len(latest(first)) and {r["engine"] for r in again} == {engine}
+
+    stats = CliRunner().invoke(main, ["records", "stats", str(records)])
+    assert stats.exit_code == 0
+    assert f"engine {older}" in stats.output and f"engine {engine}" in stats.output
+
+    plan = json.loads((tmp_path / "b.json").read_text())
+    plan["engine_version"] = older
+    (tmp_path / "old.json").write_text(json.dumps(plan))
+    assert_one_line_error(CliRunner().invoke(main, ["plan", "show", str(tmp_path / "old.json")]),
+                          f"plan tuned with engine {older}", "--force")
+
+
+def test_a_noisy_measurement_is_measured_again(models, tmp_path):
+    """A busy process pinned to cpu0 competes with every config that uses it:
+    with a tight spread target and a short time cap their times are too spread
+    and are measured once more; nothing else is measured twice."""
+    _, b = models
+    settings = yaml.safe_load(DEFAULT_PATH.read_text())
+    settings["measure"].update(ci_target_pct=0.1, max_repeat_ms=20)
+    config = tmp_path / "noisy.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    records = tmp_path / "r.jsonl"
+    busy = subprocess.Popen([sys.executable, "-c",
+                             "import os\nos.sched_setaffinity(0, {0})\nwhile True: pass"])
+    try:
+        result = _tune(b, "-o", tmp_path / "b.json", "--board", "split-host", "--trials", "6",
+                       "--records", records, "--config", config)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert result.exit_code == 0, result.output
+    recs = read_records(records)
+    by_config: dict[tuple, list[dict]] = {}
+    for r in recs:
+        by_config.setdefault((r["task"], json.dumps(r["config"])), []).append(r)
+    assert len(by_config) == 12 and len(latest(recs)) == 12
+    for group in by_config.values():
+        first = group[0]
+        spread = first["ok"] and first["ci_pct"] is not None and first["ci_pct"] > 0.1
+        assert len(group) == (2 if spread or first["throttled"] else 1), group
+    assert any(len(group) == 2 for group in by_config.values()), "no time was too spread"
+    plan = load_plan(tmp_path / "b.json")
+    for node in plan.nodes:  # the time taken again is the one that counts
+        usable = [g[-1]["median_ms"] for (task, _), g in by_config.items()
+                  if task == node.task and g[-1]["ok"] and g[-1]["correct"]]
+        assert node.tuned_ms == min(usable)

@@ -22,22 +22,22 @@ def detect(root: str | Path = "/") -> Board:
     root = Path(root)
     cpuinfo = root / "proc" / "cpuinfo"
     try:
-        processors, machine = _parse_cpuinfo(cpuinfo.read_text())
+        processors, machine = parse_cpuinfo(cpuinfo.read_text())
     except OSError as e:
         raise BoardError(f"{cpuinfo}: cannot read: {e.strerror}") from None
     if not processors:
         raise BoardError(f"{cpuinfo}: no 'processor' entries")
     isa = _isa(processors[min(processors)], cpuinfo)
     sysfs = root / "sys" / "devices" / "system" / "cpu"
-    online = _read(sysfs / "online")
+    online = read_text(sysfs / "online")
     # `online` leaves out hot-unplugged cores; cpuinfo lists only online ones as well.
     cpus = parse_cpulist(online) if online else sorted(processors)
 
     groups: dict[tuple, list[int]] = {}
     for cpu in cpus:
         info = processors.get(cpu, {})
-        key = (_core_type(info), _max_freq_mhz(sysfs, cpu, info),
-               _read_int(sysfs / f"cpu{cpu}" / "cpu_capacity"))
+        key = (core_type_of(info), _max_freq_mhz(sysfs, cpu, info),
+               read_int(sysfs / f"cpu{cpu}" / "cpu_capacity"))
         groups.setdefault(key, []).append(cpu)
     clusters = speed_order([Cluster("", core_type, tuple(group), freq, capacity)
                             for (core_type, freq, capacity), group in groups.items()])
@@ -50,7 +50,7 @@ def detect(root: str | Path = "/") -> Board:
                  description=f"detected on {where}" + (f": {machine}" if machine else ""))
 
 
-def _parse_cpuinfo(text: str) -> tuple[dict[int, dict[str, str]], str]:
+def parse_cpuinfo(text: str) -> tuple[dict[int, dict[str, str]], str]:
     """Per-processor fields by cpu id, and the machine's name when the kernel
     prints one (Raspberry Pi's "Model", older Arm kernels' "Hardware")."""
     processors: dict[int, dict[str, str]] = {}
@@ -81,7 +81,7 @@ def _isa(info: dict[str, str], cpuinfo: Path) -> str:
                      f"('vendor_id') processor")
 
 
-def _core_type(info: dict[str, str]) -> str:
+def core_type_of(info: dict[str, str]) -> str:
     try:
         return arm_core_type(int(info["CPU implementer"], 16), int(info["CPU part"], 16))
     except (KeyError, ValueError):
@@ -99,7 +99,7 @@ def _slug(model_name: str) -> str:
 
 
 def _max_freq_mhz(sysfs: Path, cpu: int, info: dict[str, str]) -> int:
-    khz = _read_int(sysfs / f"cpu{cpu}" / "cpufreq" / "cpuinfo_max_freq")
+    khz = read_int(sysfs / f"cpu{cpu}" / "cpufreq" / "cpuinfo_max_freq")
     if khz:
         return round(khz / 1000)
     # No cpufreq (a VM): x86's cpuinfo still gives the nominal clock; Arm's gives nothing.
@@ -116,15 +116,15 @@ def _cluster_names(n: int) -> list[str]:
     return ["little", *mids, "big"]
 
 
-def _read(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
     try:
         return path.read_text().strip()
     except OSError:
         return None
 
 
-def _read_int(path: Path) -> int | None:
-    text = _read(path)
+def read_int(path: Path) -> int | None:
+    text = read_text(path)
     try:
         return int(text) if text else None
     except ValueError:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -30,8 +31,10 @@ def _board_summary(b) -> str:
 
 
 def _board_json(b) -> str:
+    from acltuner.engine.build import board_engine_fingerprint
+    engine, _ = board_engine_fingerprint(b)
     return json.dumps({**b.to_dict(), "ncores": b.ncores, "armnn_threads": b.armnn_threads,
-                       "fingerprint": b.fingerprint}, indent=2)
+                       "fingerprint": b.fingerprint, "engine_fingerprint": engine}, indent=2)
 
 
 @board.command("list")
@@ -50,14 +53,16 @@ def board_list() -> None:
 @board.command("show")
 @click.argument("board_name", metavar="NAME|FILE")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the board file's fields plus ncores, armnn_threads and fingerprint "
-                   "as one JSON object.")
+              help="Print the board file's fields plus ncores, armnn_threads, fingerprint and "
+                   "engine_fingerprint as one JSON object.")
 def board_show(board_name: str, as_json: bool) -> None:
-    """A board's clusters, ISA, flags, fingerprint and ArmNN threads.
+    """A board's clusters, ISA, flags, fingerprint, engine and ArmNN threads.
 
     The fingerprint hashes what measurements depend on (ISA, and each
     cluster's core type, cpus and clock), not names: tuning records are kept
-    per fingerprint.  ArmNN's default thread count is the smallest cluster's
+    per fingerprint.  The engine line is the fingerprint of the engine that
+    measures the board (its sources and compile flags, the board's
+    compiler_flags included): records are kept per engine too.  ArmNN's default thread count is the smallest cluster's
     core count (ACLTuner paper, Appendix B.1): 2 on both the Odroid N2+ (2+4)
     and the Tinker Edge R (4+2).
 
@@ -85,6 +90,9 @@ def board_show(board_name: str, as_json: bool) -> None:
     if b.launcher_wrapper:
         click.echo(f"launcher     {' '.join(b.launcher_wrapper)} <launcher>")
     click.echo(f"fingerprint  {b.fingerprint}")
+    from acltuner.engine.build import board_engine_fingerprint
+    engine, source = board_engine_fingerprint(b)
+    click.echo(f"engine       {engine or '-'} ({source})")
     click.echo(f"ArmNN default threads: {b.armnn_threads}")
 
 
@@ -127,3 +135,46 @@ def board_detect(root: str, as_json: bool, output: str | None) -> None:
         save_file(b, output)
         click.echo(f"wrote {output} (fingerprint {b.fingerprint})", err=True)
     click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)
+
+
+@board.command("doctor")
+@click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
+              help="The board file the machine is checked against.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Check this ssh host (the board) instead of this machine.")
+@click.option("--sysfs", "root", default=None, metavar="ROOT",
+              type=click.Path(exists=True, file_okay=False),
+              help="Check a recording: ROOT/proc and ROOT/sys as a board's kernel wrote them.")
+def board_doctor(board_name: str, host: str | None, root: str | None) -> None:
+    """Whether a machine measures a board faithfully: one line per finding.
+
+    Checks the cpufreq governor (performance or userspace, not one that
+    scales with the load), each cluster's clock against the board file (top
+    clock, a cap, the clock now), the thermal zones against their trip
+    points, other processes busy on the board's cores, and that every core
+    is the core type the board file says (MIDR part from /proc/cpuinfo).
+    Lines start with `ok` or `FIX` and a FIX line ends with its fix.  `tune`
+    runs the same checks first and prints the FIX lines as warnings.
+
+    Exit status: 0 when every check is ok, 1 when a line says FIX.
+
+    \b
+    Examples:
+      acltuner board doctor                              this machine
+      acltuner board doctor --board odroid-n2plus --host odroid
+      acltuner board doctor --board rpi4 --sysfs rec     a recording
+    """
+    from acltuner.board import load_board
+    from acltuner.board.doctor import SAMPLE_S, diagnose, problems, snapshot_over_ssh
+    if host and root:
+        raise click.UsageError("give --host or --sysfs, not both")
+    b = load_board(board_name)
+    if host:
+        with snapshot_over_ssh(host) as folder:
+            findings = diagnose(b, folder, sample_s=0)
+    else:
+        findings = diagnose(b, root or "/", sample_s=0 if root else SAMPLE_S,
+                            ignore_pids=frozenset({os.getpid()}))
+    for f in findings:
+        click.echo(f.line())
+    raise SystemExit(1 if problems(findings) else 0)

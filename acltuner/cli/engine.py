@@ -32,7 +32,8 @@ def engine_list(as_json: bool) -> None:
     kernels = native.ukernels()
     if as_json:
         click.echo(json.dumps({
-            "version": native.version(), "isa": native.isa(), "cpus": native.cpu_count(),
+            "version": native.version(), "fingerprint": native.fingerprint(),
+            "isa": native.isa(), "cpus": native.cpu_count(),
             "algorithms": [{"name": a, "uses_ukernel": u} for a, u in algos],
             "ukernels": [uk.__dict__ for uk in kernels]}, indent=2))
         return

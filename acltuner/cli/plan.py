@@ -35,7 +35,7 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
     from acltuner.plan import check_plan, load_plan, plan_board
     p = load_plan(plan_path)
     board = plan_board(p, board_name)
-    for warning in check_plan(p, p.model_path, board.fingerprint, native.version(), force):
+    for warning in check_plan(p, p.model_path, board.fingerprint, native.local_engine_id(), force):
         click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=2))

@@ -104,6 +104,10 @@ class _Printer(TuneReporter):
         click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
                    f"best config (algorithm/micro-kernel/core weights/workloads)")
 
+    def doctor(self, problems: list) -> None:
+        for finding in problems:
+            click.echo(f"warning: {finding.line()}", err=True)
+
     def progress(self, text: str) -> None:
         self.line.update(text)
 

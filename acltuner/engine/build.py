@@ -122,3 +122,17 @@ def build_for_board(board, build_dir: Path | None = None) -> Path:
         raise BuildError(f"cannot build for board {board.name} ({board.isa}) on this "
                          f"{host_isa()} machine")
     return files[BOARD_TARGETS.index("acl-launcher")]
+
+
+def board_engine_fingerprint(board) -> tuple[str | None, str]:
+    """The fingerprint of the engine that measures `board`, and where it comes
+    from: this machine's own build for a board of its ISA run without a
+    wrapper, else the board's build folder (None until `acltuner build`)."""
+    if board.isa == host_isa() and not board.launcher_wrapper:
+        from acltuner.engine import native
+        return native.fingerprint(), "this machine's engine"
+    build_dir = board_build_dir(board.name)
+    text = build_dir / "fingerprint" / "fingerprint.txt"
+    if not text.is_file():
+        return None, f"not built yet: acltuner build --board {board.name}"
+    return text.read_text().strip(), str(build_dir)

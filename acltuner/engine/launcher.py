@@ -27,7 +27,7 @@ import numpy as np
 from .config import ConvShape, ExecConfig
 from .native import native_dir
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 LAUNCHER_NAME = "acl-launcher"
 LAUNCHER_ENV = "ACLTUNER_LAUNCHER"
 
@@ -74,6 +74,11 @@ class Measurement:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     output: np.ndarray | None = None
+    # The median's 95% confidence half-width in % of it (None: too few runs),
+    # and whether a core's clock dropped or the board reached its trip point
+    # during the runs (PROTOCOL.md): either makes the time one to take again.
+    ci_pct: float | None = None
+    throttled: bool = False
 
     @classmethod
     def failed(cls, error: str) -> "Measurement":
@@ -351,7 +356,8 @@ class LauncherClient:
         return int(self.hello_info.get("largest_cache_bytes", 0))
 
     def measure(self, config: ExecConfig, *, warmup: int = 1, min_repeat_ms: float = 50.0,
-                min_repeats: int = 3, max_repeats: int = 100, evict_bytes: int = 0,
+                min_repeats: int = 3, max_repeats: int = 100, ci_target_pct: float = 0.0,
+                max_repeat_ms: float = 0.0, cooldown_ms: float = 0.0, evict_bytes: int = 0,
                 return_output: bool = False) -> Measurement:
         """Times `config` on the current task.  evict_bytes > 0 measures
         with cold caches: the config's cores read that much memory before
@@ -359,7 +365,9 @@ class LauncherClient:
         launcher cannot be brought back."""
         request = {"cmd": "measure", "config": config.to_dict(), "warmup": warmup,
                    "min_repeat_ms": min_repeat_ms, "min_repeats": min_repeats,
-                   "max_repeats": max_repeats, "evict_bytes": evict_bytes,
+                   "max_repeats": max_repeats, "ci_target_pct": ci_target_pct,
+                   "max_repeat_ms": max_repeat_ms, "cooldown_ms": cooldown_ms,
+                   "evict_bytes": evict_bytes,
                    "return_output": return_output}
         try:
             answer = self._call(request_line(request))
@@ -385,7 +393,8 @@ class LauncherClient:
                            times_ms=list(answer["times_ms"]), stages=dict(answer["stages"]),
                            correct=answer["correct"],
                            max_abs_err=_error_value(answer["max_abs_err"]),
-                           max_rel_err=_error_value(answer["max_rel_err"]), output=output)
+                           max_rel_err=_error_value(answer["max_rel_err"]), output=output,
+                           ci_pct=answer["ci_pct"], throttled=answer["throttled"])
 
     def close(self) -> None:
         """Asks the launcher to quit, killing it if it does not; idempotent."""

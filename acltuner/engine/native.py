@@ -76,6 +76,7 @@ _FLOAT_P = ctypes.POINTER(ctypes.c_float)
 _SHAPE_P = ctypes.c_void_p  # an acl_conv_shape, laid out by layout()
 _SIGNATURES = {
     "acl_version": ([], ctypes.c_char_p),
+    "acl_fingerprint": ([], ctypes.c_char_p),
     "acl_describe": ([], ctypes.c_char_p),
     "acl_isa": ([], ctypes.c_char_p),
     "acl_last_error": ([], ctypes.c_char_p),
@@ -128,6 +129,27 @@ def ensure_ok(rc: int) -> None:
 
 def version() -> str:
     return library().acl_version().decode()
+
+
+def fingerprint() -> str:
+    """The hash of the engine's sources and compile flags this library was built from."""
+    return library().acl_fingerprint().decode()
+
+
+def engine_id(engine_version: str, engine_fingerprint: str) -> str:
+    """What records and plans name an engine by: its version with the build's
+    fingerprint as SemVer build metadata ("0.1.0+5ed377c76c95e323"), since the
+    version alone does not change with each kernel edit or compile flag."""
+    return f"{engine_version}+{engine_fingerprint}"
+
+
+def local_engine_id() -> str:
+    return engine_id(version(), fingerprint())
+
+
+def hello_engine_id(hello: dict) -> str:
+    """The engine id of a launcher, from its hello answer."""
+    return engine_id(hello["version"], hello["fingerprint"])
 
 
 def isa() -> str:

@@ -54,8 +54,8 @@ def load(plan_path: str | os.PathLike, *, force: bool = False,
     target = plan_board(plan, board)
     if not Path(plan.model_path).is_file():
         raise ValueError(f"{plan_path}: its model {plan.model_path} is not a file")
-    version = engine.version if engine else native.version()
-    warnings = check_plan(plan, plan.model_path, target.fingerprint, version, force)
+    engine_id = engine.engine if engine else native.local_engine_id()
+    warnings = check_plan(plan, plan.model_path, target.fingerprint, engine_id, force)
     model, weights = load_model_detached(plan.model_path, plan.input_shapes)
     return compile_model(model, {n.node: n.config for n in plan.nodes}, target, warnings, plan,
                          weights, engine=engine, make_graph=make_graph, native_only=native_only)

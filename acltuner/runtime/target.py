@@ -15,19 +15,19 @@ from acltuner.engine.launcher import LauncherClient
 
 @dataclass(frozen=True)
 class Target:
-    version: str
+    engine: str  # native.engine_id(): version and fingerprint
     isa: str
     ukernels: tuple[dict, ...]  # as in the launcher's hello: name, isa, style, mr, nr, ...
     check: Callable[[ConvShape, str, str | None], str | None]  # None, or why it cannot run
 
 
 def local_target() -> Target:
-    return Target(native.version(), native.isa(),
+    return Target(native.local_engine_id(), native.isa(),
                   tuple(dict(uk.__dict__) for uk in native.ukernels()), native.check)
 
 
 def launcher_target(client: LauncherClient) -> Target:
     """The launcher's engine; each distinct check crosses to it once."""
     hello = client.hello_info
-    return Target(hello["version"], hello["isa"], tuple(hello["ukernels"]),
+    return Target(native.hello_engine_id(hello), hello["isa"], tuple(hello["ukernels"]),
                   functools.lru_cache(maxsize=None)(client.check))

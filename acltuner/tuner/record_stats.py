@@ -3,7 +3,11 @@ cold measurements) and task (`acltuner records stats`): how much was measured, w
 how it compares with the default config.
 
 "best" follows RecordStore.best: the fastest median among records that ran with
-a correct output.  "default" is the latest successful record of strategy
+a correct output, but for times taken again (records.trusted).  "spread_pct" is
+the median over the task's records of their medians' 95% confidence
+half-width, in % (records measured without noise control have none);
+"again" counts the times taken again because they were throttled or spread
+beyond the target.  "default" is the latest successful record of strategy
 "default".  The totals' times add up, each task once however many nodes of a
 model share it, the tasks that have both a best and a default time; their
 speedup is the ratio of those sums.
@@ -15,31 +19,38 @@ import math
 
 import pandas as pd
 
-from acltuner.tuner.records import Record
+from acltuner.tuner.records import Record, trusted
 
 GROUP = ["board", "engine", "measure"]
 KEYS = GROUP + ["task"]
 TASK_COLUMNS = ["measurements", "failed", "incorrect", "best_ms", "best_config", "default_ms",
-                "speedup"]
+                "speedup", "spread_pct", "again"]
 TOTAL_COLUMNS = ["tasks", "tuned", "measurements", "failed", "incorrect", "best_ms",
                  "default_ms", "speedup"]
 
 
 def _frame(records: list[Record]) -> pd.DataFrame:
+    groups: dict[tuple, list[Record]] = {}
+    for r in records:
+        groups.setdefault((r.board, r.engine, r.measure, r.task), []).append(r)
+    kept = {id(r) for (_, _, measure, _), rs in groups.items() for r in trusted(rs, measure)}
     frame = pd.DataFrame(
         [(r.board, r.engine, r.measure.label, r.task, not r.ok, r.ok and r.correct is False,
-          r.usable, r.ok and r.strategy == "default", r.median_ms, str(r.config))
+          r.usable and id(r) in kept, id(r) not in kept, r.ok and r.strategy == "default",
+          r.median_ms, r.ci_pct, str(r.config))
          for r in records],
-        columns=KEYS + ["failed", "incorrect", "usable", "default", "ms", "config"])
+        columns=KEYS + ["failed", "incorrect", "usable", "again", "default", "ms", "ci_pct",
+                        "config"])
     # Typed even when empty, where a mask of unknown type would select columns.
-    return frame.astype({"failed": bool, "incorrect": bool, "usable": bool, "default": bool,
-                         "ms": "float64"})
+    return frame.astype({"failed": bool, "incorrect": bool, "usable": bool, "again": bool,
+                         "default": bool, "ms": "float64", "ci_pct": "float64"})
 
 def summarize(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per task, per board and engine) tables, sorted by their keys."""
     df = _frame(records)
     tasks = df.groupby(KEYS).agg(measurements=("failed", "size"), failed=("failed", "sum"),
-                                 incorrect=("incorrect", "sum"))
+                                 incorrect=("incorrect", "sum"), spread_pct=("ci_pct", "median"),
+                                 again=("again", "sum"))
     usable = df[df["usable"]]
     # idxmin keeps the first of equal times, as RecordStore.best does.
     best = usable.loc[usable.groupby(KEYS)["ms"].idxmin()].set_index(KEYS)
@@ -47,7 +58,7 @@ def summarize(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
     tasks["best_config"] = best["config"]
     tasks["default_ms"] = df[df["default"]].groupby(KEYS)["ms"].last()
     tasks["speedup"] = tasks["default_ms"] / tasks["best_ms"]
-    tasks = tasks.reset_index()
+    tasks = tasks[TASK_COLUMNS].reset_index()
 
     # The total times and their ratio are over the tasks that have both times.
     both = tasks[tasks["speedup"].notna()].groupby(GROUP)[["best_ms", "default_ms"]].sum()
@@ -64,6 +75,8 @@ def _cell(value: object, column: str) -> str:
         return "-"
     if column == "speedup":
         return f"{value:.2f}x"
+    if column == "spread_pct":
+        return f"{value:.1f}"
     if column.endswith("_ms"):
         return f"{value:.3f}"
     return str(value)

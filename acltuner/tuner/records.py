@@ -1,7 +1,9 @@
 """The tuning log: one JSON line per measurement, appended as tuning goes.
 
 The log is also the tuning cache.  Several models share one records file, and a
-task key already measured on a board with an engine version and measurement
+task key already measured on a board with an engine (its version and build
+fingerprint, native.engine_id(): records of an engine built from other sources
+or flags are not reused) and measurement
 options (the protocol: warm or cold caches, repeats) is not measured again
 there: its configs, failed ones included, are looked up instead.  Records of
 other boards, engine versions and protocols stay in the file, ignored by the
@@ -30,16 +32,21 @@ from acltuner.tuner.runner import STAGES, MeasureOptions, Result
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "measure", "ok",
-           "error", "median_ms", "min_ms", "times_ms", "stages", "correct", "max_rel_err",
-           "strategy", "time")
+           "error", "median_ms", "min_ms", "times_ms", "ci_pct", "throttled", "stages",
+           "correct", "max_rel_err", "strategy", "time")
 # Version 1 had no "measure": all its records were taken with these options,
 # warm caches, and are read as such.
 V1_MEASURE = MeasureOptions(warmup=1, min_repeat_ms=30.0, min_repeats=3, max_repeats=50,
                             evict_bytes=0)
-_MEASURE_KINDS = {"warmup": int, "min_repeat_ms": float, "min_repeats": int, "max_repeats": int,
-                  "evict_bytes": int}
+_V2_MEASURE_KINDS = {"warmup": int, "min_repeat_ms": float, "min_repeats": int,
+                     "max_repeats": int, "evict_bytes": int}
+# Version 3 added the noise control (its options, each record's spread and
+# throttling); versions 1 and 2 are read as measured without it.
+_MEASURE_KINDS = {**_V2_MEASURE_KINDS, "ci_target_pct": float, "max_repeat_ms": float,
+                  "cooldown_ms": float}
+_V3_FIELDS = ("ci_pct", "throttled")
 # The last line is searched for backwards from the end in blocks of this size.
 _TAIL_BLOCK = 4096
 
@@ -70,6 +77,8 @@ class Record:
     max_rel_err: float | None
     strategy: str
     time: str
+    ci_pct: float | None = None  # the median's 95% confidence half-width, % of it
+    throttled: bool = False      # a clock dropped or the board got hot meanwhile
 
     @property
     def usable(self) -> bool:
@@ -95,7 +104,8 @@ class Record:
                    # An output holding NaN or inf has no finite error, JSON has no
                    # number for it, and correct=False already says it is wrong.
                    max_rel_err=rel if rel is not None and math.isfinite(rel) else None,
-                   strategy=strategy, time=now())
+                   strategy=strategy, time=now(), ci_pct=measurement.ci_pct,
+                   throttled=measurement.throttled)
 
     def to_dict(self) -> dict:
         return {"schema_version": SCHEMA_VERSION, "board": self.board, "engine": self.engine,
@@ -103,7 +113,8 @@ class Record:
                 "config": self.config.to_dict(), "measure": self.measure.to_dict(),
                 "ok": self.ok, "error": self.error,
                 "median_ms": self.median_ms, "min_ms": self.min_ms,
-                "times_ms": list(self.times_ms), "stages": dict(self.stages),
+                "times_ms": list(self.times_ms), "ci_pct": self.ci_pct,
+                "throttled": self.throttled, "stages": dict(self.stages),
                 "correct": self.correct, "max_rel_err": self.max_rel_err,
                 "strategy": self.strategy, "time": self.time}
 
@@ -117,12 +128,17 @@ class Record:
 
     @classmethod
     def _parse(cls, d: Any) -> "Record":
-        if isinstance(d, dict) and d.get("schema_version") == 1:
-            versioned(d, [f for f in _FIELDS if f != "measure"], 1)
+        version = d.get("schema_version") if isinstance(d, dict) else None
+        old_fields = [f for f in _FIELDS if f not in _V3_FIELDS]
+        if version == 1:
+            versioned(d, [f for f in old_fields if f != "measure"], 1)
             measure = V1_MEASURE
+        elif version == 2:
+            versioned(d, old_fields, 2)
+            measure = _measure_options(JSON.get(d, "measure", "", dict), _V2_MEASURE_KINDS)
         else:
             versioned(d, _FIELDS, SCHEMA_VERSION)
-            measure = _measure_options(JSON.get(d, "measure", "", dict))
+            measure = _measure_options(JSON.get(d, "measure", "", dict), _MEASURE_KINDS)
         ok = JSON.get(d, "ok", "", bool)
         error = JSON.get(d, "error", "", str, null=True)
         if ok == (error is not None):
@@ -131,6 +147,9 @@ class Record:
         stages = JSON.mapping(JSON.get(d, "stages", "", dict), "stages", STAGES)
         # A failed measurement has no timings; a successful one has them all.
         stage_names = STAGES if ok else tuple(stages)
+        noise = {} if version in (1, 2) else {
+            "ci_pct": JSON.get(d, "ci_pct", "", float, null=True, minimum=0),
+            "throttled": JSON.get(d, "throttled", "", bool)}
         return cls(board=JSON.get(d, "board", "", str), engine=JSON.get(d, "engine", "", str),
                    task=JSON.get(d, "task", "", str),
                    shape=conv_shape(JSON.get(d, "shape", "", dict), "shape"),
@@ -144,13 +163,14 @@ class Record:
                            for s in stage_names},
                    correct=JSON.get(d, "correct", "", bool, null=True),
                    max_rel_err=JSON.get(d, "max_rel_err", "", float, null=True, minimum=0),
-                   strategy=JSON.get(d, "strategy", "", str), time=timestamp(d, "time", ""))
+                   strategy=JSON.get(d, "strategy", "", str), time=timestamp(d, "time", ""),
+                   **noise)
 
 
-def _measure_options(value: Any) -> MeasureOptions:
-    d = JSON.mapping(value, "measure", _MEASURE_KINDS)
+def _measure_options(value: Any, kinds: dict[str, type]) -> MeasureOptions:
+    d = JSON.mapping(value, "measure", kinds)
     return MeasureOptions(**{key: JSON.get(d, key, "measure", kind, minimum=0)
-                             for key, kind in _MEASURE_KINDS.items()})
+                             for key, kind in kinds.items()})
 
 
 def _is_json(line: bytes) -> bool:
@@ -259,9 +279,10 @@ class RecordStore:
 
     def best(self, board: str, engine: str, task_key: str, *,
              measure: MeasureOptions) -> Record | None:
-        """The fastest (median) record that ran with a correct output."""
-        usable = [r for r in self._by_task.get((board, engine, measure, task_key), [])
-                  if r.usable]
+        """The fastest (median) record that ran with a correct output, but for
+        a time taken again (throttled, or too spread) that has a later record."""
+        records = self._by_task.get((board, engine, measure, task_key), [])
+        usable = [r for r in trusted(records, measure) if r.usable]
         return min(usable, key=lambda r: r.median_ms, default=None)
 
     def tasks_done(self, board: str, engine: str, *, measure: MeasureOptions) -> set[str]:
@@ -272,3 +293,11 @@ class RecordStore:
         return {task for (b, e, m, task) in self._by_task
                 if (b, e, m) == (board, engine, measure)
                 and self.best(b, e, task, measure=measure)}
+
+
+def trusted(records: list[Record], measure: MeasureOptions) -> list[Record]:
+    """The records of one task (in file order) but those that measure says
+    to take again and that were: a config's later record replaces them."""
+    last = {str(r.config): i for i, r in enumerate(records)}
+    return [r for i, r in enumerate(records)
+            if not (measure.needs_again(r) and last[str(r.config)] > i)]

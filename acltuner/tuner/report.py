@@ -22,6 +22,10 @@ class TuneReporter:
         """The launcher is up (on `host`, None: this machine) and the first task
         is next; caches: the measurements' caches, e.g. "cold (8 MiB evicted)"."""
 
+    def doctor(self, problems: list) -> None:
+        """What `board doctor` found wrong with the measuring machine (Findings),
+        checked before tuning starts; the tune goes on."""
+
     def progress(self, text: str) -> None:
         """One line on the task being searched, after every batch of measurements."""
 

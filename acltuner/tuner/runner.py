@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient, Measurement
+
+if TYPE_CHECKING:
+    from acltuner.tuner.records import Record
 
 # The parts of a convolution the engine times: pre-processing (packing,
 # transforms), the GEMM, post-processing.
@@ -29,12 +33,17 @@ class MeasureOptions:
     """How every config is timed (the launcher's measure options).  They are
     the measurement protocol: records keep them, and a record measured under
     other options is not reused (records.py).  evict_bytes > 0 times with cold
-    caches, 0 with warm ones (PROTOCOL.md)."""
+    caches, 0 with warm ones (PROTOCOL.md).  ci_target_pct > 0 repeats until
+    the median is known within that many percent, or max_repeat_ms of runs
+    (0: no cap); cooldown_ms idles before each config."""
     warmup: int = 1
     min_repeat_ms: float = 30.0
     min_repeats: int = 3
     max_repeats: int = 50
     evict_bytes: int = 0
+    ci_target_pct: float = 0.0
+    max_repeat_ms: float = 0.0
+    cooldown_ms: float = 0.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -42,9 +51,16 @@ class MeasureOptions:
     @property
     def label(self) -> str:
         """The caches' state in a few words, e.g. "cold (8 MiB evicted)"."""
-        if not self.evict_bytes:
-            return "warm"
-        return f"cold ({self.evict_bytes / 2**20:g} MiB evicted)"
+        caches = "warm" if not self.evict_bytes else \
+            f"cold ({self.evict_bytes / 2**20:g} MiB evicted)"
+        return caches + (f", median +-{self.ci_target_pct:g}%" if self.ci_target_pct else "")
+
+    def needs_again(self, m: Measurement | Record) -> bool:
+        """Whether a measurement (or its record) is one to take again: the clock dropped or the
+        board got hot during it, or its spread kept the median from being
+        known within the target before the time cap."""
+        return m.ok and (m.throttled or (self.ci_target_pct > 0 and m.ci_pct is not None
+                                         and m.ci_pct > self.ci_target_pct))
 
 
 def result_of(config: ExecConfig, m: Measurement) -> Result:
@@ -68,5 +84,6 @@ class Runner:
         o = self.options
         measurements = self.client.measure_batch(
             configs, warmup=o.warmup, min_repeat_ms=o.min_repeat_ms, min_repeats=o.min_repeats,
-            max_repeats=o.max_repeats, evict_bytes=o.evict_bytes)
+            max_repeats=o.max_repeats, ci_target_pct=o.ci_target_pct,
+            max_repeat_ms=o.max_repeat_ms, cooldown_ms=o.cooldown_ms, evict_bytes=o.evict_bytes)
         return [(result_of(c, m), m) for c, m in zip(configs, measurements)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from acltuner.board.doctor import doctor_for_tune
 from acltuner.board.machine import check_cores
 from acltuner.board.model import Board
 from acltuner.board.registry import load_board
@@ -73,6 +74,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     records = Path(records_path) if records_path else default_records_path()
     # The launcher too: a board the measuring machine cannot run fails before any output.
     with open_launcher(board, host) as client:
+        if strategy != "default":  # it measures nothing
+            reporter.doctor(doctor_for_tune(board, host))
         records.parent.mkdir(parents=True, exist_ok=True)
         reporter.started(model, board, host, strategy, config,
                          config.measure.options(client.largest_cache_bytes).label, records)

@@ -17,7 +17,7 @@ from acltuner.schema import KINDS, FieldError, Wording, at, describe
 from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ class MeasureSettings:
     min_repeat_ms: float
     min_repeats: int
     max_repeats: int
+    ci_target_pct: float
+    max_repeat_ms: float
+    cooldown_ms: float
 
     def options(self, largest_cache_bytes: int) -> MeasureOptions:
         """The launcher's measure options on a machine whose largest cache is
@@ -54,7 +57,9 @@ class MeasureSettings:
             evict = min(most, int(self.evict_factor * largest_cache_bytes) or most)
         return MeasureOptions(warmup=self.warmup, min_repeat_ms=float(self.min_repeat_ms),
                               min_repeats=self.min_repeats, max_repeats=self.max_repeats,
-                              evict_bytes=max(evict, 0))
+                              evict_bytes=max(evict, 0), ci_target_pct=float(self.ci_target_pct),
+                              max_repeat_ms=float(self.max_repeat_ms),
+                              cooldown_ms=float(self.cooldown_ms))
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,7 @@ _MEASURE = {
     "evict_max_mb": {**_FRACTION, "maximum": 16384},
     "warmup": _integer(0), "min_repeat_ms": _NOT_NEGATIVE,
     "min_repeats": _integer(1), "max_repeats": _integer(1),
+    "ci_target_pct": _NOT_NEGATIVE, "max_repeat_ms": _NOT_NEGATIVE, "cooldown_ms": _NOT_NEGATIVE,
 }
 _SEARCH = {
     "initial_random": _integer(0), "top_k": _integer(0), "random_per_round": _integer(0),

@@ -121,6 +121,9 @@ typedef struct {
 } acl_stage_times;
 
 const char *acl_version(void);
+/* 16 hex digits hashing every engine source and the compile flags: two
+ * builds with the same fingerprint run the same code. */
+const char *acl_fingerprint(void);
 const char *acl_isa(void);               /* "avx512", "avx2", "neon", "generic" */
 const char *acl_last_error(void);
 

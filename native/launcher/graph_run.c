@@ -157,7 +157,7 @@ int graph_run_command(graph_session *s, const json_value *request, json_writer *
         if (!runs.times || !runs.copy_ms || !runs.node_ms)
             rc = request_fail("out of memory for %d runs", repeat);
     }
-    const repeat_policy policy = {warmup, repeat, repeat, 0};
+    const repeat_policy policy = {.warmup = warmup, .min_repeats = repeat, .max_repeats = repeat};
     if (rc == 0 && repeat_runs(&policy, run_graph, &runs) < 0) rc = -1;
     if (rc == 0) write_answer(w, &runs, repeat);
     free(runs.times);

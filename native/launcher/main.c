@@ -13,7 +13,7 @@
 #include "request.h"
 #include "task.h"
 
-#define PROTOCOL_VERSION 3
+#define PROTOCOL_VERSION 4
 
 /* What the launcher keeps between requests: the loaded task and the graph. */
 typedef struct {
@@ -32,6 +32,8 @@ static int handle_hello(session *s, const json_value *request, json_writer *w)
     json_int(w, PROTOCOL_VERSION);
     json_key(w, "version");
     json_string(w, acl_version());
+    json_key(w, "fingerprint");
+    json_string(w, acl_fingerprint());
     json_key(w, "isa");
     json_string(w, acl_isa());
     json_key(w, "cpus");

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base64.h"
 #include "clock.h"
+#include "machine_state.h"
 #include "repeat.h"
 #include "request.h"
 
@@ -22,6 +24,7 @@ typedef struct {
     int ncores;
     int workloads;
     repeat_policy repeat;
+    double cooldown_ms;  /* idle before the first run */
     long long evict_bytes;
     int return_output;
 } measure_request;
@@ -34,12 +37,14 @@ typedef struct {
 
 typedef struct {
     samples runs;
+    machine_state before, after;
     double max_abs_err, max_rel_err;
     float *output;  /* the first run's output, the one checked */
 } measurement;
 
 static const char *const measure_fields[] = {"cmd", "config", "warmup", "min_repeat_ms",
-                                             "min_repeats", "max_repeats", "evict_bytes",
+                                             "min_repeats", "max_repeats", "ci_target_pct",
+                                             "max_repeat_ms", "cooldown_ms", "evict_bytes",
                                              "return_output", NULL};
 static const char *const config_fields[] = {"algorithm", "ukernel", "core_weights", "workloads",
                                             NULL};
@@ -67,12 +72,20 @@ static int parse_request(const json_value *request, measure_request *r)
         request_double(request, "min_repeat_ms", OPTIONAL, &r->repeat.min_total_ms) ||
         request_int(request, "min_repeats", OPTIONAL, 1, &r->repeat.min_repeats) ||
         request_int(request, "max_repeats", OPTIONAL, 1, &r->repeat.max_repeats) ||
+        request_double(request, "ci_target_pct", OPTIONAL, &r->repeat.ci_target) ||
+        request_double(request, "max_repeat_ms", OPTIONAL, &r->repeat.max_total_ms) ||
+        request_double(request, "cooldown_ms", OPTIONAL, &r->cooldown_ms) ||
         request_integer(request, "evict_bytes", OPTIONAL, 0, MAX_EVICT_BYTES, &r->evict_bytes) ||
         request_bool(request, "return_output", OPTIONAL, &r->return_output))
         return -1;
-    if (!(r->repeat.min_total_ms >= 0))
-        return request_fail("field \"min_repeat_ms\" must be >= 0, got %g",
-                            r->repeat.min_total_ms);
+    const struct { const char *name; double value; } times[] = {
+        {"min_repeat_ms", r->repeat.min_total_ms}, {"ci_target_pct", r->repeat.ci_target},
+        {"max_repeat_ms", r->repeat.max_total_ms}, {"cooldown_ms", r->cooldown_ms}};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        if (!(times[i].value >= 0))
+            return request_fail("field \"%s\" must be >= 0, got %g", times[i].name,
+                                times[i].value);
+    r->repeat.ci_target /= 100;
     return 0;
 }
 
@@ -242,7 +255,13 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
     }
     conv_runs runs = {t, conv, {r->ncores, r->core_weights, r->workloads}, &e, m, m->output,
                       later_output};
+    if (r->cooldown_ms > 0) {
+        const long long ns = (long long)(r->cooldown_ms * 1e6);
+        nanosleep(&(struct timespec){ns / 1000000000, ns % 1000000000}, NULL);
+    }
+    machine_state_read(r->core_weights, r->ncores, &m->before);
     int rc = repeat_runs(&r->repeat, run_conv, &runs) < 0 ? -1 : 0;
+    machine_state_read(r->core_weights, r->ncores, &m->after);
     free(later_output);
     evictor_free(&e);
     return rc;
@@ -275,6 +294,19 @@ static int write_output(json_writer *w, const float *output, size_t floats)
 static int write_answer(json_writer *w, const task *t, const measure_request *r, measurement *m)
 {
     samples *s = &m->runs;
+    /* The spread, from a copy: median() and median_ci_rel() sort. */
+    double *sorted = malloc(s->count * sizeof *sorted);
+    if (!sorted) return request_fail("out of memory");
+    memcpy(sorted, s->total, s->count * sizeof *sorted);
+    const double ci = median_ci_rel(sorted, s->count);
+    free(sorted);
+    json_key(w, "ci_pct");
+    if (ci < 0) json_null(w);
+    else json_number(w, 100 * ci);
+    json_key(w, "throttled");
+    json_bool(w, machine_state_throttled(&m->before, &m->after));
+    machine_state_write(w, "before", &m->before);
+    machine_state_write(w, "after", &m->after);
     json_key(w, "times_ms");
     json_array_begin(w);
     for (size_t i = 0; i < s->count; i++) json_number(w, s->total[i]);

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include "acl_fingerprint.h"  /* generated: cmake/fingerprint.cmake */
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,8 @@ int acl_fail(const char *fmt, ...)
 const char *acl_last_error(void) { return last_error; }
 
 const char *acl_version(void) { return ACL_ENGINE_VERSION; }
+
+const char *acl_fingerprint(void) { return ACL_ENGINE_FINGERPRINT; }
 
 void *acl_alloc(size_t bytes)
 {

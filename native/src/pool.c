@@ -19,25 +19,23 @@
 #define SPIN_MS 0.05
 #define POLLS_PER_CLOCK 64
 
-/* One job's ranges, one per active CPU in CPU-id order.  A range is run by
- * whichever thread claims it first: its own CPU's thread normally, another
- * that has finished its own when that thread has not started yet (preempted,
- * still waking up).  `state` holds the job's generation shifted left by one,
- * plus 1 once claimed, so that a thread arriving after its job is over
- * cannot claim a range of the next job. */
+/* One job's ranges, one per active CPU in CPU-id order.  A range runs on its
+ * own CPU only, never stolen by a thread done early: the per-core weights are
+ * what the tuner measures and plans, so a share meant for a big core must not
+ * run on a little one. */
 typedef struct {
-    atomic_ullong state;
     int begin, end;
 } range;
 
-/* A worker serves one CPU other than the caller's.  Each has its own job
- * counter, so that a job wakes only the workers it gives work to. */
+/* A worker serves one CPU other than the first active one, which the caller
+ * runs itself.  Each has its own job counter, so that a job wakes only the
+ * workers it gives work to. */
 typedef struct {
     pthread_t thread;
     int started;
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
-     * of the latest it has run (its own). */
+     * of the latest it has run. */
     atomic_ullong job;
     unsigned long long seen;
     atomic_int sleeping;
@@ -53,7 +51,6 @@ static struct {
     atomic_int caller_sleeping;
     acl_task_fn fn;
     void *ctx;
-    atomic_int nranges;
     range ranges[ACL_MAX_CPUS];
     worker workers[ACL_MAX_CPUS];
 } pool = {
@@ -128,7 +125,11 @@ int acl_exec_active(const acl_exec *ex)
 /* Sleeping and waking use the Dekker pattern: the waker publishes its store,
  * then reads the sleeping flag; the sleeper sets its flag, then re-checks the
  * condition under the lock.  One of them always sees the other, so a wake-up
- * takes the lock and a system call only when its thread did go to sleep. */
+ * takes the lock and a system call only when its thread did go to sleep.
+ * Each side's store is a read-modify-write: a seq_cst store then load is
+ * enough in C11, but qemu-user runs AArch64's stlr; ldar on x86 without a
+ * fence between them, and a wake-up lost there hangs a share that no other
+ * thread may run. */
 static void finish_range(void)
 {
     if (atomic_fetch_sub(&pool.left, 1) == 1 && atomic_load(&pool.caller_sleeping)) {
@@ -138,25 +139,13 @@ static void finish_range(void)
     }
 }
 
-static int claim(range *r, unsigned long long gen)
+/* Runs range `rank` of the current job: its fields stay valid until it is
+ * finished, since the caller waits for every range. */
+static void run_range(int rank)
 {
-    unsigned long long open = gen << 1;
-    return atomic_compare_exchange_strong(&r->state, &open, open | 1);
-}
-
-/* Runs range `first` if still unclaimed, then any other unclaimed range of
- * job `gen`, as the thread of rank `rank` (its scratch index).  The job's
- * fields are read only after a successful claim: until that range is
- * finished the caller waits, so they stay valid. */
-static void run_ranges(unsigned long long gen, int first, int rank)
-{
-    const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
-    for (int i = 0; i < n; i++) {
-        range *r = &pool.ranges[(first + i) % n];
-        if (!claim(r, gen)) continue;
-        pool.fn(pool.ctx, r->begin, r->end, rank);
-        finish_range();
-    }
+    const range *r = &pool.ranges[rank];
+    pool.fn(pool.ctx, r->begin, r->end, rank);
+    finish_range();
 }
 
 /* Polls until ready(arg) or SPIN_MS have passed; returns ready(arg). */
@@ -187,18 +176,14 @@ static void *worker_main(void *arg)
     for (;;) {
         if (!spin_until(job_arrived, w)) {
             pthread_mutex_lock(&pool.lock);
-            atomic_store(&w->sleeping, 1);
+            atomic_exchange(&w->sleeping, 1);
             while (atomic_load(&w->job) == w->seen) pthread_cond_wait(&w->wake, &pool.lock);
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
         }
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
-        /* nranges and rank may already belong to a later job: claims of
-         * this one then fail, whatever they read. */
-        int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
-        int rank = atomic_load_explicit(&w->rank, memory_order_relaxed);
-        if (rank < n) run_ranges(job, rank, rank);
+        run_range(atomic_load_explicit(&w->rank, memory_order_relaxed));
     }
     return NULL;
 }
@@ -221,17 +206,29 @@ static int start_worker(int cpu)
     return 0;
 }
 
-/* Hands the ranges to the workers, runs the caller's own (and any a worker
- * has not started when the caller is done), and waits for the rest. */
-static void run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
+/* Pins the calling thread to `cpu` for the job, keeping its own affinity in
+ * *saved; returns 1 when it had to change it (to restore after), 0 when it
+ * was pinned there already, -1 on failure. */
+static int pin_caller(int cpu, cpu_set_t *saved)
+{
+    if (sched_getaffinity(0, sizeof *saved, saved) != 0)
+        return acl_fail("cannot read the calling thread's CPU affinity: %s", strerror(errno));
+    if (CPU_COUNT(saved) == 1 && CPU_ISSET(cpu, saved)) return 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return acl_fail("cannot pin the calling thread to CPU %d: %s", cpu, strerror(errno));
+    return 1;
+}
+
+/* Cuts the job into ranges, one per active CPU whose share is not empty, in
+ * proportion to the weights; returns how many, each range's CPU in cpus. */
+static int split_ranges(const acl_exec *ex, int units, int *cpus)
 {
     long total = 0;
     for (int i = 0; i < ex->ncores; i++) total += ex->weights[i];
-    const unsigned long long gen = ++pool.generation;
-    pool.fn = fn;
-    pool.ctx = ctx;
-    worker *todo[ACL_MAX_CPUS];
-    int n = 0, busy = 0;
+    int n = 0;
     long cum = 0;
     for (int cpu = 0; cpu < ex->ncores; cpu++) {
         if (ex->weights[cpu] == 0) continue;
@@ -239,46 +236,57 @@ static void run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
         r->begin = (int)(units * cum / total);
         cum += ex->weights[cpu];
         r->end = (int)(units * cum / total);
-        if (r->begin == r->end) continue;
-        atomic_store_explicit(&r->state, gen << 1, memory_order_relaxed);
-        if (n > 0) {
-            worker *w = &pool.workers[cpu];
-            atomic_store_explicit(&w->rank, n, memory_order_relaxed);
-            todo[busy++] = w;
-        }
-        n++;
+        if (r->begin < r->end) cpus[n++] = cpu;
     }
-    atomic_store_explicit(&pool.nranges, n, memory_order_relaxed);
+    return n;
+}
+
+/* Hands the ranges to the workers, runs the first on the calling thread
+ * pinned to that range's CPU, and waits for the rest. */
+static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
+{
+    cpu_set_t saved;
+    const int repin = pin_caller(cpus[0], &saved);
+    if (repin < 0) return -1;
+    const unsigned long long gen = ++pool.generation;
+    pool.fn = fn;
+    pool.ctx = ctx;
     atomic_store(&pool.left, n);
-    for (int i = 0; i < busy; i++) {
-        atomic_store(&todo[i]->job, gen);
-        if (atomic_load(&todo[i]->sleeping)) {
+    for (int i = 1; i < n; i++) {
+        worker *w = &pool.workers[cpus[i]];
+        atomic_store_explicit(&w->rank, i, memory_order_relaxed);
+        atomic_exchange(&w->job, gen);
+        if (atomic_load(&w->sleeping)) {
             pthread_mutex_lock(&pool.lock);
-            pthread_cond_signal(&todo[i]->wake);
+            pthread_cond_signal(&w->wake);
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    run_ranges(gen, 0, 0);
+    run_range(0);
     if (!spin_until(job_done, NULL)) {
         pthread_mutex_lock(&pool.lock);
-        atomic_store(&pool.caller_sleeping, 1);
+        atomic_exchange(&pool.caller_sleeping, 1);
         while (atomic_load(&pool.left) > 0) pthread_cond_wait(&pool.done, &pool.lock);
         atomic_store(&pool.caller_sleeping, 0);
         pthread_mutex_unlock(&pool.lock);
     }
+    /* Nothing to do if this fails: the job is done, and the thread stays
+     * on a CPU it was allowed before. */
+    if (repin) sched_setaffinity(0, sizeof saved, &saved);
+    return 0;
 }
 
 int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
 {
     if (acl_exec_check(ex) != 0) return -1;
     if (units <= 0) return 0;
-    int first = 0;
-    while (ex->weights[first] == 0) first++;
     pthread_mutex_lock(&pool.submit);
+    int cpus[ACL_MAX_CPUS];
+    const int n = split_ranges(ex, units, cpus);
     int rc = 0;
-    for (int cpu = first + 1; rc == 0 && cpu < ex->ncores; cpu++)
-        if (ex->weights[cpu] > 0 && !pool.workers[cpu].started) rc = start_worker(cpu);
-    if (rc == 0) run_job(ex, units, fn, ctx);
+    for (int i = 1; rc == 0 && i < n; i++)
+        if (!pool.workers[cpus[i]].started) rc = start_worker(cpus[i]);
+    if (rc == 0) rc = run_job(n, cpus, fn, ctx);
     pthread_mutex_unlock(&pool.submit);
     return rc;
 }

@@ -2,13 +2,13 @@
  *
  * acl_parallel() cuts `units` of work into contiguous ranges in proportion to
  * the weights of the active CPUs (in CPU-id order).  The calling thread runs
- * the first active CPU's range itself; every other active CPU's range goes to
- * a worker pinned to that CPU, created the first time a configuration needs
- * it and kept for the life of the process.  A thread done with its own range
- * also runs any range whose thread has not started it yet (preempted by
- * another process, still waking up), so one late thread does not hold up the
- * whole operation.  Because a unit's result never depends on which thread
- * computes it, every weight vector gives bit-identical output.
+ * the first non-empty range itself, pinned to that range's CPU for the job
+ * (its own affinity saved and restored around it); every other range goes to
+ * a worker pinned to its CPU, created the first time a configuration needs
+ * it and kept for the life of the process.  Every range runs on its own CPU,
+ * never on another that is done early, so the per-core weights measured and
+ * planned are the ones that run.  Because a unit's result never depends on
+ * which thread computes it, every weight vector gives bit-identical output.
  */
 #ifndef ACL_POOL_H
 #define ACL_POOL_H

@@ -1,0 +1,148 @@
+/* Thread pool placement tests: every unit of a job runs on the CPU whose
+ * share it is in, for many weight vectors and workloads, and the calling
+ * thread gets its own affinity back afterwards.
+ *
+ *   test_pool [--cases N] [--seed S]   closes with "N passed, N failed"
+ *
+ * The expected share of each CPU is recomputed here from the documented
+ * rule (contiguous ranges in CPU-id order, in proportion to the weights), so
+ * a unit stolen by another core's thread, or a caller left unpinned, fails.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool.h"
+#include "test_harness.h"
+
+#define MAX_UNITS 512
+
+typedef struct {
+    int cpu[MAX_UNITS];   /* where each unit ran */
+    int rank[MAX_UNITS];  /* the worker index it was given */
+} placement;
+
+static void record(void *ctx, int begin, int end, int worker)
+{
+    placement *p = ctx;
+    const int cpu = sched_getcpu();
+    /* Enough work per range that a thread preempted mid-range would be
+     * likely to show up on another CPU if it were not pinned. */
+    volatile double sink = 0;
+    for (int i = 0; i < 20000; i++) sink += i;
+    for (int u = begin; u < end; u++) {
+        p->cpu[u] = cpu;
+        p->rank[u] = worker;
+    }
+}
+
+/* The CPU each unit belongs to under ex, per the documented split. */
+static void expected_cpus(const acl_exec *ex, int units, int *owner)
+{
+    long total = 0, cum = 0;
+    for (int i = 0; i < ex->ncores; i++) total += ex->weights[i];
+    for (int cpu = 0; cpu < ex->ncores; cpu++) {
+        const int begin = (int)(units * cum / total);
+        cum += ex->weights[cpu];
+        for (int u = begin; u < (int)(units * cum / total); u++) owner[u] = cpu;
+    }
+}
+
+static int same_set(const cpu_set_t *a, const cpu_set_t *b) { return CPU_EQUAL(a, b); }
+
+static void check_case(const int *weights, int ncores, int units, const cpu_set_t *own)
+{
+    const acl_exec ex = {ncores, weights, units};
+    placement p;
+    int owner[MAX_UNITS];
+    memset(&p, 0xff, sizeof p);
+    expected_cpus(&ex, units, owner);
+    char desc[160];
+    int used = snprintf(desc, sizeof desc, "units %d weights", units);
+    for (int i = 0; i < ncores && used < (int)sizeof desc - 8; i++)
+        used += snprintf(desc + used, sizeof desc - used, " %d", weights[i]);
+    if (acl_parallel(&ex, units, record, &p) != 0) {
+        check(0, "%s: acl_parallel failed: %s", desc, acl_last_error());
+        return;
+    }
+    int misplaced = -1, rank_mixed = -1;
+    for (int u = 0; u < units; u++) {
+        if (p.cpu[u] != owner[u] && misplaced < 0) misplaced = u;
+        /* one range per CPU: units of one CPU share one rank */
+        if (u > 0 && owner[u] == owner[u - 1] && p.rank[u] != p.rank[u - 1]) rank_mixed = u;
+    }
+    check(misplaced < 0, "%s: unit %d of CPU %d ran on CPU %d", desc, misplaced,
+          misplaced < 0 ? 0 : owner[misplaced], misplaced < 0 ? 0 : p.cpu[misplaced]);
+    check(rank_mixed < 0, "%s: unit %d has another rank than its CPU's other units", desc,
+          rank_mixed);
+    cpu_set_t after;
+    sched_getaffinity(0, sizeof after, &after);
+    check(same_set(&after, own), "%s: the caller's affinity was not restored", desc);
+}
+
+static void count_units(void *ctx, int begin, int end, int worker)
+{
+    atomic_fetch_add((atomic_int *)ctx, end - begin);
+}
+
+/* Jobs spaced so that the workers go to sleep between them (the pool spins
+ * 50 us first): every one must be woken, and a wake-up lost would hang here.
+ * Without stealing, nothing else would run a sleeping worker's share. */
+static void check_wakeups(int ncores, const int *cpus, int ncpus, int jobs)
+{
+    int weights[CPU_SETSIZE] = {0};
+    for (int i = 0; i < ncpus; i++) weights[cpus[i]] = 1;
+    const acl_exec ex = {ncores, weights, ncpus};
+    int lost = 0;
+    for (int j = 0; j < jobs; j++) {
+        atomic_int done = 0;
+        if (acl_parallel(&ex, ncpus, count_units, &done) != 0 || atomic_load(&done) != ncpus)
+            lost++;
+        if (j % 2) nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+    check(lost == 0, "%d of %d jobs did not run every share", lost, jobs);
+}
+
+int main(int argc, char **argv)
+{
+    int cases = 300;
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--cases")) cases = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed")) rng_state = strtoull(argv[++i], NULL, 10);
+    }
+    cpu_set_t own;
+    sched_getaffinity(0, sizeof own, &own);
+    int cpus[CPU_SETSIZE], ncpus = 0;
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &own)) cpus[ncpus++] = i;
+    const int ncores = cpus[ncpus - 1] + 1;
+    printf("CPUs available: %d (highest %d)\n", ncpus, ncores - 1);
+
+    int weights[CPU_SETSIZE];
+    for (int c = 0; c < cases; c++) {
+        memset(weights, 0, sizeof weights);
+        int active = 0;
+        for (int i = 0; i < ncpus; i++)
+            if (rnd(0, 2)) active += (weights[cpus[i]] = rnd(1, 4)) > 0;
+        if (!active) weights[cpus[rnd(0, ncpus - 1)]] = 1;
+        check_case(weights, ncores, rnd(1, MAX_UNITS), &own);
+    }
+    /* A caller already pinned to one CPU keeps that pinning, whichever CPU
+     * its job's first share goes to. */
+    for (int i = 0; i < ncpus; i++) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[i], &one);
+        memset(weights, 0, sizeof weights);
+        weights[cpus[i]] = 1;
+        sched_setaffinity(0, sizeof one, &one);
+        check_case(weights, ncores, 64, &one);
+    }
+    sched_setaffinity(0, sizeof own, &own);
+    check_wakeups(ncores, cpus, ncpus, 4000);
+    return test_summary();
+}

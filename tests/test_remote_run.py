@@ -35,14 +35,16 @@ from engine_backends import QEMU, aarch64_launcher
 
 BOARD = load_board("split-host")  # cpu0 and cpu1, which qemu-user also has
 REL_TOL = 1e-4
-EVERY_KIND = {"conv", "unary", "binary", "pool", "global_average_pool", "concat", "transpose",
-              "matmul", "softmax", "lrn", "pad", "resize", "batch_matmul", "gather", "slice"}
+EVERY_KIND = {"conv", "unary", "affine", "binary", "pool", "global_average_pool", "concat",
+              "transpose", "matmul", "softmax", "lrn", "pad", "resize", "batch_matmul", "gather",
+              "slice"}
 
 
 def every_kind_model() -> onnx.ModelProto:
     """Small, with every kind of native operation: conv (+residual, relu),
     pools, concat, LRN, a channel shuffle (a gather), a Slice reversing the
-    channels, pad, a broadcast Mul, sigmoid, a bilinear resize, the transpose
+    channels, pad, a per-channel Mul and sigmoid (one affine pass), tanh and the
+    difference of two computed maps, a bilinear resize, the transpose
     a Flatten of an NHWC map needs, Gemm, softmax, a Gather of channels and
     the MatMul of two computed tensors; three outputs."""
     b = GraphBuilder(seed=3, input_shape=(1, 3, 12, 12))
@@ -70,7 +72,7 @@ def every_kind_model() -> onnx.ModelProto:
     i = b.maxpool(i, "pool_resized", 2, 2, 0)
     j = b.flatten(i, "flatten", hw=(4, 4))
     y = b.node("Softmax", [b.gemm(j, "fc", 10)], "softmax", axis=1)
-    gap = b.global_avg_pool(h, "gap")
+    gap = b.global_avg_pool(b.node("Sub", [h, b.node("Tanh", [h], "tanh")], "sub"), "gap")
     some = b.node("Gather", [h, b.constant("channels", np.array([0, 3, -1]))], "some", axis=1)
     gram = b.node("MatMul", [some, b.node("Transpose", [some], "some_t", perm=[0, 1, 3, 2])],
                   "gram")

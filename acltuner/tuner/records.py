@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
 
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.schema import JSON, FieldError, at, conv_shape, exec_config, now, timestamp, versioned
+from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
+                             timestamp, versioned)
 from acltuner.tuner.runner import STAGES, MeasureOptions
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _measure_options(value: Any) -> MeasureOptions:
 
 def _is_json(line: bytes) -> bool:
     try:
-        json.loads(line)
+        parse_json(line)
     except ValueError:  # UnicodeDecodeError included
         return False
     return True
@@ -195,7 +196,7 @@ class RecordStore:
         for number, raw in enumerate(lines[:last], 1):
             where = f"{self.path}:{number}"
             try:
-                d = json.loads(raw)
+                d = parse_json(raw)
             except ValueError as e:
                 if number == last:
                     log.warning("%s: ignoring the cut-off last line (an interrupted write); "

@@ -7,6 +7,8 @@ safety along every code path, not more numerics."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -14,8 +16,12 @@ from acltuner.engine.build import cmake_build
 from c_suites import run_suite
 from engine_backends import REPO
 
+# allocator_may_return_null: an allocation too large for ASan's allocator
+# fails as malloc does (NULL, which the engine reports as an error) instead of
+# aborting; the launcher refusing a 2^55-float arena is the behaviour under test.
+ASAN_OPTIONS = "abort_on_error=0:exitcode=23:allocator_may_return_null=1"
 SANITIZER_ENV = {
-    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+    "ASAN_OPTIONS": f"detect_leaks=1:{ASAN_OPTIONS}",
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
     "TSAN_OPTIONS": "halt_on_error=1:exitcode=66",
 }
@@ -49,3 +55,20 @@ def test_suite_under_sanitizer(build, suite, args):
     (exe,) = sanitized_build(build, [suite])
     result = run_suite([str(exe), *args], env=sanitizer_env())
     assert_no_reports(result.stderr)
+
+
+def test_launcher_protocol_fuzz_under_asan_and_ubsan():
+    """The launcher's hand-written JSON and base64 readers and every command
+    behind them, fed mutated lines: an ASan or UBSan report kills the
+    launcher, which the fuzz counts as a crash."""
+    (launcher,) = sanitized_build("asan", ["acl-launcher"])
+    # No leak check: the fuzz ends by killing the launcher, which never exits normally.
+    env = {**sanitizer_env(), "ASAN_OPTIONS": f"detect_leaks=0:{ASAN_OPTIONS}"}
+    done = subprocess.run([sys.executable, "-m", "acltuner.cli", "bench", "fuzz", "--doors",
+                           "launcher", "--cases", "10000", "--seed", "1", "--launcher",
+                           str(launcher)], capture_output=True, text=True, env=env, timeout=900)
+    lines = done.stdout.strip().splitlines()
+    assert lines and lines[-1] == (
+        "fuzz: cases=10000 tracebacks=0 crashes=0 hangs=0 partial_writes=0"), (
+        lines[-10:], done.stderr[-3000:])
+    assert done.returncode == 0

@@ -117,10 +117,13 @@ def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, record
 @click.option("--timeout", "timeout_s", default=20.0, show_default=True,
               type=click.FloatRange(min=0.1),
               help="Seconds one input may take before it counts as a hang.")
+@click.option("--doors", default=",".join(["launcher", "onnx", "plan", "records", "board", "tuner"]),
+              show_default=True, help="Comma-separated doors to fuzz.")
 @click.option("--launcher", "launcher", default=None, metavar="CMD",
               help="The launcher to fuzz, as a command line (default: the installed one; "
                    "e.g. a sanitizer build's).")
-def bench_fuzz(cases: int, seed: int, timeout_s: float, launcher: str | None) -> None:
+def bench_fuzz(cases: int, seed: int, timeout_s: float, doors: str,
+               launcher: str | None) -> None:
     """Damaged and hostile inputs through every door that reads outside data.
 
     \b
@@ -147,6 +150,11 @@ def bench_fuzz(cases: int, seed: int, timeout_s: float, launcher: str | None) ->
 
     from acltuner.bench.fuzz import run
     from acltuner.engine.launcher import default_launcher_path
+    chosen = [d for d in doors.split(",") if d]
+    unknown = sorted(set(chosen) - set(run.WEIGHTS))
+    if unknown or not chosen:
+        raise click.BadParameter(f"unknown door(s) {', '.join(unknown)}; the doors: "
+                                 f"{', '.join(run.WEIGHTS)}", param_hint="--doors")
     command = shlex.split(launcher) if launcher else [default_launcher_path()]
-    if run.run(cases, seed, timeout_s, command):
+    if run.run(cases, seed, timeout_s, command, chosen):
         raise SystemExit(1)

@@ -77,7 +77,9 @@ def file_case(door: str, rng: random.Random, seeds, folder: Path,
     return None, ""
 
 
-def run(cases: int, seed: int, timeout_s: float, launcher: list[str]) -> int:
+def run(cases: int, seed: int, timeout_s: float, launcher: list[str],
+        doors: list[str] | None = None) -> int:
+    """Returns how many problems were counted."""
     rng = random.Random(seed)
     totals = Counter()
     per_door = Counter()
@@ -90,7 +92,8 @@ def run(cases: int, seed: int, timeout_s: float, launcher: list[str]) -> int:
         seeds = make_seeds(folder)
         door = LauncherDoor(launcher, record_seed_lines(launcher, folder / "seed.plan.json"),
                             timeout_s)
-        names, weights = list(WEIGHTS), list(WEIGHTS.values())
+        names = [n for n in WEIGHTS if doors is None or n in doors]
+        weights = [WEIGHTS[n] for n in names]
         started = time.monotonic()
         try:
             for _ in range(cases):

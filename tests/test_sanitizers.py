@@ -38,7 +38,8 @@ CASES = [(build, suite, args) for build, suites in SUITES.items() for suite, arg
 
 
 def sanitized_build(build: str, targets: list[str]):
-    return cmake_build(REPO / "build" / f"sanitize-{build}", targets, sanitize=BUILDS[build])
+    return cmake_build(REPO / "build" / f"sanitize-{build}", targets,
+                       defines={"ACL_SANITIZE": BUILDS[build]})
 
 
 def sanitizer_env() -> dict:

@@ -99,8 +99,12 @@ class TaskTuner:
             nonlocal loaded
             if not loaded:  # only now: a task found complete in the records needs no device
                 self.runner.load(task.shape, seed=self.seed)
+                self.runner.default_ms = _time_of(default, already, [])
                 loaded = True
-            pairs = self.runner.measure(configs)
+            # The default first: its time scales the hang timeout of the rest.
+            ordered = sorted(configs, key=lambda c: c != default)
+            by_config = dict(zip(ordered, self.runner.measure(ordered)))
+            pairs = [by_config[c] for c in configs]
             self.store.append([Record.from_measurement(
                 self.board.fingerprint, self.engine, task.key, task.shape, c, m, self.strategy,
                 measure=self.runner.options) for c, (_, m) in zip(configs, pairs)])

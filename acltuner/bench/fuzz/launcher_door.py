@@ -28,9 +28,9 @@ class _Recorder(LauncherClient):
         self.lines: list[bytes] = []
         super().__init__(command)
 
-    def _call(self, line: bytes) -> dict:
+    def _call(self, line: bytes, timeout_s: float | None = None) -> dict:
         self.lines.append(line)
-        return super()._call(line)
+        return super()._call(line, timeout_s)
 
 
 def record_seed_lines(command: list[str], plan_path: Path) -> list[bytes]:

@@ -10,7 +10,9 @@ Method (Algorithm 1, per group, NHWC):
   (5x1 and 7x1 Winograd do not exist here and fall through)
   kernel smaller than 4x4                      -> Direct    = indirect (GEMM on the input in place)
   otherwise                                    -> General   = im2col
-Depthwise convolutions (group == C) use ACL's single depthwise kernel: depthwise_pixel.
+Depthwise convolutions (group == C) use ACL's NHWC depthwise kernel, which
+vectorises over channels: depthwise_channel_block, or depthwise_pixel when
+there are several output channels per input channel.
 Transposed convolutions: ACL's NEON deconvolution (NEDeconvolutionLayer)
 upsamples the input with zeros, then runs a stride-1 convolution: here
 deconv_phase, the same convolution without the zeros; depthwise ones
@@ -37,7 +39,7 @@ def armnn_method(shape: ConvShape) -> str:
     if shape.transposed:
         return "deconv_depthwise" if depthwise else "deconv_phase"
     if depthwise:
-        return "depthwise_pixel"
+        return "depthwise_channel_block" if shape.oc == shape.c else "depthwise_pixel"
     cg, ocg = shape.c // shape.group, shape.oc // shape.group
     # ACL reads the input in place only for stride-1 1x1 kernels and needs stride 1
     # for Winograd, so any stride means General.

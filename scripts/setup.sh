@@ -21,5 +21,5 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 echo "setup: installing acltuner (builds the native engine)"
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,report]'
 .venv/bin/acltuner --version

@@ -208,11 +208,12 @@ def test_pool(op, kernel, strides, dilations, pads, ceil_mode, include):
     assert_close(y, ref, EXACT)
 
 
-def test_global_average_pool():
-    x = _uniform(_rng(5), (2, 7, 9, 70))
+@pytest.mark.parametrize("shape", [(2, 7, 9, 70), (1, 45, 50, 24)])  # 1 and 3 pixel chunks
+def test_global_average_pool(shape):
+    x = _uniform(_rng(5), shape)
     ref = ort_node("GlobalAveragePool", [np.ascontiguousarray(x.transpose(NCHW))])
     (y,) = run_node(lambda g, i, o: g.add("global_average_pool", i, o[0]), [x],
-                    [(2, 1, 1, 70)])
+                    [(shape[0], 1, 1, shape[3])])
     assert_close(y, ref.transpose(NHWC), EXACT)
 
 

@@ -122,7 +122,8 @@ def test_local_launcher_runs_the_plan_like_the_program(name, tmp_path):
     lat = run.latency
     assert 0 < lat.p10_ms <= lat.median_ms <= lat.p90_ms
     (profile,) = lat.profiles
-    assert [e.node for e in profile[:-1]] == [e.node for e in local.last_profile[:-1]]
+    assert [(e.node, e.op) for e in profile[:-1]] \
+        == [(e.node, e.op) for e in local.last_profile[:-1]]
     assert profile[-1].node == HOST_COPIES and all(e.ms >= 0 for e in profile)
     assert run.peak_rss_mb > program.arena_bytes / 2**20
     # What `acltuner run` prints takes the remote run as it is.

@@ -226,8 +226,9 @@ def test_text_report_and_profile(small):
 def test_compare_ort_maps_onnxruntime_names_back_to_onnx_nodes():
     """onnxruntime names an NCHWc node after its output tensor and a fusion
     "<node>/<Fusion>/"; an absorbed BatchNormalization counts for its Conv."""
-    ours = [NodeTime("conv", "conv im2col", 3.0, 0.6), NodeTime("sig", "unary", 1.0, 0.2),
-            NodeTime("(host copies)", "copies", 1.0, 0.2)]
+    ours = [NodeTime("conv", "conv im2col", 3.0, 0.6, "conv"),
+            NodeTime("sig", "unary", 1.0, 0.2, "unary"),
+            NodeTime("(host copies)", "copies", 1.0, 0.2, "copies")]
     ort = OrtProfile(4.0, 1, {"bn_out_nchwc": ("Conv", 1.0), "sig/QuickGeluFusion/": ("X", 0.5),
                               "ReorderOutput": ("ReorderOutput", 0.25)})
     rows = {r.node: r for r in compare(ours, ort, {"bn": "conv", "bn_out": "conv",
@@ -268,6 +269,9 @@ def test_json_report(small):
     nodes = report["nodes"]
     assert [n["ms"] for n in nodes] == sorted((n["ms"] for n in nodes), reverse=True)
     assert abs(sum(n["share"] for n in nodes) - 1) < 1e-6
+    ops = {n["node"]: n["op"] for n in nodes}
+    assert ops.pop("sin") == "delegated" and ops.pop("(host copies)") == "copies"
+    assert "conv" in ops.values() and all(op in native.schema().ops for op in ops.values())
 
 
 def test_api_returns_what_the_cli_writes(small, tmp_path):

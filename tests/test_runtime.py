@@ -346,6 +346,20 @@ def _batchnorm_alone(b):
     return b.node("Relu", [b.batchnorm(x, "bn")], "relu")
 
 
+def _affine_chains(b):
+    """Per-channel affine chains no convolution absorbs: BatchNormalization and
+    Relu after a pool, Paddle's scale and bias with a HardSwish, a scalar pair,
+    a BatchNormalization of [N, C]."""
+    x = _batchnorm_alone(b)
+    x = b.node("Mul", [b.constant("lab_s", b.rng.normal(1, 0.5, (8, 1, 1))), x], "lab_mul",
+               channels=8)
+    x = b.node("HardSwish", [b.node("Add", [x, b.constant("lab_b", np.float32(0.25))],
+                                    "lab_add")], "lab_act")
+    x = b.node("Add", [b.node("Mul", [x, b.constant("half", np.float32(0.5))], "s_mul"),
+                       b.constant("one", np.float32(1))], "s_add")
+    return b.batchnorm(b.flatten(b.global_avg_pool(x, "gap"), "flat"), "bn_1d")
+
+
 def _aliases(b):
     x = _features(b)
     y = b.node("Dropout", [b.node("Identity", [x], "id")], "drop")
@@ -404,7 +418,7 @@ def _layer_norm_and_math(b):
 
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
-    _concat_pad, _broadcasting, _activations, _batchnorm_alone, _aliases, _max_min, _mean,
+    _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},
@@ -429,6 +443,13 @@ def _kinds(case, tmp_path) -> list[str]:
                           tmp_path)
     program.run(np.zeros(SHAPE, np.float32))
     return [entry.kind for entry in program.last_profile]
+
+
+def test_affine_chains_are_one_pass_each(tmp_path):
+    kinds = _kinds("affine_chains", tmp_path)
+    assert [k for k in kinds if k.startswith("affine")] == [
+        "affine relu", "affine hard_swish", "affine none", "affine none"], kinds
+    assert not {"mul", "add", "relu", "hard_swish"} & set(kinds), kinds
 
 
 def test_channel_shuffle_is_one_gather(tmp_path):

@@ -42,6 +42,16 @@ def test_space_holds_only_runnable_configs():
         assert native.check(space.shape, c.algorithm, c.ukernel) is None
 
 
+def test_random_picks_choose_the_algorithm_first():
+    """A first layer's direct_nhwc is one (algorithm, micro-kernel) pair against
+    im2col's one per micro-kernel: it still gets its share of random picks."""
+    space = _space(LAYER["vgg16.conv1_1"], clusters=((0, 1),))
+    picks = space.sample(np.random.default_rng(0), 60)
+    counts = {a: sum(c.algorithm == a for c in picks) for a in {a for a, _ in space.pairs}}
+    assert "direct_nhwc" in counts and "im2col" in counts
+    assert min(counts.values()) >= 60 // len(counts) // 2, counts
+
+
 def test_sampling_is_distinct_and_respects_exclusions():
     space = _space(LAYER["resnet18.layer2.down1x1"])
     rng = np.random.default_rng(0)
@@ -70,7 +80,8 @@ def test_armnn_method_on_real_layers(layer, method):
     (dict(kh=2, kw=2), "indirect"),
     (dict(kh=5, kw=5), "im2col"),
     (dict(kh=3, kw=3, dil_h=2, dil_w=2), "im2col"),
-    (dict(kh=3, kw=3, group=32, oc=32), "depthwise_pixel"),
+    (dict(kh=3, kw=3, group=32, oc=32), "depthwise_channel_block"),
+    (dict(kh=3, kw=3, group=32, oc=64), "depthwise_pixel"),   # channel multiplier 2
     (dict(kh=9, kw=9, oc=16), "im2col"),
     # ConvTranspose: ACL's upsample + convolution, i.e. by phases; depthwise direct.
     (dict(kh=2, kw=2, stride_h=2, stride_w=2, transposed=True), "deconv_phase"),

@@ -213,6 +213,16 @@ def _activations_graph() -> onnx.ModelProto:
     c = b.conv(x, "conv_mish_parts", 8, 1)
     tanh = b.node("Tanh", [b.node("Softplus", [c], "softplus")], "tanh")
     x = b.node("Mul", [c, tanh], "mish_parts")
+    # x * clip(x + 3, 0, 6) / 6, and x * (clip(x + 3, 0, 6) * (1 / 6))
+    three, zero, six = (b.constant(n, np.float32(v)) for n, v in (("three", 3), ("zero", 0),
+                                                                     ("six", 6)))
+    c = b.conv(x, "conv_clip_hswish", 8, 3, pads=1)
+    clip = b.node("Clip", [b.node("Add", [c, three], "cs_add"), zero, six], "cs_clip")
+    x = b.node("Div", [b.node("Mul", [c, clip], "cs_mul"), six], "cs_div")
+    c = b.conv(x, "conv_clip_hsig_gate", 8, 1)
+    clip = b.node("Clip", [b.node("Add", [c, three], "cg_add"), zero, six], "cg_clip")
+    gate = b.node("Mul", [clip, b.constant("sixth", np.float32(1 / 6))], "cg_scale")
+    x = b.node("Mul", [gate, c], "cg_mul")
     # A per-channel PRelu is no activation of the engine's: it stays out.
     c = b.conv(x, "conv_prelu_channels", 8, 1)
     slopes = b.constant("slopes", np.linspace(0.1, 0.8, 8, dtype=np.float32).reshape(8, 1, 1))
@@ -235,6 +245,10 @@ def test_every_engine_activation_is_fused_and_numerically_right(tmp_path):
         "conv_silu": (["silu_gate", "silu"], "silu", 0.0, 0.0),
         "conv_gated_hswish": (["hs_gate", "hs"], "hard_swish", round(1 / 6, 6), 0.5),
         "conv_mish_parts": (["softplus", "tanh", "mish_parts"], "mish", 0.0, 0.0),
+        "conv_clip_hswish": (["cs_add", "cs_clip", "cs_mul", "cs_div"], "hard_swish",
+                             round(1 / 6, 6), 0.5),
+        "conv_clip_hsig_gate": (["cg_add", "cg_clip", "cg_scale", "cg_mul"], "hard_swish",
+                                round(1 / 6, 6), 0.5),
         "conv_prelu_channels": ([], "none", 0.0, 0.0),
     }
     _check_numerics(model, nodes, (1, 8, 9, 9))
@@ -270,6 +284,34 @@ def test_conv_transpose_fusion_and_tasks_are_right(tmp_path):
     algorithms = {t.nodes[0]: t.algorithms for t in ts.tasks}
     assert set(algorithms["up1"]) == {"deconv_col2im", "deconv_phase"}
     assert not {"deconv_col2im", "deconv_phase"} & set(algorithms["enc"])
+
+
+def test_affine_chains_are_absorbed(tmp_path):
+    """Paddle exports a bias or a scale as its own Add or Mul of a constant: any
+    chain of per-channel constants (any broadcastable shape) and BatchNormalization
+    folds in, then the activation; a constant that varies over pixels stays out."""
+    b = GraphBuilder(seed=6, input_shape=(1, 8, 6, 6))
+    rng = np.random.default_rng(6)
+    x = b.conv(b.input, "conv", 8, 3, pads=1, bias=True)
+    x = b.node("Mul", [x, b.constant("s1", rng.standard_normal((8, 1, 1), np.float32))], "mul1")
+    x = b.node("Add", [x, b.constant("c1", rng.standard_normal((1, 8, 1, 1), np.float32))], "add1")
+    x = b.node("Relu", [b.batchnorm(x, "bn1")], "relu1")
+    x = b.conv_transpose(x, "up", 4, 2, 2)
+    x = b.node("Add", [b.constant("c2", rng.standard_normal((4, 1, 1), np.float32)), x], "add2",
+               channels=4)
+    x = b.node("Relu", [b.batchnorm(x, "bn2")], "relu2")
+    x = b.node("Add", [b.conv(x, "scalar", 4, 1), b.constant("c3", np.float32(0.5))], "add3")
+    x = b.node("Add", [b.conv(x, "pixels", 4, 1),
+                       b.constant("c4", rng.standard_normal((1, 4, 12, 12), np.float32))], "add4")
+    path = Path(_save(b.model(x, "biases"), tmp_path))
+    model = load_model(path)
+    nodes, _ = conv_nodes(model)
+    assert {n.name: n.fused for n in nodes} == {
+        "conv": ["mul1", "add1", "bn1", "relu1"], "up": ["add2", "bn2", "relu2"],
+        "scalar": ["add3"], "pixels": []}
+    _check_numerics(model, nodes, (1, 8, 6, 6))
+    report = run_check(default_plan(path, tmp_path))
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
 
 
 def test_1d_conv_transpose_runs_as_height_1(tmp_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import click
 
 from acltuner import __version__
-from acltuner.cli import bench, board, build, engine, plan, records, run, tasks, tune, zoo
+from acltuner.cli import (bench, board, build, engine, plan, records, report, run, tasks, tune,
+                          zoo)
 from acltuner.cli.group import Group
 
 
@@ -23,6 +24,7 @@ def main() -> None:
       acltuner tune resnet18.onnx -o r18.plan.json    search every task on this board
       acltuner run r18.plan.json --check              run the whole model with its plan
       acltuner records stats ~/.cache/acltuner/records.jsonl
+      acltuner report r18.plan.json -o r18-report    the tuning as figures (index.html)
 
     \b
     Also:
@@ -34,5 +36,5 @@ def main() -> None:
 
 
 for command in (engine.engine, bench.bench, records.records, board.board, build.build,
-                build.deploy, tasks.tasks, zoo.zoo, plan.plan, tune.tune, run.run):
+                build.deploy, tasks.tasks, zoo.zoo, plan.plan, tune.tune, run.run, report.report):
     main.add_command(command)

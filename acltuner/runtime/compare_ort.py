@@ -92,12 +92,19 @@ def _node_times(model_path: str, inputs: dict[str, np.ndarray], repeat: int, war
     return {n: (operators[n], float(np.median(d[-repeat:]))) for n, d in durations.items()}
 
 
+def ort_latency(model_path: str, inputs: dict[str, np.ndarray], repeat: int,
+                warmup: int) -> tuple[float, int]:
+    """onnxruntime's median latency with the faster of 1 and 2 intra-op
+    threads, and that thread count."""
+    return min((_median_ms(_session(model_path, t), inputs, repeat, warmup), t)
+               for t in (1, 2))
+
+
 def profile_onnxruntime(model_path: str, inputs: dict[str, np.ndarray], repeat: int,
                         warmup: int) -> OrtProfile:
     """onnxruntime's latency with the faster of 1 and 2 intra-op threads, and
     its profile with that many."""
-    latency, threads = min((_median_ms(_session(model_path, t), inputs, repeat, warmup), t)
-                           for t in (1, 2))
+    latency, threads = ort_latency(model_path, inputs, repeat, warmup)
     return OrtProfile(latency, threads,
                       _node_times(model_path, inputs, repeat, warmup, threads))
 

@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 
 from acltuner.runtime.ir import DelegatedSegment
 from acltuner.taskgen.onnxrt import ir_version, session, value_info
-from acltuner.runtime.profile import DELEGATED, ProfileEntry
+from acltuner.runtime.profile import DELEGATED, DELEGATED_OP, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph, node_name, subgraph_names
 
 
@@ -44,5 +44,6 @@ class DelegatedRunner:
         start = time.perf_counter()
         results = self.session.run(self.outputs, {t: env[t] for t in self.inputs})
         env.update(zip(self.outputs, results))
-        profile.append(ProfileEntry(*self._entry, (time.perf_counter() - start) * 1e3))
+        profile.append(ProfileEntry(*self._entry, (time.perf_counter() - start) * 1e3,
+                                    DELEGATED_OP))
         return 0.0

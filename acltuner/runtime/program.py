@@ -20,7 +20,7 @@ from acltuner.runtime.arena import plan_arena
 from acltuner.runtime.delegate import DelegatedRunner
 from acltuner.runtime.ir import Deferred, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import inverse
-from acltuner.runtime.profile import HOST_COPIES, ProfileEntry
+from acltuner.runtime.profile import COPIES_OP, HOST_COPIES, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph
 
 FLOAT_BYTES = 4
@@ -52,7 +52,7 @@ class NativeRunner:
             _emit(self.graph, stage.ops[i])
             stage.ops[i].args = {}
         self.graph.order(sorted(range(len(order)), key=order.__getitem__))
-        self.labels = [(op.node, op.what) for op in stage.ops]
+        self.labels = [(op.node, op.what, op.kind) for op in stage.ops]
         self.imports = [(name, _tensor(v), v.perm) for name, v in stage.imports.items()]
         self.exports = [(name, _tensor(v), inverse(v.perm)) for name, v in stage.exports.items()]
 
@@ -68,8 +68,8 @@ class NativeRunner:
         for name, t, back in self.exports:
             env[name] = np.ascontiguousarray(self.graph.view(t).transpose(back))
         copies += time.perf_counter() - start
-        profile.extend(ProfileEntry(node, what, ms)
-                       for (node, what), ms in zip(self.labels, node_ms))
+        profile.extend(ProfileEntry(node, what, ms, kind)
+                       for (node, what, kind), ms in zip(self.labels, node_ms))
         return copies * 1e3
 
 
@@ -150,5 +150,5 @@ class Program:
         profile: list[ProfileEntry] = []
         copies = sum(stage.run(env, profile) for stage in self._stages)
         self.last_profile = [*profile, ProfileEntry(HOST_COPIES, "copies into and out of arenas",
-                                                    copies)]
+                                                    copies, COPIES_OP)]
         return {name: env[name] for name in self.outputs}

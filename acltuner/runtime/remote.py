@@ -20,7 +20,7 @@ from acltuner.engine.launcher_graph import LauncherGraph
 from acltuner.runtime.inputs import random_inputs
 from acltuner.runtime.load import load
 from acltuner.runtime.measure import Latency
-from acltuner.runtime.profile import HOST_COPIES, ProfileEntry
+from acltuner.runtime.profile import COPIES_OP, HOST_COPIES, ProfileEntry
 from acltuner.runtime.program import Program
 from acltuner.runtime.target import launcher_target
 
@@ -60,10 +60,10 @@ class RemoteProgram:
                                  warmup=warmup)
         for (name, _, back), y in zip(stage.exports, result.outputs):
             env[name] = np.ascontiguousarray(y.transpose(back))
-        profile = [ProfileEntry(node, what, ms) for (node, what), ms in zip(stage.labels,
-                                                                           result.node_ms)]
+        profile = [ProfileEntry(node, what, ms, kind)
+                   for (node, what, kind), ms in zip(stage.labels, result.node_ms)]
         profile.append(ProfileEntry(HOST_COPIES, "copies into and out of the launcher's arena",
-                                    result.copy_ms))
+                                    result.copy_ms, COPIES_OP))
         p10, median, p90 = np.percentile(result.times_ms, [10, 50, 90])
         return RemoteRun(Latency(float(median), float(p10), float(p90), [profile]),
                          {name: env[name] for name in self.program.outputs}, result.peak_rss_mb)

@@ -31,7 +31,8 @@ def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[N
     if diff is not None:
         data["max_abs_diff"], data["max_rel_diff"] = diff.max_abs, diff.max_rel
     if profile:
-        data["nodes"] = [{"node": r.node, "kind": r.kind, "ms": r.ms, "share": r.share}
+        data["nodes"] = [{"node": r.node, "op": r.op, "kind": r.kind, "ms": r.ms,
+                          "share": r.share}
                          for r in nodes]
     if compared is not None:
         ort, rows = compared

@@ -1,5 +1,6 @@
 """The activation a convolution's epilogue absorbs: the ONNX node (or the
-x * gate(x) pattern exporters write for SiLU, HardSwish and Mish) that
+x * gate(x) pattern exporters write for SiLU, HardSwish and Mish, HardSwish
+also as x * clip(x + 3, 0, 6) / 6 with the division on either side) that
 follows a tensor as its only use, as one of the engine's ACL_ACTIVATIONS.
 
 Parameters follow the engine: clip's bounds are (act_min, act_max), the
@@ -87,17 +88,39 @@ def activation_node(g, node: onnx.NodeProto) -> Activation | None:
     return None
 
 
-def _gate_chain(g, first: onnx.NodeProto) -> tuple[str, float, float, list] | None:
-    """The gate of x * gate(x) starting at `first`: (activation, a, b, its nodes)."""
+def _gate_chain(g, first: onnx.NodeProto) -> tuple[str, float, float, list, float] | None:
+    """The gate of x * gate(x) / m starting at `first`: (activation, a, b, its
+    nodes, m), m = 1 when no division follows the Mul."""
     if is_op(first, "Sigmoid"):
-        return "silu", 0.0, 0.0, [first]
+        return "silu", 0.0, 0.0, [first], 1.0
     if is_op(first, "HardSigmoid"):
-        return "hard_swish", _attr(first, "alpha", 0.2), _attr(first, "beta", 0.5), [first]
+        return "hard_swish", _attr(first, "alpha", 0.2), _attr(first, "beta", 0.5), [first], 1.0
     if is_op(first, "Softplus"):
         tanh = g.sole_consumer(first.output[0])
         if is_op(tanh, "Tanh"):
-            return "mish", 0.0, 0.0, [first, tanh]
+            return "mish", 0.0, 0.0, [first, tanh], 1.0
+    if is_op(first, "Add"):  # x * clip(x + k, 0, m) / m is hard_swish(1/m, k/m)
+        k = scalar(g, first.input[1], None)
+        clip = g.sole_consumer(first.output[0])
+        bounds = clip_bounds(g, clip) if is_op(clip, "Clip") else None
+        if k is not None and bounds is not None and bounds[0] == 0.0 and 0.0 < bounds[1] < FLT_MAX:
+            m = bounds[1]
+            divide = g.sole_consumer(clip.output[0])
+            if _divides_by(g, divide, clip.output[0], m):  # the division inside the gate
+                return "hard_swish", 1.0 / m, k / m, [first, clip, divide], 1.0
+            return "hard_swish", 1.0 / m, k / m, [first, clip], m
     return None
+
+
+def _divides_by(g, node: onnx.NodeProto | None, x: str, m: float) -> bool:
+    """node is x / m or x * (1 / m)."""
+    if is_op(node, "Div") and node.input[0] == x:
+        return scalar(g, node.input[1], None) == m
+    if is_op(node, "Mul") and x in node.input:
+        other = node.input[1] if node.input[0] == x else node.input[0]
+        factor = scalar(g, other, None)
+        return factor is not None and abs(factor * m - 1.0) <= 1e-6
+    return False
 
 
 def _gated(g, x: str, users: list[onnx.NodeProto]) -> Activation | None:
@@ -106,10 +129,15 @@ def _gated(g, x: str, users: list[onnx.NodeProto]) -> Activation | None:
         chain = _gate_chain(g, gate_start)
         if chain is None or not is_op(mul, "Mul"):
             continue
-        act, a, b, nodes = chain
+        act, a, b, nodes, m = chain
         gate_out = nodes[-1].output[0]
-        if g.sole_consumer(gate_out) is mul and sorted(mul.input) == sorted([x, gate_out]):
+        if g.sole_consumer(gate_out) is not mul or sorted(mul.input) != sorted([x, gate_out]):
+            continue
+        if m == 1.0:
             return Activation(act, a, b, (*nodes, mul))
+        divide = g.sole_consumer(mul.output[0])
+        if _divides_by(g, divide, mul.output[0], m):
+            return Activation(act, a, b, (*nodes, mul, divide))
     return None
 
 

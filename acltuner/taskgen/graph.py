@@ -2,7 +2,10 @@
 
 A Conv or ConvTranspose absorbs, in this order and only while the tensor
 between them has no other consumer and is not a graph output:
-  BatchNormalization (inference, per-channel constants) folded into weight and bias,
+  any chain of per-channel affine nodes, folded into weight and bias:
+  BatchNormalization (inference, per-channel constants), and Add or Mul of a
+  per-channel constant (a bias or scale exported as its own node, as Paddle
+  does),
   Add with a tensor of the same shape (the residual the engine adds),
   an activation the engine has (taskgen/activation.py: Relu, Clip with
   constant bounds, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Mish, PRelu
@@ -41,28 +44,29 @@ class ConvNode:
     output: str  # the last fused node's output
     residual: str | None
     fused: list[str] = field(default_factory=list)
-    bn: tuple[np.ndarray, np.ndarray] | None = None  # a fused BatchNormalization's scale, shift
+    # The fused affine nodes' per-channel (scale, shift), applied after conv_bias.
+    affine: tuple[np.ndarray, np.ndarray] | None = None
 
     # Folded on each access rather than stored, so that a model's folded
     # weights need not all exist at once (whole-model runs pack one at a time).
     @property
     def weight(self) -> np.ndarray:
-        """conv_weight's layout, float32, BatchNormalization folded in."""
-        if self.bn is None:
+        """conv_weight's layout, float32, the affine nodes folded in."""
+        if self.affine is None:
             return self.conv_weight
         if not self.shape.transposed:
-            return (self.conv_weight * self.bn[0][:, None, None, None]).astype(np.float32)
+            return (self.conv_weight * self.affine[0][:, None, None, None]).astype(np.float32)
         # (c, oc / group, kh, kw): output channel g * ocg + j is group g's column j.
         group, w = self.shape.group, self.conv_weight
-        scale = self.bn[0].reshape(group, 1, -1, 1, 1)
+        scale = self.affine[0].reshape(group, 1, -1, 1, 1)
         return (w.reshape(group, -1, *w.shape[1:]) * scale).reshape(w.shape).astype(np.float32)
 
     @property
     def bias(self) -> np.ndarray | None:
-        """float32, BatchNormalization folded in; None when there is neither bias nor BN."""
-        if self.bn is None:
+        """float32, the affine nodes folded in; None when there is neither bias nor affine."""
+        if self.affine is None:
             return self.conv_bias
-        scale, shift = self.bn
+        scale, shift = self.affine
         return ((0.0 if self.conv_bias is None else self.conv_bias) * scale + shift).astype(
             np.float32)
 
@@ -155,6 +159,37 @@ def _constant(g: OnnxGraph, node: onnx.NodeProto, index: int, what: str) -> np.n
     return np.asarray(g.constants[t], dtype=np.float32)  # shared, not copied: never written
 
 
+def _channel_constant(g: OnnxGraph, node: onnx.NodeProto, out: str, oc: int,
+                      rank: int) -> np.ndarray | None:
+    """The (oc,) float64 values of node's constant operand (the one that is not
+    out) when it broadcasts per channel (a scalar, (oc, 1, 1), (1, oc, 1, 1)...)."""
+    if len(node.input) != 2 or list(node.input).count(out) != 1:
+        return None
+    value = g.constants.get(node.input[1] if node.input[0] == out else node.input[0])
+    per_channel = (1, oc) + (1,) * (rank - 2)
+    if value is None or value.dtype != np.float32 or value.ndim > rank:
+        return None
+    try:
+        if np.broadcast_shapes(value.shape, per_channel) != per_channel:
+            return None
+    except ValueError:
+        return None
+    return np.broadcast_to(value, per_channel).reshape(oc).astype(np.float64)
+
+
+def channel_affine(g: OnnxGraph, node: onnx.NodeProto | None, out: str, oc: int,
+                    rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scale, shift) of a per-channel affine node reading out, else None."""
+    if is_op(node, "BatchNormalization"):
+        return bn_affine(g, node, oc)
+    if not (is_op(node, "Add") or is_op(node, "Mul")):
+        return None
+    value = _channel_constant(g, node, out, oc, rank)
+    if value is None:
+        return None
+    return (np.ones(oc), value) if node.op_type == "Add" else (value, np.zeros(oc))
+
+
 def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
     """The node with its fused epilogue, or why it is not tunable."""
     name, x, op = node_name(node), node.input[0], node.op_type
@@ -179,11 +214,16 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     fused: list[str] = []
     out = node.output[0]
 
-    bn = g.sole_consumer(out)
-    affine = bn_affine(g, bn, base.oc) if is_op(bn, "BatchNormalization") else None
-    if affine is not None:
-        fused.append(node_name(bn))
-        out = bn.output[0]
+    affine = None
+    while True:
+        nxt = g.sole_consumer(out)
+        step = channel_affine(g, nxt, out, base.oc, len(x_shape))
+        if step is None:
+            break
+        scale, shift = step
+        affine = step if affine is None else (affine[0] * scale, affine[1] * scale + shift)
+        fused.append(node_name(nxt))
+        out = nxt.output[0]
 
     residual = None
     add = g.sole_consumer(out)

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
                              timestamp, versioned)
-from acltuner.tuner.runner import STAGES, MeasureOptions
+from acltuner.tuner.runner import STAGES, MeasureOptions, Result
 
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
@@ -76,6 +76,12 @@ class Record:
     def usable(self) -> bool:
         """Ran and gave the right output: a candidate for the best config."""
         return self.ok and self.correct is True
+
+    def result(self) -> Result:
+        """The measurement as the search reads it: a config that ran with a
+        wrong output is as failed as one that did not run."""
+        return Result(self.config, self.usable, self.median_ms if self.usable else None,
+                      dict(self.stages), self.error)
 
     @classmethod
     def from_measurement(cls, board: str, engine: str, task_key: str, shape: ConvShape,

@@ -59,6 +59,13 @@ class SearchSpace:
                       if check(shape, a, uk) is None]
         if not self.pairs:
             raise ValueError(f"no algorithm of this engine can run {shape}")
+        # Pair indices by algorithm: random picks choose the algorithm first, so
+        # that a direct algorithm (one pair) is not drowned by a GEMM-based one
+        # with a pair per micro-kernel.
+        by_algorithm: dict[str, list[int]] = {}
+        for i, (a, _) in enumerate(self.pairs):
+            by_algorithm.setdefault(a, []).append(i)
+        self.by_algorithm = list(by_algorithm.values())
         self.placements = placements(clusters, ncores, levels)
         self.workloads = tuple(workloads)
         self.size = len(self.pairs) * len(self.placements) * len(self.workloads)
@@ -74,7 +81,9 @@ class SearchSpace:
 
     def sample(self, rng: np.random.Generator, k: int,
                exclude: set[ExecConfig] = frozenset()) -> list[ExecConfig]:
-        """Up to k distinct configs drawn uniformly from those not in `exclude`."""
+        """Up to k distinct configs not in `exclude`: the algorithm uniformly, then
+        its micro-kernel, placement and workloads (uniformly over what is left
+        when little is)."""
         if k <= 0:
             return []
         if self.size <= 4 * (k + len(exclude)):  # dense: draw from what is left
@@ -83,8 +92,11 @@ class SearchSpace:
             return [left[i] for i in picks]
         out: dict[ExecConfig, None] = {}
         while len(out) < k:
-            for i in rng.integers(0, self.size, size=2 * (k - len(out))):
-                c = self.config(int(i))
+            for _ in range(2 * (k - len(out))):
+                pairs = self.by_algorithm[rng.integers(len(self.by_algorithm))]
+                pair = pairs[rng.integers(len(pairs))]
+                p, w = rng.integers(len(self.placements)), rng.integers(len(self.workloads))
+                c = self.config(int((pair * len(self.placements) + p) * len(self.workloads) + w))
                 if c not in exclude and c not in out:
                     out[c] = None
                     if len(out) == k:

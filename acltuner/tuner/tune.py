@@ -50,11 +50,6 @@ class TaskReport:
         return None
 
 
-def _result(record: Record) -> Result:
-    return Result(record.config, record.usable, record.median_ms if record.usable else None,
-                  dict(record.stages), record.error)
-
-
 class TaskTuner:
     """Tunes tasks on one board through one launcher, logging to one records file."""
 
@@ -86,7 +81,7 @@ class TaskTuner:
         default = self.default_config(task)
         records = self.store.measured(self.board.fingerprint, self.engine, task.key,
                                       measure=self.runner.options)
-        already = {r.config: _result(r) for r in records.values()}
+        already = {r.config: r.result() for r in records.values()}
         if self.strategy == "default":
             return TaskReport(task, default, default, None, None, 0, len(already), 0, 0.0)
         space = SearchSpace(task.shape, self.clusters, self.board.ncores, self.algorithms,

@@ -55,6 +55,7 @@ float *acl_graph_arena(acl_graph *g);
     X(CONV, conv, 1, 2, ACL_CONV_ATTRS)                        \
     X(UNARY, unary, 1, 1, ACL_UNARY_ATTRS)                     \
     X(BINARY, binary, 2, 2, ACL_BINARY_ATTRS)                  \
+    X(AFFINE, affine, 3, 3, ACL_AFFINE_ATTRS)                  \
     X(POOL, pool, 1, 1, ACL_POOL_ATTRS)                        \
     X(GLOBAL_AVERAGE_POOL, global_average_pool, 1, 1, ACL_NO_ATTRS) \
     X(CONCAT, concat, 1, 0, ACL_CONCAT_ATTRS)                  \
@@ -93,6 +94,12 @@ float *acl_graph_arena(acl_graph *g);
     X(ACL_UNARY_POW, pow)
 #define ACL_UNARY_OPS(X) ACL_ACTIVATIONS(X) ACL_UNARY_MATH(X)
 #define ACL_UNARY_ATTRS(F, S) F(S, ENUM, op, ACL_UNARY_OPS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
+
+/* Per channel, the channel axis innermost: out = act(x * scale + shift), the
+ * inputs x, scale and shift (both 1-D, x's last dim long); act, a and b as
+ * for unary.  A BatchNormalization or a chain of per-channel Mul / Add
+ * constants, and the activation after it, in one pass. */
+#define ACL_AFFINE_ATTRS(F, S) F(S, ENUM, act, ACL_ACTIVATIONS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
 
 /* Elementwise with numpy broadcasting: both inputs have out's rank (dims of 1
  * broadcast). */

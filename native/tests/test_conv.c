@@ -405,6 +405,11 @@ static void check_rejections(void)
     expect_rejected(&s, "indirect", interleaved, "hybrid or smallk");
     expect_rejected(&s, "depthwise_pixel", NULL, "group == c");
     expect_rejected(&s, "depthwise_channel_block", hybrid, "takes no micro-kernel");
+    s.group = 8;
+    s.oc = 16;
+    expect_rejected(&s, "depthwise_channel_block", NULL, "oc=16 with c=8");
+    s.group = 1;
+    s.oc = 8;
     expect_rejected(&s, "im2col", NULL, "micro-kernel");
     expect_rejected(&s, "no_such_algorithm", NULL, "unknown algorithm");
     s.group = 3;

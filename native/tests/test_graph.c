@@ -250,6 +250,48 @@ static void unary_case(int big)
     trial_run(&t, &s.out, add_unary, &s);
 }
 
+/* ---- affine ----------------------------------------------------------------- */
+
+typedef struct {
+    acl_affine_attrs attrs;
+    acl_tensor x, scale, shift, out;
+} affine_spec;
+
+static int add_affine(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const affine_spec *s = spec;
+    const acl_tensor ins[3] = {s->x, s->scale, s->shift};
+    return acl_graph_add(g, ACL_OP_AFFINE, &s->attrs, 3, ins, &s->out);
+}
+
+static void affine_case(int big)
+{
+    affine_spec s = {.attrs = {.act = rnd(0, ACL_ACT_COUNT - 1), .a = rnd_float()}};
+    s.attrs.b = s.attrs.act == ACL_ACT_CLIP ? s.attrs.a + (float)rnd(0, 2) * 0.5f : rnd_float();
+    int dims[ACL_MAX_RANK], rank = rnd(1, 4), in_place = rnd(0, 3) == 0;
+    random_dims(rank, big, dims);
+    const int c = dims[rank - 1];
+    trial t;
+    trial_begin(&t, TOL_EXACT, "affine act %d %s%s", s.attrs.act, dims_str(rank, dims),
+                in_place ? " in place" : "");
+    place(&t, &s.x, rank, dims);
+    place(&t, &s.scale, 1, &c);
+    place(&t, &s.shift, 1, &c);
+    place_output(&t, &s.out, &s.x, in_place, rank, dims);
+    float *arena = trial_arena(&t);
+    const size_t n = volume(rank, dims);
+    for (size_t i = 0; i < n; i++) arena[s.x.offset + i] *= 8.0f;  /* reach the clamps */
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        const size_t ch = i % (size_t)c;
+        /* float arithmetic as the op does it: one rounding per step */
+        const float v = arena[s.x.offset + i] * arena[s.scale.offset + ch];
+        t.expected[s.out.offset + i] = (float)ref_activate(
+            s.attrs.act, s.attrs.a, s.attrs.b, v + arena[s.shift.offset + ch]);
+    }
+    trial_run(&t, &s.out, add_affine, &s);
+}
+
 /* ---- binary ----------------------------------------------------------------- */
 
 typedef struct {
@@ -407,7 +449,8 @@ static int add_gap(acl_graph *g, const void *spec, const acl_exec *ex)
 static void global_average_pool_case(int big)
 {
     io_spec s;
-    const int in[4] = {rnd(1, 3), rnd(1, big ? 20 : 7), rnd(1, big ? 20 : 7),
+    /* big: up to 2,500 pixels, several of the op's pixel chunks */
+    const int in[4] = {rnd(1, 3), rnd(1, big ? 50 : 7), rnd(1, big ? 50 : 7),
                        rnd(1, big ? 300 : 70)};
     const int out[4] = {in[0], 1, 1, in[3]};
     trial t;
@@ -1371,7 +1414,7 @@ static void check_errors(void)
 /* ---- main ------------------------------------------------------------------------ */
 
 static void (*const op_cases[])(int big) = {
-    unary_case,   binary_case, pool_case,    global_average_pool_case, concat_case,
+    unary_case,   affine_case,  binary_case, pool_case,    global_average_pool_case, concat_case,
     transpose_case, pad_case,  softmax_case, lrn_case,                 matmul_case,
     conv_case,    resize_case, batch_matmul_case, gather_case,
     slice_case,   gather_shuffle_case,

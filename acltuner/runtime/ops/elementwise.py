@@ -1,6 +1,7 @@
 """Elementwise operators: activations, PRelu, math functions, Pow by a constant,
-float Cast, broadcasting arithmetic, Sum/Max/Min/Mean, and a
-BatchNormalization no convolution absorbed (a per-channel Mul then Add).
+float Cast, broadcasting arithmetic, Sum/Max/Min/Mean, and chains of
+per-channel affine nodes no convolution absorbed (BatchNormalization, Paddle's
+Mul and Add constants) with their activation, as one pass.
 
 Outputs keep the layout of the input they take their shape from, so an
 activation after a pool or an Add of two feature maps moves no data."""
@@ -10,9 +11,10 @@ import numpy as np
 import onnx
 
 from acltuner.runtime.layout import identity
-from acltuner.runtime.ops.registry import attrs, handles, shape
-from acltuner.taskgen.activation import ACTIVATION_OPS, activation_node, scalar
-from acltuner.taskgen.graph import bn_affine, OnnxGraph, node_name
+from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
+from acltuner.taskgen.activation import (ACTIVATION_OPS, activation_node, following_activation,
+                                         is_op, scalar)
+from acltuner.taskgen.graph import OnnxGraph, channel_affine, node_name
 
 _MATH = {"Sqrt": "sqrt", "Log": "log", "Exp": "exp", "Abs": "abs", "Neg": "neg",
          "Reciprocal": "reciprocal", "Tanh": "tanh", "Softplus": "softplus", "Erf": "erf"}
@@ -129,19 +131,43 @@ def _mean(g: OnnxGraph, node: onnx.NodeProto):
     return lambda low: _binary_chain(low, g, node, "add", list(node.input), 1.0 / len(node.input))
 
 
-@handles("BatchNormalization")
-def _batch_norm(g: OnnxGraph, node: onnx.NodeProto):
-    dims = shape(g, node.input[0])
-    affine = bn_affine(g, node, dims[1]) if len(dims) >= 2 else None
-    if affine is None:
+def _channel_last(rank: int) -> tuple[int, ...]:
+    """The layout with ONNX's channel axis (1) innermost: NHWC for 4-D."""
+    return (0, *range(2, rank), 1)
+
+
+@pattern
+def _affine_chain(g: OnnxGraph, node: onnx.NodeProto):
+    """A chain of per-channel affine nodes (BatchNormalization, Add or Mul of a
+    per-channel or scalar constant) and the activation after it, as one pass:
+    a BatchNormalization on its own, or at least two nodes (a lone Add or Mul
+    stays a binary operation, free to keep its input's layout)."""
+    data = [t for t in node.input[:1 if is_op(node, "BatchNormalization") else 2]
+            if t not in g.constants]
+    dims = g.static_shape(data[0]) if len(data) == 1 else None
+    if dims is None or len(dims) < 2:
         return None
-    per_channel = (1, dims[1]) + (1,) * (len(dims) - 2)
+    x, out, nodes, affine = data[0], data[0], [], None
+    step_node = node
+    while (step := channel_affine(g, step_node, out, dims[1], len(dims))) is not None:
+        scale, shift = step
+        affine = step if affine is None else (affine[0] * scale, affine[1] * scale + shift)
+        nodes.append(step_node)
+        out = step_node.output[0]
+        step_node = g.sole_consumer(out)
+    act = following_activation(g, out) if nodes else None
+    if act is not None:
+        nodes += act.nodes
+    if not nodes or (len(nodes) == 1 and not is_op(node, "BatchNormalization")):
+        return None
+    perm = _channel_last(len(dims))
 
     def lower(low) -> None:
-        x = low.get(node.input[0])
-        scale, shift = (low.constant(v.reshape(per_channel), x.perm) for v in affine)
-        scaled = low.new(None, x.shape, x.perm)
-        low.emit("binary", node_name(node), "mul", {"a": x, "b": scale, "out": scaled}, op="mul")
-        out = low.new(node.output[0], x.shape, x.perm)
-        low.emit("binary", node_name(node), "add", {"a": scaled, "b": shift, "out": out}, op="add")
-    return lower
+        xv = low.get(x, perm)
+        scale, shift = (low.constant(v.astype(np.float32), (0,)) for v in affine)
+        y = low.new(nodes[-1].output[0], dims, perm)
+        low.emit("affine", node_name(nodes[-1]), f"affine {act.act if act else 'none'}",
+                 {"x": xv, "scale": scale, "shift": shift, "out": y},
+                 act=act.act if act else "none", a=act.a if act else 0.0,
+                 b=act.b if act else 0.0)
+    return nodes, lower

@@ -81,7 +81,8 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
 extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
     conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
     conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
-    conv_winograd_4x1_3x1, conv_deconv_col2im, conv_deconv_phase, conv_deconv_depthwise;
+    conv_winograd_4x1_3x1, conv_direct_nhwc, conv_deconv_col2im, conv_deconv_phase,
+    conv_deconv_depthwise, conv_deconv_dot;
 
 /* The taps [*k0, *k1) of one kernel axis whose input coordinate
  * o * stride - pad + k * dil lies inside [0, n): direct algorithms skip the
@@ -92,6 +93,17 @@ static inline void conv_taps_inside(int o, int stride, int pad, int dil, int k, 
     const int base = o * stride - pad;
     *k0 = base >= 0 ? 0 : acl_min(k, (dil - 1 - base) / dil);
     *k1 = base >= n ? *k0 : acl_max(*k0, acl_min(k, (n - base + dil - 1) / dil));
+}
+
+/* The output columns [*lo, *hi) of a row (ow wide) whose taps all fall
+ * inside the input: the direct algorithms' unchecked runs. */
+static inline void conv_interior_columns(const acl_conv_shape *s, int ow, int *lo, int *hi)
+{
+    const int first = acl_div_up(s->pad_left, s->stride_w);
+    const int reach = s->w - 1 + s->pad_left - (s->kw - 1) * s->dil_w;
+    const int last = reach < 0 ? -1 : reach / s->stride_w;  /* inclusive */
+    *lo = acl_min(first, ow);
+    *hi = acl_max(*lo, acl_min(last + 1, ow));
 }
 
 /* For a transposed shape: the input coordinate whose tap k lands on output
@@ -147,6 +159,7 @@ int conv_stage(const acl_exec *ex, int rows, acl_task_fn fn, void *ctx, double *
 typedef struct {
     int *row_start, *row_tap, *row_in;
     int *col_first, *col_in, *col_count;
+    float *bias_row;  /* the bias of every pixel of an output row: one add per row */
 } conv_transposed_map;
 
 int conv_transposed_map_init(conv_transposed_map *map, const struct acl_conv *conv);
@@ -155,7 +168,7 @@ void conv_transposed_map_free(conv_transposed_map *map);
 /* Output rows of a transposed convolution: each is zeroed, land() adds what
  * every (row tap, column tap) pair brings, in that order, then the epilogue
  * applies in place.  A row is done on one thread, so every split gives the
- * same bits.  land and map NULL: nothing lands (phases without taps). */
+ * same bits.  land NULL: nothing lands (phases without taps). */
 typedef struct conv_transposed_walk conv_transposed_walk;
 struct conv_transposed_walk {
     const struct acl_conv *conv;

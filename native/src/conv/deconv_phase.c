@@ -31,6 +31,7 @@ typedef struct {
 typedef struct {
     axis_phases ph, pw;
     int empty;                 /* some phase has no taps */
+    conv_transposed_map map;   /* when empty: the walk that writes act(bias + residual) */
     conv_indirection ind;      /* rows of one pointer: a job's pointers are not uniform */
     acl_packed_b *b;           /* per (row phase, column phase, group); data NULL without taps */
     int njobs;
@@ -161,6 +162,7 @@ static int phase_create(acl_conv *conv, const float *weight)
         return -1;
     for (int r = 0; r < s->stride_h; r++) st->empty |= !axis_count(&st->ph, r);
     for (int r = 0; r < s->stride_w; r++) st->empty |= !axis_count(&st->pw, r);
+    if (st->empty && conv_transposed_map_init(&st->map, conv) != 0) return -1;
     size_t pointers;
     walk_jobs(st, conv, 0, &pointers);
     if (pointers > INT32_MAX)
@@ -193,7 +195,7 @@ static int phase_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_
         /* Every pixel gets act(bias + residual), which the GEMM overwrites
          * where the taps land: one more pass over the output for the rare
          * kernel narrower than its stride. */
-        conv_transposed_walk walk = {conv, NULL, io, NULL, NULL};
+        conv_transposed_walk walk = {conv, &st->map, io, NULL, NULL};
         if (conv_stage(ex, s->n * d->oh, conv_transposed_rows, &walk, &t->pre_ms) != 0)
             return -1;
     }
@@ -227,6 +229,7 @@ static void phase_destroy(acl_conv *conv)
     free(st->ph.tap);
     free(st->pw.start);
     free(st->pw.tap);
+    conv_transposed_map_free(&st->map);
     free(st);
 }
 

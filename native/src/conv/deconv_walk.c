@@ -6,6 +6,7 @@
 
 int conv_transposed_map_init(conv_transposed_map *map, const acl_conv *conv)
 {
+    memset(map, 0, sizeof *map);
     const acl_conv_shape *s = &conv->s;
     const int oh = conv->d.oh, ow = conv->d.ow;
     map->row_start = malloc(((size_t)oh + 1) * sizeof(int));
@@ -14,9 +15,12 @@ int conv_transposed_map_init(conv_transposed_map *map, const acl_conv *conv)
     map->col_first = calloc((size_t)s->kw, sizeof(int));
     map->col_in = calloc((size_t)s->kw, sizeof(int));
     map->col_count = calloc((size_t)s->kw, sizeof(int));
+    map->bias_row = malloc((size_t)ow * s->oc * sizeof(float));
     if (!map->row_start || !map->row_tap || !map->row_in || !map->col_first || !map->col_in ||
-        !map->col_count)
+        !map->col_count || !map->bias_row)
         return acl_fail("out of memory creating a transposed convolution's map");
+    for (int ox = 0; ox < ow; ox++)
+        memcpy(map->bias_row + (size_t)ox * s->oc, conv->bias, (size_t)s->oc * sizeof(float));
     int n = 0;
     for (int oy = 0; oy < oh; oy++) {
         map->row_start[oy] = n;
@@ -48,6 +52,7 @@ void conv_transposed_map_free(conv_transposed_map *map)
     free(map->col_first);
     free(map->col_in);
     free(map->col_count);
+    free(map->bias_row);
 }
 
 /* Adds to output row (b, oy), at y, what every (row tap, column tap) pair brings. */
@@ -76,9 +81,7 @@ void conv_transposed_rows(void *arg, int begin, int end, int worker)
         memset(y, 0, row_floats * sizeof(float));
         if (walk->land) land_row(walk, y, r / conv->d.oh, r % conv->d.oh);
         const float *residual = walk->io->residual ? walk->io->residual + r * row_floats : NULL;
-        for (int ox = 0; ox < conv->d.ow; ox++)
-            conv_add_bias(y + (size_t)ox * s->oc, y + (size_t)ox * s->oc, conv->bias,
-                          residual ? residual + (size_t)ox * s->oc : NULL, s->oc);
+        conv_add_bias(y, y, walk->map->bias_row, residual, (int)row_floats);
         conv_activate_in_place(s, y, row_floats);
     }
 }

@@ -1,27 +1,27 @@
 /* Direct depthwise convolution (group == c, oc = c * multiplier), two loop
  * orders for the tuner to choose from:
  *   depthwise_pixel          per output pixel: taps outer, all channels inner;
- *   depthwise_channel_block  channels in blocks of one vector: away from the
- *                            borders a run of pixels keeps its sums in
- *                            registers and shares each tap's weight load.
+ *   depthwise_channel_block  (oc == c) channels in blocks of one vector: a run
+ *                            of pixels keeps its sums in registers and shares
+ *                            each tap's weight load.
  * Both run in parallel over output rows and sum the taps in the same order, so
  * a row's result never depends on the worker that computes it. */
 #include <string.h>
 
 #include "conv_impl.h"
 
-/* Output channels per block: one AVX-512 or four NEON registers, as a GNU C
- * vector that each ISA lowers to its own registers. */
-#define CHANNEL_BLOCK 16
-typedef float channel_vec __attribute__((vector_size(CHANNEL_BLOCK * sizeof(float))));
-
-/* Output pixels whose sums stay in registers together: 8 of AVX-512's 32
- * registers; elsewhere 4, which is 16 of NEON's 32 or 8 of AVX2's 16. */
+/* Output channels per block, as a GNU C vector that each ISA lowers to its
+ * own registers: one AVX-512 register, or one AVX2 / two NEON registers.
+ * Output pixels whose sums stay in registers together: 8 of AVX-512's 32
+ * registers; elsewhere 4, which is 8 of NEON's 32 or 4 of AVX2's 16. */
 #if defined(__AVX512F__)
+#define CHANNEL_BLOCK 16
 #define PIXEL_RUN 8
 #else
+#define CHANNEL_BLOCK 8
 #define PIXEL_RUN 4
 #endif
+typedef float channel_vec __attribute__((vector_size(CHANNEL_BLOCK * sizeof(float))));
 
 static int depthwise_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                            const acl_ukernel *uk)
@@ -99,6 +99,58 @@ static void pixel_rows(void *arg, int begin, int end, int worker)
         }
 }
 
+/* ---- depthwise_channel_block ---------------------------------------------
+ * Per output row and channel block, runs of PIXEL_RUN pixels keep their sums
+ * in registers and share each tap's weight vector; pixels whose taps cross
+ * the border take the same code with per-pixel tap bounds.  The weights are
+ * packed block-major, [block][tap][CHANNEL_BLOCK], and zero-padded like the
+ * bias, so a partial last block needs no special weights; only its input
+ * loads near the end of the tensor and its stores are shortened. */
+
+typedef struct {
+    float *weight;  /* [blocks][taps][CHANNEL_BLOCK] */
+    float *bias;    /* [blocks * CHANNEL_BLOCK] */
+} channel_block_state;
+
+static int channel_block_check(const conv_algo *self, const acl_conv_shape *s,
+                               const conv_dims *d, const acl_ukernel *uk)
+{
+    if (depthwise_check(self, s, d, uk)) return -1;
+    if (s->oc != s->c)
+        return acl_fail("%s needs one output channel per input channel, got oc=%d with c=%d",
+                        self->name, s->oc, s->c);
+    return 0;
+}
+
+static int channel_block_create(acl_conv *conv, const float *weight)
+{
+    const int oc = conv->s.oc, taps = conv->d.taps, blocks = acl_div_up(oc, CHANNEL_BLOCK);
+    channel_block_state *st = acl_alloc(sizeof *st);
+    if (!st) return -1;
+    st->weight = acl_alloc((size_t)blocks * taps * CHANNEL_BLOCK * sizeof(float));
+    st->bias = acl_alloc((size_t)blocks * CHANNEL_BLOCK * sizeof(float));
+    conv->impl = st;
+    if (!st->weight || !st->bias) return -1;
+    memset(st->weight, 0, (size_t)blocks * taps * CHANNEL_BLOCK * sizeof(float));
+    memset(st->bias, 0, (size_t)blocks * CHANNEL_BLOCK * sizeof(float));
+    for (int o = 0; o < oc; o++) {
+        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * taps * CHANNEL_BLOCK;
+        for (int t = 0; t < taps; t++)
+            block[(size_t)t * CHANNEL_BLOCK + o % CHANNEL_BLOCK] = weight[(size_t)o * taps + t];
+        st->bias[o] = conv->bias[o];
+    }
+    return 0;
+}
+
+static void channel_block_destroy(acl_conv *conv)
+{
+    channel_block_state *st = conv->impl;
+    if (!st) return;
+    acl_free(st->weight);
+    acl_free(st->bias);
+    acl_free(st);
+}
+
 static inline channel_vec load_vec(const float *p)
 {
     channel_vec v;
@@ -106,100 +158,114 @@ static inline channel_vec load_vec(const float *p)
     return v;
 }
 
-/* The output pixels [lo, hi) of a row whose taps all fall inside the input. */
-static void interior_columns(const acl_conv_shape *s, int ow, int *lo, int *hi)
+/* A partial block's vector: a whole vector while it stays inside the tensor
+ * (the lanes past len are never stored), else only len floats. */
+static inline channel_vec load_block(const float *p, int len, const float *end)
 {
-    int first = acl_div_up(s->pad_left, s->stride_w);
-    int last = (s->w - 1 + s->pad_left - (s->kw - 1) * s->dil_w) / s->stride_w;  /* inclusive */
-    if (s->w - 1 + s->pad_left - (s->kw - 1) * s->dil_w < 0) last = -1;
-    *lo = acl_min(first, ow);
-    *hi = acl_max(*lo, acl_min(last + 1, ow));
+    if (len == CHANNEL_BLOCK || p + CHANNEL_BLOCK <= end) return load_vec(p);
+    channel_vec v = {0};
+    memcpy(&v, p, (size_t)len * sizeof(float));
+    return v;
 }
 
-/* Sums the taps of `count` (<= PIXEL_RUN) interior pixels from ox for channels
- * [o0, o0 + CHANNEL_BLOCK), taps in the same order as pixel_taps, and finishes
- * them.  Inlined with a constant count so the sums stay in registers. */
-static inline __attribute__((always_inline)) void interior_run(const acl_conv *conv,
-                                                               const conv_io *io, int b, int oy,
-                                                               int ox, int o0, int count)
+/* One output row's view of one channel block. */
+typedef struct {
+    const acl_conv_shape *s;
+    const float *x;         /* image b's input at the block's first channel */
+    const float *x_end;     /* the end of the whole input */
+    const float *residual;  /* the row's residual at the block, or NULL */
+    const float *r_end;
+    float *y;               /* the row's output at the block */
+    const float *weight;    /* the block's packed taps */
+    channel_vec bias;
+    int oy, ky0, ky1, len;
+} block_row;
+
+/* Output pixels [ox, ox + count) of a block row; `checked`: their column taps
+ * are bounded per pixel (count 1), else all of them lie inside the input.
+ * Inlined with constant count, kw, len == CHANNEL_BLOCK and checked, so the
+ * sums stay in registers and the full-block loads are plain. */
+static inline __attribute__((always_inline)) void block_pixels(const block_row *r, int ox,
+                                                               const int count, const int kw,
+                                                               const int len, const int checked)
 {
-    const acl_conv_shape *s = &conv->s;
-    const float *w = conv->impl;
-    const size_t c = (size_t)s->c, step = (size_t)s->stride_w * c;
+    const acl_conv_shape *s = r->s;
+    const size_t c = (size_t)s->c;
+    int kx0 = 0, kx1 = kw;
+    if (checked) conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
     channel_vec acc[PIXEL_RUN];
     for (int p = 0; p < count; p++) acc[p] = (channel_vec){0};
-    int ky0, ky1;
-    conv_taps_inside(oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &ky0, &ky1);
-    for (int ky = ky0; ky < ky1; ky++) {
-        int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-        const float *row = io->x + ((size_t)(b * s->h + iy) * s->w) * c + o0;
-        for (int kx = 0; kx < s->kw; kx++) {
-            const channel_vec wv = load_vec(w + (size_t)(ky * s->kw + kx) * s->oc + o0);
-            const float *xp = row + (size_t)(ox * s->stride_w - s->pad_left + kx * s->dil_w) * c;
-            for (int p = 0; p < count; p++) acc[p] += load_vec(xp + p * step) * wv;
+    for (int ky = r->ky0; ky < r->ky1; ky++) {
+        const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
+        const float *row = r->x + (size_t)iy * s->w * c;
+        for (int kx = kx0; kx < kx1; kx++) {
+            const channel_vec wv = load_vec(r->weight + (size_t)(ky * kw + kx) * CHANNEL_BLOCK);
+            const float *xp = row + (ptrdiff_t)(ox * s->stride_w - s->pad_left + kx * s->dil_w) * c;
+            for (int p = 0; p < count; p++)
+                acc[p] += load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end) * wv;
         }
     }
     for (int p = 0; p < count; p++) {
-        size_t at = ((size_t)(b * conv->d.oh + oy) * conv->d.ow + ox + p) * s->oc + o0;
-        float sums[CHANNEL_BLOCK];
-        memcpy(sums, &acc[p], sizeof sums);
-        conv_finish(s, io->y + at, sums, conv->bias + o0, io->residual ? io->residual + at : NULL,
-                    CHANNEL_BLOCK);
+        channel_vec v = acc[p] + r->bias;
+        const size_t at = (size_t)(ox + p) * s->oc;
+        if (r->residual) v += load_block(r->residual + at, len, r->r_end);
+        memcpy(r->y + at, &v, (size_t)len * sizeof(float));
     }
 }
 
-/* Channels [o0, o0 + len) of output pixel (b, oy, ox) through the checked path. */
-static void checked_pixel(const acl_conv *conv, const conv_io *io, int b, int oy, int ox, int o0,
-                          int len)
+/* The block row's pixels: left border, interior runs, right border. */
+static inline __attribute__((always_inline)) void block_row_pixels(const block_row *r, int ow,
+                                                                   int lo, int hi, const int kw,
+                                                                   const int len)
 {
-    const acl_conv_shape *s = &conv->s;
-    size_t at = ((size_t)(b * conv->d.oh + oy) * conv->d.ow + ox) * s->oc + o0;
-    float acc[CHANNEL_BLOCK] = {0};
-    pixel_taps(conv, io->x, b, oy, ox, o0, len, acc);
-    conv_finish(s, io->y + at, acc, conv->bias + o0, io->residual ? io->residual + at : NULL, len);
+    int ox = 0;
+    for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1);
+    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) block_pixels(r, ox, PIXEL_RUN, kw, len, 0);
+    for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0);
+    for (; ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1);
 }
 
-/* Every channel block of output pixels [ox, ox + count), count a constant. */
-static inline __attribute__((always_inline)) void interior_pixels(const acl_conv *conv,
-                                                                  const conv_io *io, int b,
-                                                                  int oy, int ox, int count)
+/* Specialised for the common kernel widths and for full blocks. */
+static void block_row_run(const block_row *r, int ow, int lo, int hi)
 {
-    for (int o0 = 0; o0 < conv->s.oc; o0 += CHANNEL_BLOCK)
-        interior_run(conv, io, b, oy, ox, o0, count);
+    const int kw = r->s->kw;
+    if (r->len == CHANNEL_BLOCK) {
+        if (kw == 3) block_row_pixels(r, ow, lo, hi, 3, CHANNEL_BLOCK);
+        else if (kw == 5) block_row_pixels(r, ow, lo, hi, 5, CHANNEL_BLOCK);
+        else block_row_pixels(r, ow, lo, hi, kw, CHANNEL_BLOCK);
+    } else {
+        block_row_pixels(r, ow, lo, hi, kw, r->len);
+    }
 }
 
-static void checked_pixels(const acl_conv *conv, const conv_io *io, int b, int oy, int ox0,
-                           int ox1)
-{
-    for (int ox = ox0; ox < ox1; ox++)
-        for (int o0 = 0; o0 < conv->s.oc; o0 += CHANNEL_BLOCK)
-            checked_pixel(conv, io, b, oy, ox, o0, acl_min(CHANNEL_BLOCK, conv->s.oc - o0));
-}
-
-/* Pixel runs outer, channel blocks inner: a run's input rows and all the
- * weights stay in L1 while its channels are done. */
+/* Rows outer, channel blocks inner: a row's input rows stay in cache while
+ * its blocks are done; the activation then runs over the whole row at once. */
 static void channel_block_rows(void *arg, int begin, int end, int worker)
 {
     const depthwise_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
-    const int ow = conv->d.ow;
+    const channel_block_state *st = conv->impl;
+    const int ow = conv->d.ow, oh = conv->d.oh, oc = s->oc;
+    const float *x_end = ctx->io->x + (size_t)s->n * s->h * s->w * s->c;
+    const float *r_end = ctx->io->residual ? ctx->io->residual + (size_t)conv->d.m * oc : NULL;
     int lo, hi;
-    interior_columns(s, ow, &lo, &hi);
-    /* Channel multipliers and a partial channel block take the checked path. */
-    if (s->oc != s->c || s->oc % CHANNEL_BLOCK) lo = hi = 0;
+    conv_interior_columns(s, ow, &lo, &hi);
     for (int row = begin; row < end; row++) {
-        const int b = row / conv->d.oh, oy = row % conv->d.oh;
-        checked_pixels(conv, ctx->io, b, oy, 0, lo);
-        int ox = lo;
-        for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN)
-            interior_pixels(conv, ctx->io, b, oy, ox, PIXEL_RUN);
-        if (PIXEL_RUN > 4 && ox + 4 <= hi) {
-            interior_pixels(conv, ctx->io, b, oy, ox, 4);
-            ox += 4;
+        const int b = row / oh;
+        const size_t out_at = (size_t)row * ow * oc;
+        block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .oy = row % oh};
+        conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
+        for (int o0 = 0; o0 < oc; o0 += CHANNEL_BLOCK) {
+            r.x = ctx->io->x + (size_t)b * s->h * s->w * s->c + o0;
+            r.residual = ctx->io->residual ? ctx->io->residual + out_at + o0 : NULL;
+            r.y = ctx->io->y + out_at + o0;
+            r.weight = st->weight + (size_t)(o0 / CHANNEL_BLOCK) * conv->d.taps * CHANNEL_BLOCK;
+            r.bias = load_vec(st->bias + o0);
+            r.len = acl_min(CHANNEL_BLOCK, oc - o0);
+            block_row_run(&r, ow, lo, hi);
         }
-        for (; ox < hi; ox++) interior_pixels(conv, ctx->io, b, oy, ox, 1);
-        checked_pixels(conv, ctx->io, b, oy, ox, ow);
+        conv_activate_in_place(s, ctx->io->y + out_at, (size_t)ow * oc);
     }
 }
 
@@ -229,6 +295,6 @@ const conv_algo conv_depthwise_pixel = {
 
 const conv_algo conv_depthwise_channel_block = {
     .name = "depthwise_channel_block", .uses_ukernel = 0,
-    .check = depthwise_check, .create = depthwise_create,
-    .run = channel_block_run, .destroy = depthwise_destroy,
+    .check = channel_block_check, .create = channel_block_create,
+    .run = channel_block_run, .destroy = channel_block_destroy,
 };

@@ -3,12 +3,15 @@
  * window tap is one contiguous vector op over the channels. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph_impl.h"
 
-/* Channels per global-average-pool unit: enough to vectorise, few enough
- * that a single image still spreads over the cores. */
+/* A global-average-pool unit: a block of channels (enough to vectorise, few
+ * enough to stay in registers) over a chunk of pixels (so that an image of
+ * few channels still spreads over the cores). */
 #define GAP_CHANNEL_BLOCK 32
+#define GAP_PIXEL_CHUNK 1024
 
 typedef struct {
     int max;  /* ACL_POOL_MAX, else average */
@@ -170,36 +173,52 @@ int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tens
 /* ---- global average pooling ------------------------------------------------ */
 
 typedef struct {
-    int n, pixels, c, blocks;  /* blocks: channel blocks per image */
+    int n, pixels, c, blocks, chunks;  /* per image: channel blocks, pixel chunks */
     const float *x;
     float *y;
+    float partial[];  /* [n][chunks][c]: each chunk's sums */
 } gap_params;
 
-/* Rows are (image, channel block) pairs; each sums its pixels in order. */
+/* Rows are (image, channel block, pixel chunk) triples, a fixed cut whatever
+ * the threads, so the chunks' sums, added in order, give the same bits. */
 static void gap_rows(const void *arg, size_t begin, size_t end)
 {
     const gap_params *p = arg;
+    const size_t per_image = (size_t)p->blocks * p->chunks;
     for (size_t r = begin; r < end; r++) {
-        const int n = (int)(r / (size_t)p->blocks), c0 = (int)(r % (size_t)p->blocks) *
-                                                          GAP_CHANNEL_BLOCK;
-        const int c1 = acl_min(p->c, c0 + GAP_CHANNEL_BLOCK);
-        float *restrict y = p->y + (size_t)n * p->c;
-        const float *image = p->x + (size_t)n * p->pixels * p->c;
-        for (int ch = c0; ch < c1; ch++) y[ch] = 0.0f;
-        for (int px = 0; px < p->pixels; px++) {
-            const float *restrict x = image + (size_t)px * p->c;
-            for (int ch = c0; ch < c1; ch++) y[ch] += x[ch];
+        const int n = (int)(r / per_image), block = (int)(r % per_image / (size_t)p->chunks);
+        const int chunk = (int)(r % (size_t)p->chunks), c0 = block * GAP_CHANNEL_BLOCK;
+        const int len = acl_min(GAP_CHANNEL_BLOCK, p->c - c0);
+        const int px1 = acl_min(p->pixels, (chunk + 1) * GAP_PIXEL_CHUNK);
+        const float *x = p->x + ((size_t)n * p->pixels + (size_t)chunk * GAP_PIXEL_CHUNK) * p->c + c0;
+        float acc[GAP_CHANNEL_BLOCK] = {0};
+        for (int px = chunk * GAP_PIXEL_CHUNK; px < px1; px++, x += p->c) {
+            if (len == GAP_CHANNEL_BLOCK)  /* a constant trip count stays in registers */
+                for (int i = 0; i < GAP_CHANNEL_BLOCK; i++) acc[i] += x[i];
+            else
+                for (int i = 0; i < len; i++) acc[i] += x[i];
         }
-        const float scale = 1.0f / (float)p->pixels;
-        for (int ch = c0; ch < c1; ch++) y[ch] *= scale;
+        memcpy((float *)p->partial + ((size_t)n * p->chunks + chunk) * p->c + c0, acc,
+               (size_t)len * sizeof(float));
     }
 }
 
 static int gap_run(const void *arg, const acl_exec *ex)
 {
     const gap_params *p = arg;
-    return graph_parallel(ex, (size_t)p->n * p->blocks, (size_t)p->pixels * GAP_CHANNEL_BLOCK,
-                          gap_rows, p);
+    const size_t rows = (size_t)p->n * p->blocks * p->chunks;
+    if (graph_parallel(ex, rows, (size_t)GAP_PIXEL_CHUNK * GAP_CHANNEL_BLOCK, gap_rows, p) != 0)
+        return -1;
+    const float scale = 1.0f / (float)p->pixels;
+    for (int n = 0; n < p->n; n++) {
+        float *restrict y = p->y + (size_t)n * p->c;
+        const float *chunk = p->partial + (size_t)n * p->chunks * p->c;
+        memcpy(y, chunk, (size_t)p->c * sizeof(float));
+        for (int k = 1; k < p->chunks; k++)
+            for (int ch = 0; ch < p->c; ch++) y[ch] += chunk[(size_t)k * p->c + ch];
+        for (int ch = 0; ch < p->c; ch++) y[ch] *= scale;
+    }
+    return 0;
 }
 
 int graph_op_global_average_pool(acl_graph *g, const acl_global_average_pool_attrs *a, int nin,
@@ -214,10 +233,11 @@ int graph_op_global_average_pool(acl_graph *g, const acl_global_average_pool_att
     if (graph_check_dims(name, "output", out, 4, want) != 0 ||
         graph_check_disjoint(name, out, "the input", in, 0) != 0)
         return -1;
-    gap_params *p = malloc(sizeof *p);
+    const int n = in->dims[0], pixels = in->dims[1] * in->dims[2], c = in->dims[3];
+    const int chunks = acl_max(1, acl_div_up(pixels, GAP_PIXEL_CHUNK));
+    gap_params *p = malloc(sizeof *p + (size_t)n * chunks * c * sizeof(float));
     if (!p) return acl_fail("%s: out of memory", name);
-    *p = (gap_params){in->dims[0], in->dims[1] * in->dims[2], in->dims[3],
-                      acl_div_up(in->dims[3], GAP_CHANNEL_BLOCK), graph_ptr(g, in),
+    *p = (gap_params){n, pixels, c, acl_div_up(c, GAP_CHANNEL_BLOCK), chunks, graph_ptr(g, in),
                       graph_ptr(g, out)};
     return graph_add(g, gap_run, NULL, p);
 }

@@ -1,0 +1,169 @@
+"""A report folder: the figures, index.html and summary.json of one plan.
+
+Everything is read and measured before anything is written, so bad input
+leaves no half-made folder behind.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from acltuner.atomic import write_atomic
+from acltuner.report import cost_fit, figures, gather, model_time, page
+from acltuner.report.gather import Tuned
+from acltuner.tuner.tuner_config import TunerConfig
+
+SCHEMA_VERSION = 1
+COST_MODEL_STRATEGY = "xgb"  # the only strategy whose rounds the model chose
+
+
+@dataclass(frozen=True)
+class Options:
+    records_path: str
+    compare_path: str | None
+    ort: bool
+    profile_path: str | None  # a saved `run --profile --json`; None: run the plan here
+    repeat: int
+    tuner_config: TunerConfig
+
+
+def _number(value) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _rows(frame: pd.DataFrame) -> list[dict]:
+    return [{k: _number(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def task_table(tuned: Tuned, order: list[str], fits: list[cost_fit.RoundFit]) -> pd.DataFrame:
+    rho = {f.task: f.spearman for f in fits}
+    nodes = tuned.nodes.groupby("task", sort=False)
+    names = tuned.task_nodes
+    rows = []
+    for task in order:
+        recs = tuned.records.get(task, [])
+        usable = [r.median_ms for r in recs if r.usable]
+        rows.append({"task": task, "nodes": names[task],
+                     "measurements": len(recs),
+                     "strategies": ", ".join(sorted({r.strategy for r in recs})),
+                     "best_ms": min(usable, default=math.nan),
+                     "default_ms": nodes.get_group(task)["default_ms"].iloc[0],
+                     "spearman": rho.get(task, math.nan)})
+    frame = pd.DataFrame(rows).astype({"best_ms": "float64", "default_ms": "float64",
+                                       "spearman": "float64"})
+    frame.insert(frame.columns.get_loc("default_ms") + 1, "speedup",
+                 frame["default_ms"] / frame["best_ms"])
+    return frame
+
+
+def totals(nodes: pd.DataFrame) -> dict:
+    both = nodes.dropna(subset=["tuned_ms", "default_ms"])
+    tuned, default = float(both["tuned_ms"].sum()), float(both["default_ms"].sum())
+    return {"nodes": len(both), "tuned_ms": tuned, "default_ms": default,
+            "speedup": default / tuned if tuned else None}
+
+
+def _fits(tuned: Tuned, order: list[str], config: TunerConfig) -> list[cost_fit.RoundFit]:
+    guided = {task: recs for task, recs in tuned.records.items()
+              if recs and recs[-1].strategy == COST_MODEL_STRATEGY}
+    return cost_fit.fit_all(guided, order, tuned.board.cluster_of, config)
+
+
+def _node_dicts(tuned: Tuned) -> list[dict]:
+    speedups = dict(zip(tuned.nodes["node"], tuned.nodes["speedup"]))
+    return [{**n.to_dict(), "speedup": _number(speedups[n.node])} for n in tuned.plan.nodes]
+
+
+def write_report(out: Path, plan_path: str, options: Options) -> dict:
+    """Writes the folder `out`; returns what summary.json holds."""
+    tuned = gather.gather(plan_path, gather.read_records(options.records_path))
+    gather.require_records(tuned, options.records_path)
+    other = gather.gather(options.compare_path, []) if options.compare_path else None
+    timing = (model_time.read_saved(options.profile_path, options.ort) if options.profile_path
+              else model_time.run_here(plan_path, options.repeat, options.ort))
+    order = gather.task_order(tuned)
+    fits = _fits(tuned, order, options.tuner_config)
+    tasks = task_table(tuned, order, fits)
+    figures.require_matplotlib()  # missing, it is reported before anything is written
+
+    out.mkdir(parents=True, exist_ok=True)
+    plan = tuned.plan
+    drawn, sections = [], []
+
+    def add(figure, title, body="", note=""):
+        if figure is not None:
+            drawn.append(figure)
+        sections.append(page.section(figure, title, body, note))
+
+    curve = figures.tuning_curves(tuned, gather.curves(tuned), order, out)
+    add(curve, "", page.table(tasks), f"{options.records_path}: {plan.board_name}, engine "
+        f"{plan.engine_version}, caches {tuned.caches}; dashed: the default config's time")
+    add(figures.layer_speedups(tuned, out), "", page.table(tuned.nodes))
+    time_note = f"{timing.source}; latency {timing.median_ms:.3f} ms"
+    if timing.ort_ms is not None:
+        time_note += (f"; onnxruntime {timing.ort_ms:.3f} ms ({timing.ort_threads} "
+                      f"thread(s)): ours is {timing.ort_ms / timing.median_ms:.2f}x "
+                      f"onnxruntime's speed")
+    add(figures.model_time(timing, out), "", page.table(timing.by_kind), time_note)
+    if len(tuned.board.clusters) > 1:
+        add(figures.placement_map(tuned, gather.placements(tuned), out), "")
+    else:
+        add(None, "Placement", note=f"board {plan.board_name} has one cluster: no big.LITTLE "
+            "placement to show")
+    if fits:
+        fit_rows = pd.DataFrame([(f.task, f.train, len(f.frame), f.spearman) for f in fits],
+                                columns=["task", "trained on", "last round", "spearman"])
+        add(figures.cost_model(fits, tuned.task_nodes, out), "", page.table(fit_rows),
+            cost_fit.METHOD)
+    else:
+        add(None, "Cost model", note="no task's last round was chosen by the cost model "
+            f"(strategy {COST_MODEL_STRATEGY}, more trials than the initial random ones)")
+    joined = None
+    if other is not None:
+        joined = gather.join_plans(tuned, other)
+        add(figures.compare(tuned, other, joined, out), "", page.table(joined))
+
+    # A figure an earlier report drew in this folder and this one did not
+    # (compare, without --compare) would be an image of something else.
+    for name in set(figures.NAMES) - {f.name for f in drawn}:
+        (out / f"{name}.png").unlink(missing_ok=True)
+    summary = {
+        "schema_version": SCHEMA_VERSION, "plan": plan_path,
+        "model": {"path": plan.model_path, "sha256": plan.model_sha256},
+        "board": {"name": plan.board_name, "fingerprint": plan.board_fingerprint},
+        "engine_version": plan.engine_version, "strategy": plan.strategy,
+        "records": {"path": options.records_path, "caches": tuned.caches},
+        "nodes": _node_dicts(tuned), "totals": totals(tuned.nodes), "tasks": _rows(tasks),
+        "model_time": {"median_ms": timing.median_ms, "source": timing.source,
+                       "by_kind": _rows(timing.by_kind), "ort_ms": timing.ort_ms,
+                       "ort_threads": timing.ort_threads},
+        "cost_model": {"method": cost_fit.METHOD,
+                       "tasks": [{"task": f.task, "trained_on": f.train,
+                                  "last_round": _rows(f.frame), "spearman": f.spearman}
+                                 for f in fits]},
+        "compare": None if other is None else {"plan": options.compare_path,
+                                               "nodes": _rows(joined),
+                                               "totals": totals(other.nodes)},
+        "figures": [f.to_dict() for f in drawn],
+    }
+    header = page.facts([("plan", plan_path), ("model", plan.model_path),
+                         ("board", f"{plan.board_name} ({plan.board_fingerprint})"),
+                         ("engine", plan.engine_version), ("strategy", plan.strategy),
+                         ("tuning", f"{plan.tuning.measurements} measurements, "
+                                    f"{plan.tuning.wall_s:.1f} s"),
+                         ("convolutions", _total_line(summary["totals"]))])
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    write_atomic(out / "index.html",
+                 page.page(f"acltuner report: {Path(plan.model_path).name}", header, sections))
+    return summary
+
+
+def _total_line(t: dict) -> str:
+    if not t["nodes"]:
+        return "no node has both a tuned and a default time"
+    return (f"default {t['default_ms']:.3f} ms, tuned {t['tuned_ms']:.3f} ms, "
+            f"{t['speedup']:.2f}x over {t['nodes']} nodes")

@@ -21,6 +21,7 @@ from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import HOST, load_board
 from acltuner.engine.config import ExecConfig
+from acltuner.one_line import OneLineError
 from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
                              versioned)
 
@@ -32,7 +33,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HASH_CHUNK = 1 << 20
 
 
-class PlanError(ValueError):
+class PlanError(OneLineError):
     """A plan file that cannot be used, or a plan made for another model, board
     or engine version (one line)."""
 

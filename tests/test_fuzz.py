@@ -112,3 +112,15 @@ def test_an_integer_too_large_for_a_float_is_a_field_error():
 
 def test_model_errors_escape_control_characters():
     assert str(ModelError("input 'x\n\ty' has unknown shape")) == "input 'x\\n\\ty' has unknown shape"
+
+
+def test_plan_errors_quoting_the_file_stay_one_line(tmp_path):
+    """Found by the fuzz: a board fingerprint holding a newline, quoted back."""
+    seeds = fuzz_run.make_seeds(tmp_path)
+    plan = json.loads(seeds.plan)
+    plan["board"]["fingerprint"] = "abc\n"
+    path = tmp_path / "bad.plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(PlanError) as e:
+        load_plan(path)
+    assert "\n" not in str(e.value) and "abc\\n" in str(e.value)

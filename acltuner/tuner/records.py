@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
 
 from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.one_line import OneLineError
 from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
                              timestamp, versioned)
 from acltuner.tuner.runner import STAGES, MeasureOptions, Result
@@ -47,7 +48,7 @@ _TAIL_BLOCK = 4096
 log = logging.getLogger(__name__)
 
 
-class RecordsError(ValueError):
+class RecordsError(OneLineError):
     """A record or records file that does not follow the schema (one line)."""
 
 

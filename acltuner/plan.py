@@ -22,7 +22,9 @@ from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import HOST, load_board
 from acltuner.engine.config import ExecConfig
-from acltuner.schema import JSON, FieldError, at, exec_config, now, timestamp, versioned
+from acltuner.one_line import OneLineError
+from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
+                             versioned)
 
 SCHEMA_VERSION = 1
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
@@ -32,7 +34,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HASH_CHUNK = 1 << 20
 
 
-class PlanError(ValueError):
+class PlanError(OneLineError):
     """A plan file that cannot be used, or a plan made for another model, board
     or engine version (one line)."""
 
@@ -184,7 +186,7 @@ def save_plan(plan: Plan, path: str | os.PathLike) -> None:
 def load_plan(path: str | os.PathLike) -> Plan:
     raw = Path(path).read_bytes()
     try:
-        data = json.loads(raw)
+        data = parse_json(raw)
     except ValueError as e:
         raise PlanError(f"{path}: not valid JSON: {e}") from None
     return Plan.from_dict(data, str(path))

@@ -13,11 +13,15 @@ share the objects and the timestamp format defined at the end.
 from __future__ import annotations
 
 import difflib
+import json
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
+
+import yaml
 
 from acltuner.engine.config import ConvShape, ExecConfig
 
@@ -44,13 +48,35 @@ def at(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
+_FLOAT_MAX = int(sys.float_info.max)
+_TOO_DEEP = "nested too deeply"
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """json.loads, where nesting too deep for Python's parser is a ValueError
+    like any other bad JSON."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+
+
+def parse_yaml(text: str) -> Any:
+    """yaml.safe_load, where nesting too deep for Python is a YAMLError like
+    any other bad YAML."""
+    try:
+        return yaml.safe_load(text)
+    except RecursionError:
+        raise yaml.MarkedYAMLError(problem=_TOO_DEEP) from None
+
+
 def is_kind(value: Any, kind: type) -> bool:
     # Neither JSON nor YAML mixes up booleans and integers: true is not 1 here,
     # while 3 is a perfectly good number where a float is expected.
     if isinstance(value, bool):
         return kind is bool
-    if kind is float:
-        return isinstance(value, (int, float))
+    if kind is float:  # an integer too large for a double is not a usable number
+        return isinstance(value, float) or (isinstance(value, int) and abs(value) <= _FLOAT_MAX)
     return isinstance(value, kind)
 
 

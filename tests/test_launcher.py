@@ -367,7 +367,7 @@ def test_malformed_requests_get_error_answers(launcher_path):
                            "found end of input")
     assert messages[1].startswith("malformed JSON at byte 0")
     expected = {3: "must be an object", 4: 'field "cmd" must be a string',
-                5: 'missing field "cmd"', 6: 'unknown command "hé"\n😀"',
+                5: 'missing field "cmd"', 6: 'unknown command "hé"?😀"',
                 7: 'unknown field "extra"', 8: "given twice", 9: 'unknown field "colour" in shape',
                 10: 'field "n" must be an integer', 11: "input: expected 16 float32",
                 12: "invalid base64", 13: 'missing field "workloads"', 14: "group 3 must divide"}

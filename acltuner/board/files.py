@@ -9,12 +9,13 @@ import yaml
 
 from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
+from acltuner.schema import parse_yaml
 
 
 def load_file(path: str | os.PathLike) -> Board:
     text = Path(path).read_text()
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""

@@ -10,13 +10,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from acltuner.one_line import OneLineError
 from acltuner.schema import KINDS, FieldError, Wording, at, is_kind
 
 SCHEMA_VERSION = 1
 ISAS = ("aarch64", "x86_64")
 
 
-class BoardError(ValueError):
+class BoardError(OneLineError):
     """An unusable board description: one line, naming the source and the field."""
 
 

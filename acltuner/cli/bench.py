@@ -108,3 +108,53 @@ def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, record
               else compare.zoo_models([m for m in models.split(",") if m], out))
     compare.run(chosen, trials, repeat, out, board_name,
                 Path(records_path) if records_path else out / "records.jsonl")
+
+
+@bench.command("fuzz")
+@click.option("--cases", default=2000, show_default=True, type=click.IntRange(1),
+              help="Inputs to try, over all doors.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the generator: a run replays.")
+@click.option("--timeout", "timeout_s", default=20.0, show_default=True,
+              type=click.FloatRange(min=0.1),
+              help="Seconds one input may take before it counts as a hang.")
+@click.option("--doors", default=",".join(["launcher", "onnx", "plan", "records", "board", "tuner"]),
+              show_default=True, help="Comma-separated doors to fuzz.")
+@click.option("--launcher", "launcher", default=None, metavar="CMD",
+              help="The launcher to fuzz, as a command line (default: the installed one; "
+                   "e.g. a sanitizer build's).")
+def bench_fuzz(cases: int, seed: int, timeout_s: float, doors: str,
+               launcher: str | None) -> None:
+    """Damaged and hostile inputs through every door that reads outside data.
+
+    \b
+    Doors: ONNX models (acltuner tasks' loader: random bytes, truncated and
+    bit-flipped models, external data outside the model's folder, huge and
+    negative dims, wrong attribute types, cycles, duplicate names, opsets 1
+    and 99, every extension); plans, records, board files and tuner.yaml
+    (fields deleted, retyped, huge, NaN/Infinity, deeply nested, invalid
+    UTF-8, duplicate keys); and the launcher's JSON-lines protocol (mutated,
+    random, truncated and MB-long lines, huge numbers, invalid base64,
+    tensors whose size disagrees with their shape, graph requests out of
+    order, many objects opened), sent to one long-lived launcher.
+
+    A file must load or be refused with one line (the CLI's errors); anything
+    else is a traceback, as is a launcher answer that is not one JSON object
+    with ok and, on refusal, a one-line error.  A launcher that dies is a
+    crash, an input that takes longer than --timeout a hang (the launcher is
+    restarted after both), a refused file that changed its folder a partial
+    write.  The last line is
+    `fuzz: cases=N tracebacks=T crashes=C hangs=H partial_writes=P`; the
+    exit code is 1 if any of them is not 0.
+    """
+    import shlex
+
+    from acltuner.bench.fuzz import run
+    from acltuner.engine.launcher import default_launcher_path
+    chosen = [d for d in doors.split(",") if d]
+    unknown = sorted(set(chosen) - set(run.WEIGHTS))
+    if unknown or not chosen:
+        raise click.BadParameter(f"unknown door(s) {', '.join(unknown)}; the doors: "
+                                 f"{', '.join(run.WEIGHTS)}", param_hint="--doors")
+    command = shlex.split(launcher) if launcher else [default_launcher_path()]
+    if run.run(cases, seed, timeout_s, command, chosen):
+        raise SystemExit(1)

@@ -63,8 +63,9 @@ def _cached_flags(build_dir: Path) -> str | None:
 
 
 def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = None,
-                cpu_flags: str = "") -> list[Path]:
-    """Configures build_dir once (for the toolchain's target, or the host) and builds
+                cpu_flags: str = "", defines: dict[str, str] | None = None) -> list[Path]:
+    """Configures build_dir once (for the toolchain's target, or the host; with
+    the CMake `defines`, e.g. {"ACL_SANITIZE": "thread"}, when given) and builds
     `targets`; CMake makes a rebuild with nothing changed a no-op.  Returns the files."""
     missing = missing_tools(("cmake", "aarch64-linux-gnu-gcc") if toolchain else ("cmake",))
     if missing:
@@ -87,6 +88,7 @@ def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = No
         if toolchain:
             configure += [f"-DCMAKE_TOOLCHAIN_FILE={sources / toolchain}",
                           f"-DACL_CPU_FLAGS={cpu_flags}"]
+        configure += [f"-D{name}={value}" for name, value in (defines or {}).items()]
         _run(configure, log)
     _run(["cmake", "--build", str(build_dir), "--parallel", "--target", *targets], log)
     return [build_dir / t for t in targets]

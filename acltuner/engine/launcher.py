@@ -276,10 +276,11 @@ class LauncherClient:
                                 f"{hello.get('error') or hello}")
         return hello
 
-    def _call(self, line: bytes) -> dict:
-        """One exchange; raises Unresponsive (with the launcher killed) if
-        the launcher dies, times out or answers something that is not JSON."""
-        answer = self._process.exchange(line, self.timeout_s)
+    def _call(self, line: bytes, timeout_s: float | None = None) -> dict:
+        """One exchange (within timeout_s, default the client's); raises
+        Unresponsive (with the launcher killed) if the launcher dies, times
+        out or answers something that is not JSON."""
+        answer = self._process.exchange(line, timeout_s or self.timeout_s)
         try:
             decoded = json.loads(answer)
             if isinstance(decoded, dict):
@@ -358,11 +359,13 @@ class LauncherClient:
     def measure(self, config: ExecConfig, *, warmup: int = 1, min_repeat_ms: float = 50.0,
                 min_repeats: int = 3, max_repeats: int = 100, ci_target_pct: float = 0.0,
                 max_repeat_ms: float = 0.0, cooldown_ms: float = 0.0, evict_bytes: int = 0,
-                return_output: bool = False) -> Measurement:
+                return_output: bool = False, timeout_s: float | None = None) -> Measurement:
         """Times `config` on the current task.  evict_bytes > 0 measures
         with cold caches: the config's cores read that much memory before
-        every timed run (PROTOCOL.md).  Never raises for a config that fails, only if the
-        launcher cannot be brought back."""
+        every timed run (PROTOCOL.md).  A config that kills the launcher or
+        runs past timeout_s (default the client's) fails with the reason, and
+        a new launcher with the task loaded takes over.  Never raises for a
+        config that fails, only if the launcher cannot be brought back."""
         request = {"cmd": "measure", "config": config.to_dict(), "warmup": warmup,
                    "min_repeat_ms": min_repeat_ms, "min_repeats": min_repeats,
                    "max_repeats": max_repeats, "ci_target_pct": ci_target_pct,
@@ -370,7 +373,7 @@ class LauncherClient:
                    "evict_bytes": evict_bytes,
                    "return_output": return_output}
         try:
-            answer = self._call(request_line(request))
+            answer = self._call(request_line(request), timeout_s)
         except Unresponsive as e:
             self._restart(e)
             return Measurement.failed(str(e))

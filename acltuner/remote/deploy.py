@@ -52,9 +52,17 @@ def deploy(board: Board, host: str, build_dir: Path | None = None,
            timeout_s: float = 120.0) -> Deployment:
     local = build_for_board(board, build_dir)
     remote = remote_launcher_path(engine_version())
-    copied = _remote_sha256(host, remote) != _sha256(local)
+    expected = _sha256(local)
+    copied = _remote_sha256(host, remote) != expected
     if copied:
         copy_file(host, local, remote)
+        # Checked on the board before first use: a copy cut short or altered on
+        # the way (a full disk, a flaky link) never starts.
+        found = _remote_sha256(host, remote)
+        if found != expected:
+            raise ssh.SshError(f"the launcher copied to {host}:{remote} has sha256 "
+                               f"{found or 'unknown (cannot read it)'}, not {expected}: "
+                               f"run acltuner deploy again")
     with RemoteLauncherClient(board, host, timeout_s=timeout_s) as client:
         hello = client.hello_info
     return Deployment(local, remote, copied, hello)

@@ -61,10 +61,10 @@ class RemoteLauncherClient(LauncherClient):
         # The launcher process here is ssh; it has been reaped by now.
         return self._process is not None and self._process.returncode == ssh.SSH_FAILED
 
-    def _call(self, line: bytes) -> dict:
+    def _call(self, line: bytes, timeout_s: float | None = None) -> dict:
         for _ in range(len(self._backoff_s) + 1):
             try:
-                return super()._call(line)
+                return super()._call(line, timeout_s)
             except Unresponsive as e:
                 if not (self._connected and self._connection_lost()):
                     raise

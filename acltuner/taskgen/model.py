@@ -149,7 +149,9 @@ def _read(path: Path) -> onnx.ModelProto:
                          f"{_first_line(e)})") from None
     except onnx.checker.ValidationError as e:  # external data outside the model's folder
         raise ModelError(f"{path}: bad external data: {_first_line(e)}") from None
-    except (OSError, ValueError) as e:  # e.g. missing external data files
+    # e.g. missing external data files; RuntimeError: onnx's C++ file system
+    # errors (an external data location too long for a file name)
+    except (OSError, ValueError, RuntimeError) as e:
         raise ModelError(f"{path}: cannot load the model: {_first_line(e)}") from None
     if not model.ir_version or not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no IR version or graph)")

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
 
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.schema import JSON, FieldError, at, conv_shape, exec_config, now, timestamp, versioned
+from acltuner.one_line import OneLineError
+from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
+                             timestamp, versioned)
 from acltuner.tuner.runner import STAGES, MeasureOptions, Result
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ _TAIL_BLOCK = 4096
 log = logging.getLogger(__name__)
 
 
-class RecordsError(ValueError):
+class RecordsError(OneLineError):
     """A record or records file that does not follow the schema (one line)."""
 
 
@@ -175,7 +177,7 @@ def _measure_options(value: Any, kinds: dict[str, type]) -> MeasureOptions:
 
 def _is_json(line: bytes) -> bool:
     try:
-        json.loads(line)
+        parse_json(line)
     except ValueError:  # UnicodeDecodeError included
         return False
     return True
@@ -221,7 +223,7 @@ class RecordStore:
         for number, raw in enumerate(lines[:last], 1):
             where = f"{self.path}:{number}"
             try:
-                d = json.loads(raw)
+                d = parse_json(raw)
             except ValueError as e:
                 if number == last:
                     log.warning("%s: ignoring the cut-off last line (an interrupted write); "

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from acltuner.paths import configs_dir
-from acltuner.schema import KINDS, FieldError, Wording, at, describe
+from acltuner.schema import KINDS, FieldError, Wording, at, describe, parse_yaml
 from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
@@ -121,7 +121,7 @@ def load_tuner_config(path: str | Path | None = None,
     the merged result is validated as a whole."""
     path = Path(path) if path is not None else DEFAULT_PATH
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = parse_yaml(path.read_text())
     except OSError as e:
         raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
     except yaml.YAMLError as e:

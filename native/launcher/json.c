@@ -184,6 +184,27 @@ static int parse_unicode_escape(parser *ps, unsigned *cp)
     return 0;
 }
 
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), or 0 if there is none. */
+static size_t utf8_length(const unsigned char *p, const unsigned char *end)
+{
+    size_t n;
+    unsigned cp;
+    if (p[0] < 0x80) return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) n = 2, cp = p[0] & 0x1f;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef) n = 3, cp = p[0] & 0x0f;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4) n = 4, cp = p[0] & 0x07;
+    else return 0;
+    if ((size_t)(end - p) < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    static const unsigned smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n;
+}
+
 /* Decodes a string; ps->p is on the opening quote.  The decoded text is never
  * longer than its escaped form, so one allocation of that size suffices. */
 static int parse_string(parser *ps, char **chars, size_t *len)
@@ -203,8 +224,16 @@ static int parse_string(parser *ps, char **chars, size_t *len)
             return fail(ps, "control character 0x%02x in a string must be escaped", c);
         }
         if (c != '\\') {
-            buf[n++] = (char)c;
-            ps->p++;
+            /* Checked here so that an answer quoting the text (an unknown
+             * field's name) is valid UTF-8 JSON too. */
+            size_t run = utf8_length((const unsigned char *)ps->p, (const unsigned char *)scan);
+            if (!run) {
+                free(buf);
+                return fail(ps, "invalid UTF-8 in a string");
+            }
+            memcpy(buf + n, ps->p, run);
+            n += run;
+            ps->p += run;
             continue;
         }
         ps->p++;
@@ -218,6 +247,10 @@ static int parse_string(parser *ps, char **chars, size_t *len)
             if (parse_unicode_escape(ps, &cp)) {
                 free(buf);
                 return -1;
+            }
+            if (cp == 0) {  /* the text is used as a C string, which it would cut short */
+                free(buf);
+                return fail(ps, "\\u0000 in a string");
             }
             n += put_utf8(buf + n, cp);
         } else {
@@ -444,13 +477,21 @@ static void append_escaped(json_writer *w, const char *s, size_t len)
     size_t run = 0;  /* start of the pending run of characters that need no escape */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        size_t seq = c >= 0x80 ? utf8_length((const unsigned char *)s + i,
+                                             (const unsigned char *)s + len) : 1;
+        if (seq > 1) {
+            i += seq - 1;
+            continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\' && seq) continue;
         append(w, s + run, i - run);
         char esc[8];
-        const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                          : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        /* A byte that is not UTF-8 (an error message cut inside a character)
+         * becomes U+FFFD: the answer stays valid JSON. */
+        const char *named = !seq ? "\\ufffd" : c == '"' ? "\\\"" : c == '\\' ? "\\\\"
+                          : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
         if (named) {
-            append(w, named, 2);
+            append(w, named, strlen(named));
         } else {
             snprintf(esc, sizeof esc, "\\u%04x", c);
             append(w, esc, 6);

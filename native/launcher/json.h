@@ -21,7 +21,7 @@ struct json_value {
         int boolean;
         double number;
         struct {
-            char *chars;  /* NUL-terminated; may also hold NULs from \u0000 */
+            char *chars;  /* NUL-terminated, without NULs inside (\u0000 is refused) */
             size_t len;
         } string;
         struct {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "aclengine.h"
+#include "fault.h"
 #include "graph_session.h"
 #include "json.h"
 #include "measure.h"
@@ -126,6 +127,7 @@ static int handle_quit(session *s, const json_value *request, json_writer *w)
 
 static int handle_measure(session *s, const json_value *request, json_writer *w)
 {
+    fault_inject(request);
     return measure_command(&s->task, request, w);
 }
 

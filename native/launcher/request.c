@@ -19,6 +19,9 @@ int request_fail(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    /* One line, whatever text from the request it quotes. */
+    for (char *c = last_error; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return -1;
 }
 

@@ -1,0 +1,50 @@
+"""Two processes appending to one records file at once (two `tune` runs
+sharing the default records file) lose no line and mix none: each batch is
+written whole under an exclusive lock (RecordStore.append)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from acltuner.tuner.records import RecordStore
+from test_records import record
+
+BATCHES, BATCH = 60, 20
+
+_WRITER = """
+import os, sys, time
+from pathlib import Path
+from acltuner.tuner.records import RecordStore
+from test_records import record
+path, writer = sys.argv[1], sys.argv[2]
+store = RecordStore(path)
+Path(f"{path}.{writer}.ready").touch()
+while not all(Path(f"{path}.{w}.ready").exists() for w in "ab"):  # both begin together
+    time.sleep(0.001)
+for b in range(%d):
+    store.append(record(task=f"{writer}-{b}", workloads=i + 1) for i in range(%d))
+""" % (BATCHES, BATCH)
+
+
+def test_two_writers_at_once_lose_no_line(tmp_path):
+    path = tmp_path / "records.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name],
+                                env=env) for name in ("a", "b")]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0]
+    records = RecordStore(path).records
+    assert len(records) == 2 * BATCHES * BATCH
+    assert path.read_bytes().count(b"\n") == len(records)
+    for name in ("a", "b"):
+        mine = [(r.task, r.config.workloads) for r in records if r.task.startswith(name + "-")]
+        # Every record, each writer's in its own order, each batch in one piece.
+        assert mine == [(f"{name}-{b}", i + 1) for b in range(BATCHES) for i in range(BATCH)]
+    tasks = [r.task for r in records]
+    runs = [tasks[i:i + BATCH] for i in range(0, len(tasks), BATCH)]
+    assert all(len(set(run)) == 1 for run in runs)
+    # The writers really overlapped: their batches interleave in the file.
+    order = [run[0][0] for run in runs]
+    assert order.count("a") == BATCHES and "".join(order) != "a" * BATCHES + "b" * BATCHES \
+        and "".join(order) != "b" * BATCHES + "a" * BATCHES

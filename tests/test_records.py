@@ -124,12 +124,16 @@ def test_a_bad_line_is_one_error_naming_file_line_and_field(tmp_path, change, me
     assert "\n" not in str(e.value)
 
 
-def test_invalid_json_before_the_last_line_is_an_error(tmp_path):
+def test_a_line_damaged_in_the_middle_is_reported_and_the_rest_kept(tmp_path, caplog):
     path = tmp_path / "records.jsonl"
-    good = json.dumps(record().to_dict())
-    path.write_text(f"{good}\n{good[:40]}\n{good}\n")
-    with pytest.raises(RecordsError, match=rf"^{path}:2: not valid JSON"):
-        RecordStore(path)
+    lines = [json.dumps(record(workloads=i + 1).to_dict()) for i in range(4)]
+    damaged = lines[1][:40] + "\x00\x00" + lines[1][60:]
+    path.write_bytes(f"{lines[0]}\n{damaged}\n{lines[2]}\n{lines[3]}\n".encode())
+    store = RecordStore(path)
+    assert [r.config.workloads for r in store.records] == [1, 3, 4] and store.damaged == [2]
+    assert f"{path}:2: skipping a damaged line" in caplog.text
+    store.append([record(workloads=5)])  # appending leaves the damaged line alone
+    assert [r.config.workloads for r in RecordStore(path).records] == [1, 3, 4, 5]
 
 
 def test_a_record_that_would_not_load_is_not_appended(tmp_path):
@@ -479,11 +483,12 @@ def test_records_stats_errors_are_one_line(tmp_path):
 
     path = tmp_path / "records.jsonl"
     good = json.dumps(record().to_dict())
-    path.write_text(f"{good}\n{{\"schema_version\": 1\n{good}\n")
+    bad = json.dumps({**record().to_dict(), "speed": 3})
+    path.write_text(f"{good}\n{bad}\n{good}\n")
     corrupt = _stats(str(path))
     assert corrupt.exit_code == 1
     assert len(corrupt.output.splitlines()) == 1
-    assert corrupt.output.startswith(f"Error: {path}:2: not valid JSON")
+    assert corrupt.output.startswith(f"Error: {path}:2: ")
 
     path.write_text("")
     assert _stats(str(path)).output == "no records\n"

@@ -13,6 +13,9 @@ The file is only ever appended to, batch by batch, each batch flushed and
 fsynced before append() returns, so a tuning run killed at any moment loses at
 most the batch it was writing.  What such a kill leaves, a cut-off last line,
 is skipped with a warning when the file is read and removed by the next append.
+A line damaged elsewhere (not JSON: a disk error, an editor) is reported by its
+number and skipped, and the other records are kept; a JSON line that is not a
+record (another tool's schema, a hand edit) stops the load with its field named.
 """
 from __future__ import annotations
 
@@ -211,6 +214,7 @@ class RecordStore:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.records: list[Record] = []
+        self.damaged: list[int] = []  # line numbers skipped as not JSON
         self._by_task: dict[tuple[str, str, MeasureOptions, str], list[Record]] = {}
         if self.path.exists():
             self._load()
@@ -229,7 +233,10 @@ class RecordStore:
                     log.warning("%s: ignoring the cut-off last line (an interrupted write); "
                                 "the next append removes it", where)
                     break
-                raise RecordsError(f"{where}: not valid JSON: {e}") from None
+                log.warning("%s: skipping a damaged line (not valid JSON: %s); the other "
+                            "records are kept", where, e)
+                self.damaged.append(number)
+                continue
             self._index(Record.from_dict(d, where))
 
     def _index(self, record: Record) -> None:

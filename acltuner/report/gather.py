@@ -87,10 +87,16 @@ def plan_records(plan: Plan, records: list[Record]) -> tuple[dict[str, list[Reco
     if not mine:
         return {}, None
     measure = Counter(r.measure for r in mine).most_common(1)[0][0]
+    mine = [r for r in mine if r.measure == measure]
+    # A config measured again (the noise control) counts once, where it was
+    # first measured, with its later time: as the tuner counts it.
+    latest = {(r.task, r.config): r for r in mine}
     by_task: dict[str, list[Record]] = {}
+    seen: set = set()
     for r in mine:
-        if r.measure == measure:
-            by_task.setdefault(r.task, []).append(r)
+        if (r.task, r.config) not in seen:
+            seen.add((r.task, r.config))
+            by_task.setdefault(r.task, []).append(latest[r.task, r.config])
     return by_task, measure.label
 
 

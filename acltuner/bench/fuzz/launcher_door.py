@@ -51,7 +51,9 @@ def record_seed_lines(command: list[str], plan_path: Path) -> list[bytes]:
         ukernel = client.ukernels[0]["name"]
         client.check(shape, algorithm, ukernel)
         client.measure(ExecConfig(algorithm, ukernel, (1,), 1), **FAST)
-        program = RemoteProgram(plan_path, client)
+        # The launcher fuzzed may be another build (a sanitiser's) than the
+        # plan's: only its request lines matter here.
+        program = RemoteProgram(plan_path, client, force=True)
         program.run(random_inputs(program.program), repeat=1, warmup=0)
         return list(client.lines)
 

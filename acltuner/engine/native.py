@@ -93,6 +93,7 @@ _SIGNATURES = {
     "acl_conv_run": ([ctypes.c_void_p, ctypes.POINTER(_ExecC), _FLOAT_P, _FLOAT_P, _FLOAT_P,
                       ctypes.POINTER(_StageTimesC)], ctypes.c_int),
     "acl_conv_destroy": ([ctypes.c_void_p], None),
+    "acl_release_caller": ([], None),
     "acl_conv_scratch_bytes": ([ctypes.c_void_p], ctypes.c_size_t),
     "acl_gemm_create": ([ctypes.c_char_p, ctypes.c_int, ctypes.c_int, _FLOAT_P, ctypes.c_int,
                          ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
@@ -274,8 +275,11 @@ class Conv:
             out = np.empty(self.shape.output_shape, dtype=np.float32)
         ex, _keep = _exec_c(core_weights, workloads)
         times = _StageTimesC()
-        ensure_ok(library().acl_conv_run(self._handle, ctypes.byref(ex), _fptr(x), _fptr(residual),
-                                      _fptr(out), ctypes.byref(times)))
+        try:
+            ensure_ok(library().acl_conv_run(self._handle, ctypes.byref(ex), _fptr(x),
+                                             _fptr(residual), _fptr(out), ctypes.byref(times)))
+        finally:
+            library().acl_release_caller()  # this thread back on all its CPUs
         return out, _times(times)
 
     def close(self) -> None:
@@ -313,8 +317,12 @@ class Gemm:
             out = np.empty((a.shape[0], self.n), dtype=np.float32)
         ex, _keep = _exec_c(core_weights, workloads)
         times = _StageTimesC()
-        ensure_ok(library().acl_gemm_run(self._handle, ctypes.byref(ex), a.shape[0], _fptr(a),
-                                      self.k, _fptr(out), self.n, ctypes.byref(times)))
+        try:
+            ensure_ok(library().acl_gemm_run(self._handle, ctypes.byref(ex), a.shape[0],
+                                             _fptr(a), self.k, _fptr(out), self.n,
+                                             ctypes.byref(times)))
+        finally:
+            library().acl_release_caller()
         return out, _times(times)
 
     def close(self) -> None:

@@ -112,6 +112,15 @@ typedef struct {
     int workloads;
 } acl_exec;
 
+/* The calling thread runs the first active CPU's share of each call, pinned
+ * to that CPU, and stays pinned (moving only when a call's first share is on
+ * another CPU) until acl_release_caller() gives it back its own affinity:
+ * once per call sequence rather than two system calls per operation.
+ * acl_graph_run and acl_graph_import release before they return; after
+ * acl_conv_run or acl_gemm_run the caller releases when it wants its thread
+ * back (a measuring loop keeps it pinned). */
+void acl_release_caller(void);
+
 /* Wall time of each stage of one run, in milliseconds. */
 typedef struct {
     double pre_ms;   /* im2col, A interleave, Winograd input transform */

@@ -27,9 +27,9 @@ typedef struct {
     int begin, end;
 } range;
 
-/* A worker serves one CPU other than the first active one, which the caller
- * runs itself.  Each has its own job counter, so that a job wakes only the
- * workers it gives work to. */
+/* A worker serves one CPU, started the first time a job gives that CPU a
+ * share the caller does not run.  Each has its own job counter, so that a
+ * job wakes only the workers it gives work to. */
 typedef struct {
     pthread_t thread;
     int started;
@@ -68,10 +68,26 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The calling thread while the pool keeps it pinned: its CPU (-1: not
+ * pinned by the pool) and the affinity acl_release_caller gives back. */
+static _Thread_local int caller_cpu = -1;
+static _Thread_local cpu_set_t caller_own;
+
+/* The CPUs the calling thread may use: its own affinity, also while the
+ * pool keeps it pinned to one of them. */
+static int allowed_cpus(cpu_set_t *set)
+{
+    if (caller_cpu >= 0) {
+        *set = caller_own;
+        return 0;
+    }
+    return sched_getaffinity(0, sizeof *set, set);
+}
+
 int acl_cpu_count(void)
 {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    if (allowed_cpus(&set) != 0) return 1;
     int last = -1;
     for (int i = 0; i < CPU_SETSIZE; i++)
         if (CPU_ISSET(i, &set)) last = i;
@@ -96,7 +112,7 @@ int acl_exec_check(const acl_exec *ex)
                         ACL_MAX_CPUS);
     if (ex->workloads < 1) return acl_fail("workloads must be >= 1, got %d", ex->workloads);
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
+    if (allowed_cpus(&set) != 0)
         return acl_fail("cannot read this process's CPU affinity: %s", strerror(errno));
     int active = 0;
     for (int i = 0; i < ex->ncores; i++) {
@@ -206,20 +222,28 @@ static int start_worker(int cpu)
     return 0;
 }
 
-/* Pins the calling thread to `cpu` for the job, keeping its own affinity in
- * *saved; returns 1 when it had to change it (to restore after), 0 when it
- * was pinned there already, -1 on failure. */
-static int pin_caller(int cpu, cpu_set_t *saved)
+/* Pins the calling thread to `cpu` unless it is there already. */
+static int pin_caller(int cpu)
 {
-    if (sched_getaffinity(0, sizeof *saved, saved) != 0)
+    if (caller_cpu == cpu) return 0;
+    if (caller_cpu < 0 && sched_getaffinity(0, sizeof caller_own, &caller_own) != 0)
         return acl_fail("cannot read the calling thread's CPU affinity: %s", strerror(errno));
-    if (CPU_COUNT(saved) == 1 && CPU_ISSET(cpu, saved)) return 0;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
+    if (!(caller_cpu < 0 && CPU_EQUAL(&one, &caller_own)) &&
+        sched_setaffinity(0, sizeof one, &one) != 0)
         return acl_fail("cannot pin the calling thread to CPU %d: %s", cpu, strerror(errno));
-    return 1;
+    caller_cpu = cpu;
+    return 0;
+}
+
+void acl_release_caller(void)
+{
+    if (caller_cpu < 0) return;
+    /* Nothing to do if this fails: the thread stays on a CPU it was allowed. */
+    sched_setaffinity(0, sizeof caller_own, &caller_own);
+    caller_cpu = -1;
 }
 
 /* Cuts the job into ranges, one per active CPU whose share is not empty, in
@@ -242,17 +266,20 @@ static int split_ranges(const acl_exec *ex, int units, int *cpus)
 }
 
 /* Hands the ranges to the workers, runs the first on the calling thread
- * pinned to that range's CPU, and waits for the rest. */
+ * pinned to that range's CPU (until acl_release_caller), and waits for the
+ * rest.  Where that CPU already has a worker (another job gave it a later
+ * share, or the first CPU's share is empty), the worker runs the range and
+ * the caller only waits, on the CPU it is on: two threads polling one CPU
+ * would take turns by whole time slices. */
 static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
 {
-    cpu_set_t saved;
-    const int repin = pin_caller(cpus[0], &saved);
-    if (repin < 0) return -1;
+    const int caller_runs = !pool.workers[cpus[0]].started;
+    if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
     const unsigned long long gen = ++pool.generation;
     pool.fn = fn;
     pool.ctx = ctx;
     atomic_store(&pool.left, n);
-    for (int i = 1; i < n; i++) {
+    for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
         atomic_exchange(&w->job, gen);
@@ -262,7 +289,7 @@ static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    run_range(0);
+    if (caller_runs) run_range(0);
     if (!spin_until(job_done, NULL)) {
         pthread_mutex_lock(&pool.lock);
         atomic_exchange(&pool.caller_sleeping, 1);
@@ -270,9 +297,6 @@ static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
         atomic_store(&pool.caller_sleeping, 0);
         pthread_mutex_unlock(&pool.lock);
     }
-    /* Nothing to do if this fails: the job is done, and the thread stays
-     * on a CPU it was allowed before. */
-    if (repin) sched_setaffinity(0, sizeof saved, &saved);
     return 0;
 }
 

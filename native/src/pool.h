@@ -2,8 +2,9 @@
  *
  * acl_parallel() cuts `units` of work into contiguous ranges in proportion to
  * the weights of the active CPUs (in CPU-id order).  The calling thread runs
- * the first non-empty range itself, pinned to that range's CPU for the job
- * (its own affinity saved and restored around it); every other range goes to
+ * the first non-empty range itself, pinned to that range's CPU (and left
+ * there for the next job, until acl_release_caller), unless that CPU has a
+ * worker already, which then runs it; every other range goes to
  * a worker pinned to its CPU, created the first time a configuration needs
  * it and kept for the life of the process.  Every range runs on its own CPU,
  * never on another that is done early, so the per-core weights measured and

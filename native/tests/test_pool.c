@@ -1,6 +1,7 @@
 /* Thread pool placement tests: every unit of a job runs on the CPU whose
  * share it is in, for many weight vectors and workloads, and the calling
- * thread gets its own affinity back afterwards.
+ * thread stays pinned until acl_release_caller gives it its own affinity
+ * back.
  *
  *   test_pool [--cases N] [--seed S]   closes with "N passed, N failed"
  *
@@ -79,7 +80,12 @@ static void check_case(const int *weights, int ncores, int units, const cpu_set_
           misplaced < 0 ? 0 : owner[misplaced], misplaced < 0 ? 0 : p.cpu[misplaced]);
     check(rank_mixed < 0, "%s: unit %d has another rank than its CPU's other units", desc,
           rank_mixed);
-    cpu_set_t after;
+    /* The caller stays pinned between jobs, until released. */
+    cpu_set_t pinned, after;
+    sched_getaffinity(0, sizeof pinned, &pinned);
+    check(CPU_COUNT(&pinned) == 1 || same_set(&pinned, own),
+          "%s: the caller is neither pinned nor back on its own CPUs", desc);
+    acl_release_caller();
     sched_getaffinity(0, sizeof after, &after);
     check(same_set(&after, own), "%s: the caller's affinity was not restored", desc);
 }

@@ -122,16 +122,18 @@ int graph_add(acl_graph *g, graph_run_fn run, graph_release_fn release, void *pa
 int acl_graph_run(acl_graph *g, double *node_ms)
 {
     if (!g) return acl_fail("graph: acl_graph_run needs a program");
-    for (int i = 0; i < g->count; i++) {
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < g->count; i++) {
         const double start = acl_now_ms();
         if (g->nodes[i].run(g->nodes[i].params, &g->ex) != 0) {
             char node[32];
             snprintf(node, sizeof node, "graph: node %d", i);
-            return graph_fail_in(node);
+            rc = graph_fail_in(node);
         }
         if (node_ms) node_ms[i] = acl_now_ms() - start;
     }
-    return 0;
+    acl_release_caller();  /* pinned once for the whole run, not per operation */
+    return rc;
 }
 
 typedef struct {

@@ -99,7 +99,9 @@ int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_te
     for (int i = 0; i < out->rank; i++) in_dims[perm[i]] = out->dims[i];
     transpose_params p = {.x = x, .y = graph_ptr(g, out), .count = count};
     transpose_walk(&p.walk, out->rank, in_dims, perm, out->dims);
-    return transpose_run(&p, &g->ex);
+    const int rc = transpose_run(&p, &g->ex);
+    acl_release_caller();
+    return rc;
 }
 
 int graph_op_transpose(acl_graph *g, const acl_transpose_attrs *a, int nin, const acl_tensor *in,

@@ -8,20 +8,7 @@
  * a row's result never depends on the worker that computes it. */
 #include <string.h>
 
-#include "conv_impl.h"
-
-/* Output channels per block, as a GNU C vector that each ISA lowers to its
- * own registers: one AVX-512 register, or one AVX2 / two NEON registers.
- * Output pixels whose sums stay in registers together: 8 of AVX-512's 32
- * registers; elsewhere 4, which is 8 of NEON's 32 or 4 of AVX2's 16. */
-#if defined(__AVX512F__)
-#define CHANNEL_BLOCK 16
-#define PIXEL_RUN 8
-#else
-#define CHANNEL_BLOCK 8
-#define PIXEL_RUN 4
-#endif
-typedef float channel_vec __attribute__((vector_size(CHANNEL_BLOCK * sizeof(float))));
+#include "channel_blocks.h"
 
 static int depthwise_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                            const acl_ukernel *uk)
@@ -107,11 +94,6 @@ static void pixel_rows(void *arg, int begin, int end, int worker)
  * bias, so a partial last block needs no special weights; only its input
  * loads near the end of the tensor and its stores are shortened. */
 
-typedef struct {
-    float *weight;  /* [blocks][taps][CHANNEL_BLOCK] */
-    float *bias;    /* [blocks * CHANNEL_BLOCK] */
-} channel_block_state;
-
 static int channel_block_check(const conv_algo *self, const acl_conv_shape *s,
                                const conv_dims *d, const acl_ukernel *uk)
 {
@@ -124,38 +106,16 @@ static int channel_block_check(const conv_algo *self, const acl_conv_shape *s,
 
 static int channel_block_create(acl_conv *conv, const float *weight)
 {
-    const int oc = conv->s.oc, taps = conv->d.taps, blocks = acl_div_up(oc, CHANNEL_BLOCK);
-    channel_block_state *st = acl_alloc(sizeof *st);
+    const int taps = conv->d.taps;
+    channel_blocks *st = channel_blocks_create(conv, (size_t)taps * CHANNEL_BLOCK);
     if (!st) return -1;
-    st->weight = acl_alloc((size_t)blocks * taps * CHANNEL_BLOCK * sizeof(float));
-    st->bias = acl_alloc((size_t)blocks * CHANNEL_BLOCK * sizeof(float));
-    conv->impl = st;
-    if (!st->weight || !st->bias) return -1;
-    memset(st->weight, 0, (size_t)blocks * taps * CHANNEL_BLOCK * sizeof(float));
-    memset(st->bias, 0, (size_t)blocks * CHANNEL_BLOCK * sizeof(float));
-    for (int o = 0; o < oc; o++) {
+    /* [block][tap][CHANNEL_BLOCK] */
+    for (int o = 0; o < conv->s.oc; o++) {
         float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * taps * CHANNEL_BLOCK;
         for (int t = 0; t < taps; t++)
             block[(size_t)t * CHANNEL_BLOCK + o % CHANNEL_BLOCK] = weight[(size_t)o * taps + t];
-        st->bias[o] = conv->bias[o];
     }
     return 0;
-}
-
-static void channel_block_destroy(acl_conv *conv)
-{
-    channel_block_state *st = conv->impl;
-    if (!st) return;
-    acl_free(st->weight);
-    acl_free(st->bias);
-    acl_free(st);
-}
-
-static inline channel_vec load_vec(const float *p)
-{
-    channel_vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
 }
 
 /* A partial block's vector: a whole vector while it stays inside the tensor
@@ -245,7 +205,7 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
     const depthwise_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
-    const channel_block_state *st = conv->impl;
+    const channel_blocks *st = conv->impl;
     const int ow = conv->d.ow, oh = conv->d.oh, oc = s->oc;
     const float *x_end = ctx->io->x + (size_t)s->n * s->h * s->w * s->c;
     const float *r_end = ctx->io->residual ? ctx->io->residual + (size_t)conv->d.m * oc : NULL;
@@ -296,5 +256,5 @@ const conv_algo conv_depthwise_pixel = {
 const conv_algo conv_depthwise_channel_block = {
     .name = "depthwise_channel_block", .uses_ukernel = 0,
     .check = channel_block_check, .create = channel_block_create,
-    .run = channel_block_run, .destroy = channel_block_destroy,
+    .run = channel_block_run, .destroy = channel_blocks_destroy,
 };

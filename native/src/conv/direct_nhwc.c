@@ -3,32 +3,14 @@
  * tap, copied for every output pixel, and the GEMM's K tiny.  Instead a run
  * of output pixels keeps its sums for a block of output channels in
  * registers and reads every tap's input channels straight from the NHWC
- * input, broadcast against a vector of weights.  The weights are packed
- * [block][tap][c][OC_BLOCK], zero-padded, at create.  Rows are split over
- * the workers and each pixel sums its taps in one order, so every split
- * gives the same bits. */
-#include <string.h>
-
-#include "conv_impl.h"
+ * input, broadcast against a vector of weights, packed [block][tap][c]
+ * [CHANNEL_BLOCK] at create (channel_blocks.h).  Rows are split over the
+ * workers and each pixel sums its taps in one order, so every split gives
+ * the same bits. */
+#include "channel_blocks.h"
 
 /* Input channels this algorithm takes: past them a GEMM's K is long enough. */
 #define DIRECT_MAX_C 8
-
-/* Output channels per block and pixels per run, as in depthwise.c: one
- * AVX-512 register and 8 sums, else one AVX2 / two NEON registers and 4. */
-#if defined(__AVX512F__)
-#define OC_BLOCK 16
-#define PIXEL_RUN 8
-#else
-#define OC_BLOCK 8
-#define PIXEL_RUN 4
-#endif
-typedef float oc_vec __attribute__((vector_size(OC_BLOCK * sizeof(float))));
-
-typedef struct {
-    float *weight;  /* [blocks][taps][c][OC_BLOCK] */
-    float *bias;    /* [blocks * OC_BLOCK] */
-} direct_state;
 
 static int direct_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                         const acl_ukernel *uk)
@@ -44,42 +26,18 @@ static int direct_check(const conv_algo *self, const acl_conv_shape *s, const co
 static int direct_create(acl_conv *conv, const float *weight)
 {
     const acl_conv_shape *s = &conv->s;
-    const int taps = conv->d.taps, blocks = acl_div_up(s->oc, OC_BLOCK);
-    const size_t wfloats = (size_t)blocks * taps * s->c * OC_BLOCK;
-    direct_state *st = acl_alloc(sizeof *st);
+    const int taps = conv->d.taps;
+    channel_blocks *st = channel_blocks_create(conv, (size_t)taps * s->c * CHANNEL_BLOCK);
     if (!st) return -1;
-    st->weight = acl_alloc(wfloats * sizeof(float));
-    st->bias = acl_alloc((size_t)blocks * OC_BLOCK * sizeof(float));
-    conv->impl = st;
-    if (!st->weight || !st->bias) return -1;
-    memset(st->weight, 0, wfloats * sizeof(float));
-    memset(st->bias, 0, (size_t)blocks * OC_BLOCK * sizeof(float));
-    /* OIHW: weight[o][ci][tap] */
+    /* OIHW weight[o][ci][tap] -> [block][tap][ci][CHANNEL_BLOCK] */
     for (int o = 0; o < s->oc; o++) {
-        float *block = st->weight + (size_t)(o / OC_BLOCK) * taps * s->c * OC_BLOCK;
+        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * taps * s->c * CHANNEL_BLOCK;
         for (int t = 0; t < taps; t++)
             for (int ci = 0; ci < s->c; ci++)
-                block[((size_t)t * s->c + ci) * OC_BLOCK + o % OC_BLOCK] =
+                block[((size_t)t * s->c + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
                     weight[((size_t)o * s->c + ci) * taps + t];
-        st->bias[o] = conv->bias[o];
     }
     return 0;
-}
-
-static void direct_destroy(acl_conv *conv)
-{
-    direct_state *st = conv->impl;
-    if (!st) return;
-    acl_free(st->weight);
-    acl_free(st->bias);
-    acl_free(st);
-}
-
-static inline oc_vec load_vec(const float *p)
-{
-    oc_vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
 }
 
 /* One output row's view of one block of output channels. */
@@ -89,8 +47,8 @@ typedef struct {
     const float *residual;  /* the row's residual at the block, or NULL */
     float *y;               /* the row's output at the block */
     const float *weight;    /* the block's packed taps */
-    oc_vec bias;
-    int oy, ky0, ky1, len;  /* len: the block's output channels (<= OC_BLOCK) */
+    channel_vec bias;
+    int oy, ky0, ky1, len;  /* len: the block's output channels (<= CHANNEL_BLOCK) */
 } block_row;
 
 /* Output pixels [ox, ox + count) of a block row; `checked`: their column taps
@@ -104,24 +62,24 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
     const int kw = s->kw;
     int kx0 = 0, kx1 = kw;
     if (checked) conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
-    oc_vec acc[PIXEL_RUN];
-    for (int p = 0; p < count; p++) acc[p] = (oc_vec){0};
+    channel_vec acc[PIXEL_RUN];
+    for (int p = 0; p < count; p++) acc[p] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
         const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
         const float *row = r->x + (size_t)iy * s->w * c;
         for (int kx = kx0; kx < kx1; kx++) {
-            const float *wt = r->weight + (size_t)(ky * kw + kx) * c * OC_BLOCK;
+            const float *wt = r->weight + (size_t)(ky * kw + kx) * c * CHANNEL_BLOCK;
             const float *xp = row + (ptrdiff_t)(ox * s->stride_w - s->pad_left + kx * s->dil_w) * c;
             for (int ci = 0; ci < c; ci++) {
-                const oc_vec wv = load_vec(wt + (size_t)ci * OC_BLOCK);
+                const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
                 for (int p = 0; p < count; p++)
                     acc[p] += xp[(size_t)p * s->stride_w * c + ci] * wv;
             }
         }
     }
     for (int p = 0; p < count; p++) {
-        float sums[OC_BLOCK];
-        oc_vec v = acc[p] + r->bias;
+        float sums[CHANNEL_BLOCK];
+        channel_vec v = acc[p] + r->bias;
         const size_t at = (size_t)(ox + p) * s->oc;
         memcpy(sums, &v, sizeof sums);
         if (r->residual)
@@ -161,7 +119,7 @@ static void direct_rows(void *arg, int begin, int end, int worker)
     const direct_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
-    const direct_state *st = conv->impl;
+    const channel_blocks *st = conv->impl;
     const int ow = conv->d.ow, oh = conv->d.oh, oc = s->oc;
     int lo, hi;
     conv_interior_columns(s, ow, &lo, &hi);
@@ -170,12 +128,13 @@ static void direct_rows(void *arg, int begin, int end, int worker)
         block_row r = {.s = s, .oy = row % oh,
                        .x = ctx->io->x + (size_t)(row / oh) * s->h * s->w * s->c};
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
-        for (int o0 = 0; o0 < oc; o0 += OC_BLOCK) {
+        for (int o0 = 0; o0 < oc; o0 += CHANNEL_BLOCK) {
             r.residual = ctx->io->residual ? ctx->io->residual + out_at + o0 : NULL;
             r.y = ctx->io->y + out_at + o0;
-            r.weight = st->weight + (size_t)(o0 / OC_BLOCK) * conv->d.taps * s->c * OC_BLOCK;
+            r.weight = st->weight + (size_t)(o0 / CHANNEL_BLOCK) * conv->d.taps * s->c *
+                                        CHANNEL_BLOCK;
             r.bias = load_vec(st->bias + o0);
-            r.len = acl_min(OC_BLOCK, oc - o0);
+            r.len = acl_min(CHANNEL_BLOCK, oc - o0);
             block_row_dispatch(&r, ow, lo, hi);
         }
         conv_activate_in_place(s, ctx->io->y + out_at, (size_t)ow * oc);
@@ -191,5 +150,5 @@ static int direct_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl
 const conv_algo conv_direct_nhwc = {
     .name = "direct_nhwc", .uses_ukernel = 0,
     .check = direct_check, .create = direct_create,
-    .run = direct_run, .destroy = direct_destroy,
+    .run = direct_run, .destroy = channel_blocks_destroy,
 };

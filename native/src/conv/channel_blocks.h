@@ -1,0 +1,64 @@
+/* What the direct NHWC kernels (depthwise_channel_block, direct_nhwc) share:
+ * output channels in blocks of one vector, a run of pixels whose sums stay in
+ * registers, and the weights packed block-major with the bias, zero-padded
+ * to whole blocks so that a partial last block needs no special weights. */
+#ifndef ACL_CHANNEL_BLOCKS_H
+#define ACL_CHANNEL_BLOCKS_H
+
+#include <string.h>
+
+#include "conv_impl.h"
+
+/* Output channels per block, as a GNU C vector that each ISA lowers to its
+ * own registers: one AVX-512 register, or one AVX2 / two NEON registers.
+ * Output pixels whose sums stay in registers together: 8 of AVX-512's 32
+ * registers; elsewhere 4, which is 8 of NEON's 32 or 4 of AVX2's 16. */
+#if defined(__AVX512F__)
+#define CHANNEL_BLOCK 16
+#define PIXEL_RUN 8
+#else
+#define CHANNEL_BLOCK 8
+#define PIXEL_RUN 4
+#endif
+typedef float channel_vec __attribute__((vector_size(CHANNEL_BLOCK * sizeof(float))));
+
+static inline channel_vec load_vec(const float *p)
+{
+    channel_vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* conv->impl of both kernels. */
+typedef struct {
+    float *weight;  /* [blocks][per_block floats], block b holding channels b*CHANNEL_BLOCK.. */
+    float *bias;    /* [blocks * CHANNEL_BLOCK] */
+} channel_blocks;
+
+/* Allocates conv->impl with zeroed weights of per_block floats per block of
+ * output channels, and the bias copied; the caller fills the weights. */
+static inline channel_blocks *channel_blocks_create(acl_conv *conv, size_t per_block)
+{
+    const int blocks = acl_div_up(conv->s.oc, CHANNEL_BLOCK);
+    channel_blocks *st = acl_alloc(sizeof *st);
+    if (!st) return NULL;
+    conv->impl = st;
+    st->weight = acl_alloc((size_t)blocks * per_block * sizeof(float));
+    st->bias = acl_alloc((size_t)blocks * CHANNEL_BLOCK * sizeof(float));
+    if (!st->weight || !st->bias) return NULL;
+    memset(st->weight, 0, (size_t)blocks * per_block * sizeof(float));
+    memset(st->bias, 0, (size_t)blocks * CHANNEL_BLOCK * sizeof(float));
+    memcpy(st->bias, conv->bias, (size_t)conv->s.oc * sizeof(float));
+    return st;
+}
+
+static inline void channel_blocks_destroy(acl_conv *conv)
+{
+    channel_blocks *st = conv->impl;
+    if (!st) return;
+    acl_free(st->weight);
+    acl_free(st->bias);
+    acl_free(st);
+}
+
+#endif

@@ -48,4 +48,5 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
     for n in p.nodes:
         times = (f"{n.tuned_ms:8.3f} ms  default {n.default_ms:8.3f} ms"
                  if n.tuned_ms and n.default_ms else "not measured")
-        click.echo(f"{n.node:{width}s}  {str(n.config):52s}  {times}")
+        pinned = f"  pinned ({n.pinned})" if n.pinned else ""
+        click.echo(f"{n.node:{width}s}  {str(n.config):52s}  {times}{pinned}")

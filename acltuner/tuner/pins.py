@@ -201,18 +201,20 @@ def resolve_pins(pins: Iterable[Pin], nodes: Iterable[tuple[str, ConvShape, bool
     by_name = {name: (shape, first) for name, shape, first in nodes}
     chosen: dict[str, PinnedNode] = {}
     pins = list(pins)
-    # Kinds first, so that a node's own pin replaces them.
-    for pin in sorted(pins, key=lambda p: p.node is not None):
+    own = {pin.node for pin in pins if pin.node is not None}
+    for pin in pins:
         if pin.node is not None:
             if pin.node not in by_name:
                 raise pin.error(f"no convolution named {pin.node!r} in the model "
-                                f"({_some(by_name)})")
+                                f"(its convolutions: {some_names(by_name)})")
             matched = [pin.node]
         else:
             matched = [name for name, shape, first in nodes if pin.kind in kinds_of(shape, first)]
             if not matched:
                 raise pin.error(f"no convolution of the model is {pin.kind}")
         for name in matched:
+            if pin.kind and name in own:  # its own pin overrides the kind's
+                continue
             shape, _ = by_name[name]
             default = default_of(shape)
             try:
@@ -221,14 +223,13 @@ def resolve_pins(pins: Iterable[Pin], nodes: Iterable[tuple[str, ConvShape, bool
             except ValueError as e:
                 raise pin.error(f"node {name}: {e}" if pin.kind else str(e)) from None
             before = chosen.get(name)
-            if (before is not None and before.config != config
-                    and (before.pin.node is not None or pin.node is None)):
+            if before is not None and before.config != config:
                 raise pin.error(f"node {name} is pinned differently by {before.pin.text}")
             chosen[name] = PinnedNode(config, pin)
     return chosen
 
 
-def _some(names: Iterable[str], most: int = 8) -> str:
+def some_names(names: Iterable[str], most: int = 8) -> str:
     names = list(names)
     listed = ", ".join(names[:most])
-    return f"its convolutions: {listed}{', ...' if len(names) > most else ''}"
+    return f"{listed}{', ...' if len(names) > most else ''}"

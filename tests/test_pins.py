@@ -5,6 +5,7 @@ every bad pin or edit is one line.  No assertion is on a measured time."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import onnx
 import pytest
@@ -14,7 +15,7 @@ from acltuner.engine import native
 from acltuner.plan import load_plan
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error, default_plan, invoke, run_check
-from records_checks import read_records
+from records_checks import latest, read_records
 
 # By construction below: which nodes are of which kind.
 DEPTHWISE = {"dw", "dw2"}
@@ -65,11 +66,12 @@ def test_a_node_pin_is_measured_once_not_searched_and_runs_right(model, tmp_path
     # The rule's placement and workloads.
     assert c2.config.core_weights == c2.default_config.core_weights
     assert c2.config.workloads == c2.default_config.workloads
-    pinned = [r for r in read_records(tmp_path / "r.jsonl") if r["strategy"] == "pinned"]
-    assert [r["config"] for r in pinned if r["config"] == c2.config.to_dict()] \
-        == [c2.config.to_dict()]
-    assert c2.tuned_ms == next(r["median_ms"] for r in pinned
-                               if r["config"] == c2.config.to_dict())
+    # Measured once (or again, once, if noise control asked: latest() checks).
+    records = latest(read_records(tmp_path / "r.jsonl"))
+    pinned = [r for r in records
+              if r["task"] == c2.task and r["config"] == c2.config.to_dict()]
+    assert [r["strategy"] for r in pinned] == ["pinned"]
+    assert c2.tuned_ms == pinned[0]["median_ms"]
     # c3, of c2's task, is still searched: more than the default and the pin measured.
     searched = [r for r in read_records(tmp_path / "r.jsonl") if r["task"] == c3.task]
     assert len({str(r["config"]) for r in searched}) >= 6
@@ -89,6 +91,11 @@ def test_a_kind_pins_every_matching_node_and_only_those(model, tmp_path):
     assert pinned["c4"].config.algorithm == "im2col"
     assert pinned["dw2"].pinned == "dw2=depthwise_pixel"  # the node's own pin wins
     assert ", 3 node(s) pinned" in result.output
+    # Not searched: its task measured the pin and the default only.
+    dw = pinned["dw"]
+    measured = {str(r["config"]) for r in read_records(tmp_path / "r.jsonl")
+                if r["task"] == dw.task}
+    assert measured == {str(dw.config.to_dict()), str(dw.default_config.to_dict())}
     show = invoke("plan", "show", plan_path)
     assert show.exit_code == 0, show.output
     for line in show.output.splitlines():
@@ -197,3 +204,14 @@ def test_a_bad_edit_is_refused_and_leaves_the_file(model, tmp_path, setting, nee
     result = invoke("plan", "edit", plan_path, "--set", "c2=im2col", "--set", setting)
     assert_one_line_error(result, *needles)
     assert plan_path.read_bytes() == before
+
+
+def test_tasks_shows_the_kinds_a_selector_matches(model):
+    result = invoke("tasks", model, "--json")
+    assert result.exit_code == 0, result.output
+    kinds = {name: set(t["kinds"]) for t in json.loads(result.stdout)["tasks"]
+             for name in t["node_names"]}
+    assert {n for n, k in kinds.items() if "depthwise" in k} == DEPTHWISE
+    assert {n for n, k in kinds.items() if "strided" in k} == STRIDED
+    assert {n for n, k in kinds.items() if "first" in k} == {"c1"}
+    assert {n for n, k in kinds.items() if "pointwise" in k} == {"pw", "c4"}

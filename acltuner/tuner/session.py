@@ -41,8 +41,8 @@ def launcher_command(board: Board) -> list[str]:
     if board.launcher_wrapper:  # e.g. qemu: the board's own build, run through the wrapper
         return [*board.launcher_wrapper, str(build_for_board(board))]
     raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
-                     f"tune it with --host, or give the board file a launcher_wrapper (e.g. "
-                     f"qemu-aarch64) to measure it here")
+                     f"reach the board with --host, or give the board file a launcher_wrapper "
+                     f"(e.g. qemu-aarch64) to measure it here")
 
 
 def open_launcher(board: Board, host: str | None) -> LauncherClient:

@@ -80,8 +80,8 @@ class Pin:
 
 
 def _algorithm_kernel(text: str, where: str) -> tuple[str, str | None]:
-    algorithm, _, ukernel = text.partition("/")
-    if not algorithm or "/" in ukernel or (_ and not ukernel):
+    algorithm, slash, ukernel = text.partition("/")
+    if not algorithm or "/" in ukernel or (slash and not ukernel):
         raise ValueError(f"{where}: expected ALGORITHM or ALGORITHM/KERNEL, got {text!r}")
     return algorithm, ukernel or None
 

@@ -18,7 +18,7 @@ import numpy as np
 from acltuner.armnn_default import armnn_default
 from acltuner.board.model import Board
 from acltuner.engine import native
-from acltuner.engine.config import ExecConfig
+from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
@@ -149,7 +149,6 @@ class TaskTuner:
             return [r for r, _ in pairs]
         return measure
 
-
     def _measure_and_record(self, task: Task, configs: list[ExecConfig], strategy: str) -> list:
         pairs = self.runner.measure(configs)
         self.store.append([Record.from_measurement(
@@ -158,7 +157,7 @@ class TaskTuner:
         return pairs
 
 
-def rule_default(board: Board, rules: EngineRules, shape) -> ExecConfig:
+def rule_default(board: Board, rules: EngineRules, shape: ConvShape) -> ExecConfig:
     """The config ArmNN's rules run `shape` with on this board and engine."""
     return armnn_default(shape, [list(c.cpus) for c in board.clusters],
                          [c.capacity or c.max_freq_mhz for c in board.clusters], board.ncores,
@@ -179,17 +178,13 @@ def units(tasks: list[Task], pinned: dict[str, PinnedNode]) -> list[tuple[Task, 
     its pinned nodes, one part per pinned config, not searched."""
     out = []
     for task in tasks:
-        parts: dict[ExecConfig | None, list[str]] = {}
-        pin_of: dict[ExecConfig, PinnedNode] = {}
+        parts: dict[PinnedNode | None, list[str]] = {}
         for name in task.nodes:
-            p = pinned.get(name)
-            parts.setdefault(p and p.config, []).append(name)
-            if p:
-                pin_of.setdefault(p.config, p)
-        for config, names in parts.items():
+            parts.setdefault(pinned.get(name), []).append(name)
+        for pin, names in parts.items():
             part = dataclasses.replace(task, nodes=names,
                                        flops=task.flops // len(task.nodes) * len(names))
-            out.append((part, pin_of.get(config)))
+            out.append((part, pin))
     return out
 
 

@@ -108,7 +108,7 @@ class TaskTuner:
                           best.median_ms if best else None, len(outcome.measured),
                           len(already), space.size, outcome.model_s)
 
-    def tune_pinned(self, task: Task, config: ExecConfig, pin: str) -> TaskReport:
+    def tune_pinned(self, task: Task, config: ExecConfig, pin: str, label: str) -> TaskReport:
         """The task's nodes all pinned to `config`: nothing searched; it and
         the default are measured once each unless the records have them."""
         default = self.default_config(task)
@@ -118,6 +118,7 @@ class TaskTuner:
         if self.strategy == "default":
             return TaskReport(task, default, config, None, None, 0, len(already), 0, 0.0, pin)
         todo = [c for c in dict.fromkeys([default, config]) if c not in already]
+        self.reporter.progress(f"{label} pinned ({pin}): {len(todo)} to measure, not searched")
         measured = self._measurer(task, default, already, "pinned")(todo) if todo else []
         result = next(r for r in [*measured, already.get(config)] if r and r.config == config)
         if not result.ok:
@@ -226,10 +227,11 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
     reports = []
     todo = units(taskset.tasks, pinned or {})
     for i, (task, pin) in enumerate(todo, 1):
+        label = f"task {i}/{len(todo)} {task.key}"
         if pin:
-            report = tuner.tune_pinned(task, pin.config, pin.pin.text)
+            report = tuner.tune_pinned(task, pin.config, pin.pin.text, label)
         else:
-            report = tuner.tune(task, f"task {i}/{len(todo)} {task.key}")
+            report = tuner.tune(task, label)
         reports.append(report)
         tuner.reporter.task_done(report)
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},

@@ -99,7 +99,7 @@ def test_resnet18_tasks_and_table(zoo_path):
             uks = [uk.name for uk in native.ukernels()] if native.uses_ukernel(a) else [None]
             assert any(native.check(t.shape, a, uk) is None for uk in uks)
     out = _tasks_cli(zoo_path("resnet18")).stdout.splitlines()
-    assert out[0].split() == ["key", "nodes", "GFLOPs", "share%", "algorithms"]
+    assert out[0].split() == ["key", "nodes", "GFLOPs", "share%", "kinds", "algorithms"]
     assert out[1].split()[:3] == [first.key, "4", f"{first.flops / 1e9:.3f}"]
     assert out[-1] == "20 convolutions -> 11 tasks"
 

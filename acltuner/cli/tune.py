@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from acltuner.board.model import Board
     from acltuner.plan import Plan
+    from acltuner.tuner.in_context import ContextCheck
     from acltuner.tuner.tune import TaskReport
     from acltuner.tuner.tuner_config import TunerConfig
 
@@ -51,8 +52,12 @@ if TYPE_CHECKING:
                    "'kind=KIND:ALG[/KERNEL]' for every node of a kind (see below). Repeatable.")
 @click.option("--pins", "pins_file", default=None, metavar="FILE",
               help="Pins in a YAML file (see below), applied with the --pin ones.")
+@click.option("--in-context/--no-in-context", default=True, show_default=True,
+              help="After tuning, run the whole model with the tuned and the default plans in "
+                   "turns on the board; nodes faster with their default in the model take it, "
+                   "and the fastest plan is written (the whole model must run natively).")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host, pin_texts, pins_file):
+         input_shapes, config_path, seed, host, pin_texts, pins_file, in_context):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -60,6 +65,12 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     board, guided by an XGBoost cost model: 50 random configurations, then
     rounds of the model's 3 best guesses plus 2 random ones.  The ArmNN-rule
     default is always measured too, so every task reports default vs tuned.
+
+    A task's winner is measured alone; in the whole model it can lose to
+    its default.  So after tuning, the whole model runs on the board with the
+    tuned and the default plans in turns; a node that is faster in the model
+    with its default takes it back, and the fastest of the tuned plan, the
+    default plan and that mix is written (--no-in-context skips this).
 
     Every measurement is saved to the records file as it is taken: after
     Ctrl-C or a crash, run the same command again and it resumes without
@@ -95,7 +106,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 reporter=_Printer(plan_path), pins=pins)
+                 reporter=_Printer(plan_path), pins=pins, in_context=in_context)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
@@ -143,6 +154,17 @@ class _Printer(TuneReporter):
     def task_done(self, report: TaskReport) -> None:
         self.line.clear()
         click.echo(_task_line(report))
+
+    def in_context(self, check: ContextCheck) -> None:
+        self.line.clear()
+        if check.skipped:
+            click.echo(f"in context: not checked: {check.skipped}", err=True)
+            return
+        times = ", ".join(f"{name} {ms:.3f} ms" for name, ms in check.ms.items())
+        reverted = f"; {len(check.reverted)} node(s) faster with their default" \
+            if check.reverted else ""
+        click.echo(f"in context (whole model, medians): {times}{reverted}; kept the "
+                   f"{check.kept} plan", err=True)
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         if reconnects:

@@ -13,9 +13,10 @@ from acltuner.board.model import Board
 from acltuner.board.registry import load_board
 from acltuner.engine.build import build_for_board, host_isa
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
-from acltuner.plan import Plan
+from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
+from acltuner.tuner.in_context import check_in_context
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.pins import EngineRules, Pin
 from acltuner.tuner.tune import TaskReport, pin_nodes, tune_model
@@ -64,7 +65,9 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
              host: str | None = None, reporter: TuneReporter | None = None,
-             pins: Sequence[Pin] = ()) -> tuple[Plan, list[TaskReport]]:
+             pins: Sequence[Pin] = (), in_context: bool = True) -> tuple[Plan, list[TaskReport]]:
+    """in_context: check the tuned plan whole against the default one after
+    tuning (check_in_context) and keep the faster."""
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -86,6 +89,12 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
                                    pinned=pinned)
+        if in_context and strategy != "default":
+            check = check_in_context(plan, client, progress=reporter.progress)
+            reporter.in_context(check)
+            if check.kept != "tuned":
+                plan = check.plan
+                save_plan(plan, plan_path)
         reconnects = getattr(client, "reconnects", 0)
     reporter.finished(plan, reports, reconnects)
     return plan, reports

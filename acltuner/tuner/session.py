@@ -46,19 +46,29 @@ def launcher_command(board: Board) -> list[str]:
                      f"(e.g. qemu-aarch64) to measure it here")
 
 
-def open_launcher(board: Board, host: str | None) -> LauncherClient:
+def open_launcher(board: Board, host: str | None, realtime: bool = False) -> LauncherClient:
     """The launcher that measures `board`: on `host` over ssh (deployed there
-    by `acltuner deploy`), else on this machine; checked against the board's cores."""
+    by `acltuner deploy`), else on this machine; checked against the board's
+    cores.  realtime: at the lowest real-time priority, where allowed."""
     if host:
         from acltuner.remote.launcher import RemoteLauncherClient
-        return RemoteLauncherClient(board, host, timeout_s=LAUNCHER_TIMEOUT_S)
-    client = LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S)
+        return RemoteLauncherClient(board, host, timeout_s=LAUNCHER_TIMEOUT_S, realtime=realtime)
+    client = LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S,
+                            realtime=realtime)
     try:
         check_cores(board, client.hello_info["cpus"], "this machine")
     except Exception:
         client.close()
         raise
     return client
+
+
+def _priority(client: LauncherClient) -> str:
+    if client.scheduling == "fifo":
+        return ", real-time priority"
+    if client.scheduling:
+        return f", normal priority (real-time refused: {client.scheduling_reason})"
+    return ""
 
 
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
@@ -78,13 +88,14 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
     # The launcher too: a board the measuring machine cannot run fails before any output.
-    with open_launcher(board, host) as client:
+    with open_launcher(board, host, config.measure.realtime) as client:
         pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
         if strategy != "default":  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         records.parent.mkdir(parents=True, exist_ok=True)
         reporter.started(model, board, host, strategy, config,
-                         config.measure.options(client.largest_cache_bytes).label, records)
+                         config.measure.options(client.largest_cache_bytes).label
+                         + _priority(client), records)
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,

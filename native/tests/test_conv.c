@@ -328,6 +328,22 @@ static void run_wide_winograd_cases(void)
     }
 }
 
+/* A map large enough that Winograd runs fused (winograd.c: V and M past 4 MB
+ * staged, a small U), with partial tiles at the right and bottom edges,
+ * asymmetric pads, and the epilogue (a residual and an activation, drawn by
+ * problem_init) applied per block. */
+static void run_fused_winograd_cases(void)
+{
+    static const int sizes[][4] = {{70, 71, 96, 24}, {41, 90, 64, 40}};
+    for (int i = 0; i < 2; i++) {
+        acl_conv_shape s = {.n = 1, .h = sizes[i][0], .w = sizes[i][1], .c = sizes[i][2],
+                            .oc = sizes[i][3], .kh = 3, .kw = 3, .stride_h = 1, .stride_w = 1,
+                            .dil_h = 1, .dil_w = 1, .pad_top = 1, .pad_left = 2,
+                            .pad_bottom = 0, .pad_right = 1, .group = 1};
+        run_case(&s);
+    }
+}
+
 /* ---- unsupported combinations name their reason ----------------------------- */
 
 static const char *first_ukernel(const char *style)
@@ -506,6 +522,7 @@ int main(int argc, char **argv)
     }
     check_rejections();
     run_wide_winograd_cases();
+    run_fused_winograd_cases();
     for (int i = 0; i < cases; i++) {
         acl_conv_shape s;
         int oh, ow;

@@ -8,7 +8,17 @@
  *   pre   input transform  V[p][tile][c]   = (B^T d B)[p]
  *   gemm  per point p and group: M[p][tile][oc] = V[p] U[p]   (one batch)
  *   post  output transform  y = A^T M A, + bias + residual, activation
- * U[p] = (G w G^T)[p] is computed in double and packed at create. */
+ * U[p] = (G w G^T)[p] is computed in double and packed at create.
+ *
+ * Staged, each step runs over every tile before the next: V and M, points x
+ * tiles x channels, are written once and read back.  Fine while they stay in
+ * the caches; a large map (a text detector's 184 x 184 x 96) makes them tens
+ * of megabytes, and the three steps then wait on memory.  Such a shape runs
+ * fused instead: a worker takes a block of tiles through all three steps in
+ * its own small V and M, re-reading the packed U for every block, which is
+ * cheap while U is small enough to stay in L2.  The choice is made at
+ * create, from the shape; either way a tile's sums see the same micro-kernel
+ * calls in the same order, and the split only moves whole blocks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,12 +34,29 @@ typedef struct {
 #define CHANNEL_BLOCK 128
 #define PATCH_FLOATS (WINOGRAD_MAX_ALPHA * WINOGRAD_MAX_ALPHA * CHANNEL_BLOCK)
 
+/* Fused when the staged V and M would pass this... */
+#define STAGED_MAX_BYTES (4u << 20)
+/* ...and the packed U, read again for every block, stays below this (one
+ * core's L2 here; measured, one core, F(4x4, 3x3): 184 x 184, 96 -> 24 (U
+ * 0.3 MB) 13.4 -> 7.0 ms fused, 112 x 112, 64 -> 64 (U 0.6 MB) 2.7 -> 2.4 ms,
+ * but 56 x 56, 128 -> 128 (U 2.4 MB) 1.5 -> 1.7 ms). */
+#define FUSED_MAX_U_BYTES (1u << 20)
+/* A fused block's V and M fill about this much (half of a 1 MB L2). */
+#define FUSED_BLOCK_BYTES (512u << 10)
+
 typedef struct {
     winograd_matrices th, tw;  /* along h and along w */
     int points;                /* alpha_h * alpha_w */
     int tiles_h, tiles_w, tiles;
+    int fused;
+    /* staged */
     size_t v_at;               /* scratch: V, points x tiles x c */
     size_t mt_at;              /* scratch: M, points x tiles x oc */
+    /* fused */
+    int block_cap;             /* most tiles in one block */
+    int workers;               /* per-worker buffers reserved */
+    size_t worker_floats;      /* one worker's V, M and A panel */
+    size_t workers_at;         /* scratch: workers x worker_floats */
     conv_gemm gemm;            /* job p * group + g */
 } winograd_state;
 
@@ -80,14 +107,31 @@ static int winograd_create(acl_conv *conv, const float *weight)
     st->tiles_h = acl_div_up(d->oh, v->m_h);
     st->tiles_w = acl_div_up(d->ow, v->m_w);
     st->tiles = s->n * st->tiles_h * st->tiles_w;
-    st->v_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->c * sizeof(float));
-    st->mt_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->oc * sizeof(float));
+    const size_t tile_bytes = (size_t)st->points * (s->c + s->oc) * sizeof(float);
+    const size_t u_bytes = (size_t)st->points * s->oc * d->cg * sizeof(float);
+    st->fused = tile_bytes * st->tiles > STAGED_MAX_BYTES && u_bytes <= FUSED_MAX_U_BYTES;
+    int rc;
+    if (st->fused) {
+        st->block_cap = acl_max(1, (int)(FUSED_BLOCK_BYTES / tile_bytes));
+        st->workers = acl_cpu_count();
+        st->worker_floats = (size_t)st->points * st->block_cap * (s->c + s->oc) +
+                            acl_gemm_packed_a_floats(conv->uk, st->block_cap, d->cg);
+        st->workers_at =
+            conv_scratch_reserve(conv, st->worker_floats * st->workers * sizeof(float));
+        /* M = 0: each block sets its jobs' A, M and C. */
+        rc = conv_gemm_create(&st->gemm, conv, st->points * s->group, 0, 1, d->cg, d->ocg);
+    } else {
+        st->v_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->c *
+                                                  sizeof(float));
+        st->mt_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->oc *
+                                                   sizeof(float));
+        rc = conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg,
+                              d->ocg);
+    }
     /* One point's U at a time: the packed U is already points x the
      * weights, a whole unpacked copy beside it would double that at load. */
-    float *u = acl_alloc((size_t)s->oc * d->cg * sizeof(float));
-    int rc = u ? conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg,
-                                  d->ocg)
-               : -1;
+    float *u = rc == 0 ? acl_alloc((size_t)s->oc * d->cg * sizeof(float)) : NULL;
+    if (!u) rc = -1;
     for (int p = 0; rc == 0 && p < st->points; p++) {
         transform_point(st, conv, weight, p / st->tw.alpha, p % st->tw.alpha, u);
         for (int g = 0; rc == 0 && g < s->group; g++)
@@ -100,20 +144,17 @@ static int winograd_create(acl_conv *conv, const float *weight)
 
 /* Job (p, g): V[p]'s group-g channels times U[p]'s group-g block into M[p]'s
  * group-g columns; bias and activation wait for the output transform, which
- * is linear only before them. */
-static void point_jobs(winograd_state *st, const acl_conv *conv, float *v, float *mt)
+ * is linear only before them.  V[p] and M[p] hold `slots` tiles each. */
+static void point_job(acl_gemm_job *job, const acl_conv *conv, int p, int g, size_t slots,
+                      float *v, float *mt)
 {
     const acl_conv_shape *s = &conv->s;
-    for (int p = 0; p < st->points; p++)
-        for (int g = 0; g < s->group; g++) {
-            acl_gemm_job *job = &st->gemm.jobs[p * s->group + g];
-            job->a = (acl_a_source){
-                .base = v + ((size_t)p * st->tiles * s->c + (size_t)g * conv->d.cg),
-                .lda = s->c,
-            };
-            job->c = mt + ((size_t)p * st->tiles * s->oc + (size_t)g * conv->d.ocg);
-            job->ldc = s->oc;
-        }
+    job->a = (acl_a_source){
+        .base = v + ((size_t)p * slots * s->c + (size_t)g * conv->d.cg),
+        .lda = s->c,
+    };
+    job->c = mt + ((size_t)p * slots * s->oc + (size_t)g * conv->d.ocg);
+    job->ldc = s->oc;
 }
 
 /* dst row i = sum_k mat[i][k] * src row k, rows of len floats; zero
@@ -141,7 +182,8 @@ static void combine_rows(const float *mat, int rows, int cols, const float *src,
 typedef struct {
     const acl_conv *conv;
     const conv_io *io;
-    float *v, *mt;  /* in the run's scratch */
+    float *v, *mt;  /* in the run's scratch: staged V and M, or the workers' buffers */
+    int block;      /* fused: tiles per block */
 } winograd_ctx;
 
 /* patch[a][e][len] = x[iy0 + a][ix0 + e][c0 .. c0 + len), zero outside. */
@@ -159,88 +201,137 @@ static void gather_patch(const float *x, const acl_conv_shape *s, int b, int iy0
         }
 }
 
-/* Unit: one row of tiles of one image.  Interior tiles are transformed
- * straight from the input; edge tiles from a zero-padded copy. */
-static void input_transform(void *arg, int begin, int end, int worker)
+/* Tile `tile`'s V into slot `slot` of v (points x slots x c).  Interior
+ * tiles are transformed straight from the input; edge tiles from a
+ * zero-padded copy. */
+static void input_tile(const winograd_ctx *ctx, int tile, float *v, size_t slots, size_t slot)
 {
-    const winograd_ctx *ctx = arg;
     const acl_conv_shape *s = &ctx->conv->s;
     const winograd_state *st = ctx->conv->impl;
     const winograd_matrices *th = &st->th, *tw = &st->tw;
     float patch[PATCH_FLOATS], half[PATCH_FLOATS];
-    ptrdiff_t point_stride = (ptrdiff_t)st->tiles * s->c;
-    for (int unit = begin; unit < end; unit++) {
-        int b = unit / st->tiles_h, iy0 = unit % st->tiles_h * th->m - s->pad_top;
-        for (int tx = 0; tx < st->tiles_w; tx++) {
-            int tile = unit * st->tiles_w + tx, ix0 = tx * tw->m - s->pad_left;
-            int interior = iy0 >= 0 && iy0 + th->alpha <= s->h && ix0 >= 0 &&
-                           ix0 + tw->alpha <= s->w;
-            for (int c0 = 0; c0 < s->c; c0 += CHANNEL_BLOCK) {
-                int len = acl_min(CHANNEL_BLOCK, s->c - c0);
-                const float *src = patch;
-                ptrdiff_t pixel_stride = len, row_stride = (ptrdiff_t)tw->alpha * len;
-                if (interior) {
-                    src = ctx->io->x + ((size_t)(b * s->h + iy0) * s->w + ix0) * s->c + c0;
-                    pixel_stride = s->c;
-                    row_stride = (ptrdiff_t)s->w * s->c;
-                } else {
-                    gather_patch(ctx->io->x, s, b, iy0, ix0, th->alpha, tw->alpha, c0, len, patch);
-                }
-                /* along w, input row by row into half[a][j][len] */
-                for (int a = 0; a < th->alpha; a++)
-                    combine_rows(tw->bt, tw->alpha, tw->alpha, src + a * row_stride, pixel_stride,
-                                 half + a * tw->alpha * len, len, len);
-                /* along h, column by column into V[(i, j)][tile] */
-                for (int j = 0; j < tw->alpha; j++)
-                    combine_rows(th->bt, th->alpha, th->alpha, half + j * len,
-                                 (ptrdiff_t)tw->alpha * len,
-                                 ctx->v + j * point_stride + (size_t)tile * s->c + c0,
-                                 tw->alpha * point_stride, len);
-            }
+    const ptrdiff_t point_stride = (ptrdiff_t)slots * s->c;
+    const int row = tile / st->tiles_w, tx = tile % st->tiles_w;
+    const int b = row / st->tiles_h, iy0 = row % st->tiles_h * th->m - s->pad_top;
+    const int ix0 = tx * tw->m - s->pad_left;
+    const int interior = iy0 >= 0 && iy0 + th->alpha <= s->h && ix0 >= 0 &&
+                         ix0 + tw->alpha <= s->w;
+    for (int c0 = 0; c0 < s->c; c0 += CHANNEL_BLOCK) {
+        int len = acl_min(CHANNEL_BLOCK, s->c - c0);
+        const float *src = patch;
+        ptrdiff_t pixel_stride = len, row_stride = (ptrdiff_t)tw->alpha * len;
+        if (interior) {
+            src = ctx->io->x + ((size_t)(b * s->h + iy0) * s->w + ix0) * s->c + c0;
+            pixel_stride = s->c;
+            row_stride = (ptrdiff_t)s->w * s->c;
+        } else {
+            gather_patch(ctx->io->x, s, b, iy0, ix0, th->alpha, tw->alpha, c0, len, patch);
         }
+        /* along w, input row by row into half[a][j][len] */
+        for (int a = 0; a < th->alpha; a++)
+            combine_rows(tw->bt, tw->alpha, tw->alpha, src + a * row_stride, pixel_stride,
+                         half + a * tw->alpha * len, len, len);
+        /* along h, column by column into V[(i, j)][slot] */
+        for (int j = 0; j < tw->alpha; j++)
+            combine_rows(th->bt, th->alpha, th->alpha, half + j * len,
+                         (ptrdiff_t)tw->alpha * len, v + j * point_stride + slot * s->c + c0,
+                         tw->alpha * point_stride, len);
     }
 }
 
-static void output_transform(void *arg, int begin, int end, int worker)
+/* Tile `tile`'s output from slot `slot` of mt (points x slots x oc), with
+ * bias, residual and activation. */
+static void output_tile(const winograd_ctx *ctx, int tile, const float *mt, size_t slots,
+                        size_t slot)
 {
-    const winograd_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const winograd_state *st = conv->impl;
     const winograd_matrices *th = &st->th, *tw = &st->tw;
     float half[PATCH_FLOATS], out[PATCH_FLOATS];
-    ptrdiff_t point_stride = (ptrdiff_t)st->tiles * s->oc;
-    for (int unit = begin; unit < end; unit++) {
-        int b = unit / st->tiles_h, ty = unit % st->tiles_h;
-        for (int tx = 0; tx < st->tiles_w; tx++) {
-            int tile = unit * st->tiles_w + tx;
-            for (int o0 = 0; o0 < s->oc; o0 += CHANNEL_BLOCK) {
-                int len = acl_min(CHANNEL_BLOCK, s->oc - o0);
-                for (int a = 0; a < th->alpha; a++)
-                    combine_rows(tw->at, tw->m, tw->alpha,
-                                 ctx->mt + a * tw->alpha * point_stride + (size_t)tile * s->oc + o0,
-                                 point_stride, half + a * tw->m * len, len, len);
-                int row = tw->m * len;
-                combine_rows(th->at, th->m, th->alpha, half, row, out, row, row);
-                for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++)
-                    for (int j = 0; j < tw->m && tx * tw->m + j < conv->d.ow; j++) {
-                        size_t at = (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow +
-                                     tx * tw->m + j) * s->oc + o0;
-                        const float *res = ctx->io->residual ? ctx->io->residual + at : NULL;
-                        conv_finish(s, ctx->io->y + at, out + (i * tw->m + j) * len,
-                                    conv->bias + o0, res, len);
-                    }
+    const ptrdiff_t point_stride = (ptrdiff_t)slots * s->oc;
+    const int row = tile / st->tiles_w, tx = tile % st->tiles_w;
+    const int b = row / st->tiles_h, ty = row % st->tiles_h;
+    for (int o0 = 0; o0 < s->oc; o0 += CHANNEL_BLOCK) {
+        int len = acl_min(CHANNEL_BLOCK, s->oc - o0);
+        for (int a = 0; a < th->alpha; a++)
+            combine_rows(tw->at, tw->m, tw->alpha,
+                         mt + a * tw->alpha * point_stride + slot * s->oc + o0, point_stride,
+                         half + a * tw->m * len, len, len);
+        int width = tw->m * len;
+        combine_rows(th->at, th->m, th->alpha, half, width, out, width, width);
+        for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++)
+            for (int j = 0; j < tw->m && tx * tw->m + j < conv->d.ow; j++) {
+                size_t at = (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow +
+                             tx * tw->m + j) * s->oc + o0;
+                const float *res = ctx->io->residual ? ctx->io->residual + at : NULL;
+                conv_finish(s, ctx->io->y + at, out + (i * tw->m + j) * len, conv->bias + o0,
+                            res, len);
             }
+    }
+}
+
+/* Staged units: one row of tiles of one image. */
+static void input_transform(void *arg, int begin, int end, int worker)
+{
+    const winograd_ctx *ctx = arg;
+    const winograd_state *st = ctx->conv->impl;
+    for (int tile = begin * st->tiles_w; tile < end * st->tiles_w; tile++)
+        input_tile(ctx, tile, ctx->v, (size_t)st->tiles, (size_t)tile);
+}
+
+static void output_transform(void *arg, int begin, int end, int worker)
+{
+    const winograd_ctx *ctx = arg;
+    const winograd_state *st = ctx->conv->impl;
+    for (int tile = begin * st->tiles_w; tile < end * st->tiles_w; tile++)
+        output_tile(ctx, tile, ctx->mt, (size_t)st->tiles, (size_t)tile);
+}
+
+/* Fused units: blocks of ctx->block tiles, each through all three steps in
+ * the worker's own V, M and A panel. */
+static void fused_blocks(void *arg, int begin, int end, int worker)
+{
+    const winograd_ctx *ctx = arg;
+    const acl_conv *conv = ctx->conv;
+    const winograd_state *st = conv->impl;
+    const size_t slots = (size_t)ctx->block;
+    float *v = ctx->v + st->worker_floats * worker;
+    float *mt = v + (size_t)st->points * slots * conv->s.c;
+    float *packed = mt + (size_t)st->points * slots * conv->s.oc;
+    for (int blk = begin; blk < end; blk++) {
+        const int t0 = blk * ctx->block, t1 = acl_min(st->tiles, t0 + ctx->block);
+        for (int tile = t0; tile < t1; tile++) input_tile(ctx, tile, v, slots, tile - t0);
+        for (int j = 0; j < st->points * conv->s.group; j++) {
+            acl_gemm_job job = st->gemm.jobs[j];  /* the packed U of (point, group) */
+            point_job(&job, conv, j / conv->s.group, j % conv->s.group, slots, v, mt);
+            job.m = t1 - t0;
+            job.a_packed = packed;
+            acl_gemm_job_run(&job);
         }
+        for (int tile = t0; tile < t1; tile++) output_tile(ctx, tile, mt, slots, tile - t0);
     }
 }
 
 static int winograd_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     winograd_state *st = conv->impl;
+    if (st->fused) {
+        if (acl_exec_active(ex) > st->workers)
+            return acl_fail("%s has buffers for %d workers, the split uses %d", conv->algo->name,
+                            st->workers, acl_exec_active(ex));
+        /* Enough blocks for every workload, none larger than the buffers. */
+        const int block = acl_min(st->block_cap, acl_div_up(st->tiles, ex->workloads));
+        float *workers = conv_scratch_at(io, st->workers_at);
+        winograd_ctx ctx = {conv, io, workers, NULL, block};
+        return conv_stage(ex, acl_div_up(st->tiles, block), fused_blocks, &ctx, &t->gemm_ms);
+    }
     int units = conv->s.n * st->tiles_h;
-    winograd_ctx ctx = {conv, io, conv_scratch_at(io, st->v_at), conv_scratch_at(io, st->mt_at)};
-    point_jobs(st, conv, ctx.v, ctx.mt);
+    winograd_ctx ctx = {conv, io, conv_scratch_at(io, st->v_at), conv_scratch_at(io, st->mt_at),
+                        0};
+    for (int j = 0; j < st->points * conv->s.group; j++)
+        point_job(&st->gemm.jobs[j], conv, j / conv->s.group, j % conv->s.group,
+                  (size_t)st->tiles, ctx.v, ctx.mt);
     if (conv_stage(ex, units, input_transform, &ctx, &t->pre_ms) != 0) return -1;
     if (conv_gemm_run(&st->gemm, ex, io, t) != 0) return -1;
     return conv_stage(ex, units, output_transform, &ctx, &t->post_ms);

@@ -142,7 +142,7 @@ def run(folder: Path, seeds: int, strategies: list[str]) -> dict[str, dict]:
     click.echo(f"search replay: {len(replays)} tasks from {folder}, budget {budget} "
                f"measurements, {seeds} seeds; mean measurements to within 2% per task:")
     click.echo(f"{'task':28s}{'space':>6s}{'best ms':>9s}"
-               + "".join(f"{s.replace("xgb+", "+")[:10]:>11s}" for s in strategies))
+               + "".join(f"{s.replace('xgb+', '+')[:10]:>11s}" for s in strategies))
     summary = evaluate(replays, strategies, seeds, config)
     click.echo(f"\n{'strategy':22s}{'to 2%':>8s}{'reached':>9s}{'to 1%':>8s}{'reached':>9s}"
                f"{f'gap% @{budget} mean/worst':>26s}")

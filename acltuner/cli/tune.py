@@ -44,14 +44,22 @@ if TYPE_CHECKING:
 @click.option("--host", default=None, metavar="HOST",
               help="Measure on this ssh host, where 'acltuner deploy' put the board's "
                    "launcher; a dropped connection is reconnected and the tune goes on.")
+@click.option("--transfer", type=click.Choice(("auto", "off")), default="auto",
+              show_default=True,
+              help="auto: when the records hold enough other tasks (configs/tuner.yaml "
+                   "transfer.min_tasks), a cost model trained on all of them (saved beside "
+                   "the records as NAME.transfer.json) picks each task's first configs and "
+                   "guides its search; off: every task starts from random picks.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host):
+         input_shapes, config_path, seed, host, transfer):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
     micro-kernel x per-core weights x workloads, measuring candidates on the
-    board, guided by an XGBoost cost model: 50 random configurations, then
-    rounds of the model's 3 best guesses plus 2 random ones.  The ArmNN-rule
+    board, guided by an XGBoost cost model: 50 random configurations (or,
+    with --transfer, the 10 a model of the other tasks ranks best), then
+    rounds of the model's 3 best guesses plus 2 random ones; an (algorithm,
+    kernel) branch that clearly loses gets no more random picks.  The ArmNN-rule
     default is always measured too, so every task reports default vs tuned.
 
     Every measurement is saved to the records file as it is taken: after
@@ -70,7 +78,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 reporter=_Printer(plan_path))
+                 reporter=_Printer(plan_path), transfer=transfer)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)

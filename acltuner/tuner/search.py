@@ -203,7 +203,7 @@ def _next_batch(run: _Run, space, ranker: _Ranker | None, config: TunerConfig,
     fitted = ranker is not None and ranker.fit(run.results)
     if fitted:
         candidates = _candidates(run, space, s, rng)
-    elif space.size <= s.candidates_per_round:
+    elif space.size <= size:
         candidates = [c for c in space.all() if c not in run.results]
     else:
         candidates = space.sample(rng, size, set(run.results))

@@ -61,8 +61,8 @@ def open_launcher(board: Board, host: str | None) -> LauncherClient:
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
-             host: str | None = None,
-             reporter: TuneReporter | None = None) -> tuple[Plan, list[TaskReport]]:
+             host: str | None = None, reporter: TuneReporter | None = None,
+             transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -81,7 +81,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
                          config.measure.options(client.largest_cache_bytes).label, records)
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
-                                   input_shapes=shapes, seed=seed, reporter=reporter)
+                                   input_shapes=shapes, seed=seed, reporter=reporter,
+                                   transfer=transfer)
         reconnects = getattr(client, "reconnects", 0)
     reporter.finished(plan, reports, reconnects)
     return plan, reports

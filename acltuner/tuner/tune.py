@@ -30,6 +30,7 @@ from acltuner.tuner.runner import Result, Runner
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig
+from acltuner.tuner.warm_start import WarmStart
 
 
 @dataclasses.dataclass
@@ -56,7 +57,7 @@ class TaskTuner:
 
     def __init__(self, board: Board, client: LauncherClient, store: RecordStore,
                  config: TunerConfig, strategy: str, seed: int = 0,
-                 reporter: TuneReporter | None = None):
+                 reporter: TuneReporter | None = None, transfer: str = "auto"):
         if strategy not in TUNE_STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; one of "
                              f"{', '.join(TUNE_STRATEGIES)}")
@@ -71,6 +72,7 @@ class TaskTuner:
         self.clusters = [list(c.cpus) for c in board.clusters]
         self.speeds = [c.capacity or c.max_freq_mhz for c in board.clusters]
         self.runner = Runner(client, config.measure.options(client.largest_cache_bytes))
+        self.warm_start = WarmStart(transfer, config.transfer, board, store)
 
     def default_config(self, task: Task) -> ExecConfig:
         uses = dict(self.algorithms)
@@ -120,8 +122,10 @@ class TaskTuner:
             self.reporter.progress(text)
 
         rng = np.random.default_rng([self.seed, zlib.crc32(task.key.encode())])
+        prior = self.warm_start.prior(task) if self.strategy == "xgb" else None
         outcome = search(space, measure, self.config, self.strategy, rng, encoder=encoder,
-                         seed_configs=[default], already=already, on_round=progress)
+                         seed_configs=[default], already=already, on_round=progress,
+                         prior=prior, prune=self.config.pruning.after is not None)
         best = outcome.best
         return TaskReport(task, default, best.config if best else default,
                           _time_of(default, already, outcome.measured),
@@ -167,10 +171,11 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
 def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: LauncherClient,
                records_path: str, config: TunerConfig, strategy: str,
                input_shapes: dict | None = None, seed: int = 0,
-               reporter: TuneReporter | None = None) -> tuple[Plan, list[TaskReport]]:
+               reporter: TuneReporter | None = None,
+               transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     start = time.perf_counter()
     store = RecordStore(records_path)
-    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter)
+    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer)
     reports = []
     for i, task in enumerate(taskset.tasks, 1):
         report = tuner.tune(task, f"task {i}/{len(taskset.tasks)} {task.key}")

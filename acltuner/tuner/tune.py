@@ -122,7 +122,8 @@ class TaskTuner:
             self.reporter.progress(text)
 
         rng = np.random.default_rng([self.seed, zlib.crc32(task.key.encode())])
-        prior = self.warm_start.prior(task) if self.strategy == "xgb" else None
+        searching = self.strategy == "xgb" and len(already) < self.config.search.trials
+        prior = self.warm_start.prior(task) if searching else None
         outcome = search(space, measure, self.config, self.strategy, rng, encoder=encoder,
                          seed_configs=[default], already=already, on_round=progress,
                          prior=prior, prune=self.config.pruning.after is not None)

@@ -405,3 +405,26 @@ def test_xgb_near_optimum_and_beats_random(optimum_ms):
     random_ratio = [run_search("random", s)[0].best.median_ms / optimum_ms for s in seeds]
     assert statistics.median(xgb_ratio) <= 1.02
     assert statistics.mean(xgb_ratio) < statistics.mean(random_ratio)
+
+
+def test_cost_model_on_a_base_margin_keeps_what_the_prior_knows():
+    """Five measurements cannot rank the space alone; on a margin that already
+    ranks it (the true log times, a perfect transfer model's), the model keeps
+    that ranking instead of flattening it."""
+    enc, space = encoder(), FakeSpace()
+    everything = [c for c in space.all() if (c.algorithm, c.ukernel) not in FAILS]
+    true = np.array([run_config(c).median_ms for c in everything])
+    few = space.sample(np.random.default_rng(3), 5, set())
+    results = [run_config(c) for c in few]
+    model = CostModel(tuner().xgboost)
+    assert model.fit(enc.encode(SHAPE, few), results,
+                     margin=np.log([r.median_ms for r in results]))
+    with pytest.raises(ValueError, match="margin"):
+        model.predict(enc.encode(SHAPE, everything))
+    predicted = model.predict(enc.encode(SHAPE, everything), margin=np.log(true))
+    rho = np.corrcoef(np.argsort(np.argsort(predicted)), np.argsort(np.argsort(true)))[0, 1]
+    assert rho > 0.95
+    alone = CostModel(tuner().xgboost)
+    alone.fit(enc.encode(SHAPE, few), results)
+    plain = alone.predict(enc.encode(SHAPE, everything))
+    assert np.corrcoef(np.argsort(np.argsort(plain)), np.argsort(np.argsort(true)))[0, 1] < rho

@@ -124,8 +124,8 @@ def search(space, measure: Callable[[list[ExecConfig]], list[Result]], config: T
     initial = min(first + len(seeds) - len(run.results), run.left)
     if initial > 0 and prior is not None:
         candidates = _candidates(run, space, s, rng)
-        ranked = np.argsort(prior(candidates), kind="stable")[:initial]
-        run.measure([candidates[i] for i in ranked], s.batch)
+        ranked = [candidates[i] for i in np.argsort(prior(candidates), kind="stable")]
+        run.measure(_spread(ranked, initial), s.batch)
     elif initial > 0:
         run.measure(space.sample(rng, initial, set(run.results)), s.batch)
 
@@ -147,37 +147,53 @@ def search(space, measure: Callable[[list[ExecConfig]], list[Result]], config: T
     return run.outcome()
 
 
+def _spread(ranked: list[ExecConfig], n: int) -> list[ExecConfig]:
+    """The n first of `ranked` but that each algorithm's best-ranked config
+    comes first: a transfer model wrong about which algorithm wins on this
+    shape (Winograd's 4x4 tiles on a 7x7 output) still lets the task's own
+    model see the others from the start."""
+    heads = list({c.algorithm: c for c in reversed(ranked)}.values())[::-1]
+    heads.sort(key=ranked.index)
+    head_set = set(heads)
+    return (heads + [c for c in ranked if c not in head_set])[:n]
+
+
 class _Ranker:
-    """Scores candidates, lower first: the task's own cost model, blended with
-    the prior when there is one (both as log times)."""
+    """Scores candidates, lower first: the task's own cost model alone, or,
+    with a prior, the own model fitted on top of it as xgboost's base margin:
+    margin = w * (prior + offset) + (1 - w) * the task's mean log time, with
+    w = decay / (decay + n) fading as the task's own n measurements grow (the
+    offset puts the prior, relative to its task's median, on this task's scale)."""
 
     def __init__(self, model: CostModel, encoder: FeatureEncoder, shape, prior: Prior | None,
                  decay: float):
         self.model, self.encoder, self.shape = model, encoder, shape
         self.prior, self.decay = prior, decay
+        self._margin = None
 
     def fit(self, results: Mapping[ExecConfig, Result]) -> bool:
         """False when there is nothing to rank by: no prior and no ok result."""
         configs = list(results)
-        fitted = self.model.fit(self.encoder.encode(self.shape, configs), list(results.values()))
-        self._ok = {c: r.median_ms for c, r in results.items() if r.ok and r.median_ms}
-        return fitted or self.prior is not None
+        X = self.encoder.encode(self.shape, configs)
+        if self.prior is None:
+            return self.model.fit(X, list(results.values()))
+        ok = {c: r.median_ms for c, r in results.items() if r.ok and r.median_ms}
+        self._margin = None
+        if ok:
+            times = np.log(list(ok.values()))
+            offset = float(np.mean(times - self.prior(list(ok))))
+            w = self.decay / (self.decay + len(ok))
+            mean = float(np.mean(times))
+            self._margin = lambda cs: w * (self.prior(cs) + offset) + (1 - w) * mean
+            self.model.fit(X, list(results.values()), margin=self._margin(configs))
+        return True
 
     def score(self, candidates: list[ExecConfig]) -> np.ndarray:
-        own = None
-        if self.model.fitted:
-            own = np.log(np.maximum(self.model.predict(
-                self.encoder.encode(self.shape, candidates)), 1e-9))
-        if self.prior is None:
-            return own
-        prior = self.prior(candidates)
-        if own is None or not self._ok:
-            return prior
-        # The prior is relative to its task's median: put it on this task's scale.
-        measured = list(self._ok)
-        offset = float(np.mean(np.log(list(self._ok.values())) - self.prior(measured)))
-        w = self.decay / (self.decay + len(self._ok))
-        return w * (prior + offset) + (1 - w) * own
+        if self.prior is not None and self._margin is None:
+            return self.prior(candidates)
+        X = self.encoder.encode(self.shape, candidates)
+        margin = self._margin(candidates) if self.prior is not None else None
+        return self.model.predict(X, margin)
 
 
 def _candidates(run: _Run, space, s, rng: np.random.Generator) -> list[ExecConfig]:

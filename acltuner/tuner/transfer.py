@@ -8,8 +8,8 @@ GEMM it becomes: M, N, K); the algorithm by name; the micro-kernel by its tile
 and packing style (read from its name, "MRxNR-style-isa", so records of another
 engine build still count); the placement per cluster, clusters counted from the
 fastest, as thread count, share of the weight and the largest single-core share
-of the whole workloads; and each cluster's core count, clock and capacity
-from its board.
+of the whole workloads; how the tiles fit the shape (_fit_rows); and each
+cluster's core count, clock and capacity from its board.
 
 The target is log(time) minus the median log time of the task's records: a
 task's scale (its FLOPs, the board's speed) is what the model cannot know and
@@ -39,6 +39,7 @@ SCHEMA_VERSION = 1
 MAX_CLUSTERS = 3
 _STYLES = ("interleaved", "hybrid", "smallk")
 _UKERNEL = re.compile(r"^(\d+)x(\d+)-([a-z]+)")
+_WINOGRAD = re.compile(r"^winograd_(\d+)x(\d+)_")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,33 @@ def _ukernel_row(name: str | None) -> list[float]:
     return [mr, nr] + [float(style == s) for s in _STYLES]
 
 
+def _fit_rows(shape: ConvShape, configs: Sequence[ExecConfig]) -> np.ndarray:
+    """How well each config's tiles fit the shape, read from the names: the
+    GEMM's M (output pixels, or Winograd tiles of the output tile in the
+    algorithm's name) and the padding the micro-kernel's MR x NR tile and the
+    Winograd tile add (1: none).  A 4x4 Winograd tile on a 7x7 output computes
+    8x8, an 8-row kernel on a 1-pixel FC 8 rows: what decides such tasks
+    and what no shape column says."""
+    oh, ow = shape.out_hw
+    n = shape.oc // shape.group
+    rows = []
+    for c in configs:
+        m = _WINOGRAD.match(c.algorithm)
+        th, tw = (int(m[1]), int(m[2])) if m else (1, 1)
+        tiles = math.ceil(oh / th) * math.ceil(ow / tw)
+        uk = _UKERNEL.match(c.ukernel or "")
+        mr, nr = (int(uk[1]), int(uk[2])) if uk else (1, 1)
+        blocks = math.ceil(tiles / mr)
+        rows.append([_log2(tiles), tiles * th * tw / (oh * ow), blocks * mr / tiles,
+                     math.ceil(n / nr) * nr / n, _log2(tiles / c.workloads),
+                     _log2(blocks / c.workloads)])
+    return np.array(rows).reshape(len(configs), len(_FIT_NAMES))
+
+
+_FIT_NAMES = ["log_gemm_m", "tile_waste", "mr_waste", "nr_waste", "log_m_per_workload",
+              "log_mr_blocks_per_workload"]
+
+
 def _placement_rows(configs: Sequence[ExecConfig], clusters: list[dict]) -> np.ndarray:
     n = len(configs)
     weights = np.array([c.core_weights for c in configs], dtype=np.float64)
@@ -116,7 +144,7 @@ class TransferFeatures:
         self._index = {a: i for i, a in enumerate(self.algorithms)}
         self.names = (_TASK_NAMES + [f"alg={a}" for a in self.algorithms]
                       + ["uk_mr", "uk_nr"] + [f"uk_style={s}" for s in _STYLES]
-                      + ["log2_workloads", "threads"]
+                      + _FIT_NAMES + ["log2_workloads", "threads"]
                       + [f"c{i}_{what}" for i in range(MAX_CLUSTERS)
                          for what in ("threads", "share", "max_core_unit_share", "unit_share",
                                       "cores", "ghz", "capacity")])
@@ -131,7 +159,8 @@ class TransferFeatures:
                 alg[row, i] = 1.0
         uk = np.array([_ukernel_row(c.ukernel) for c in configs]).reshape(n, 2 + len(_STYLES))
         task = np.broadcast_to(np.array(_task_row(shape)), (n, len(_TASK_NAMES)))
-        return np.hstack([task, alg, uk, _placement_rows(configs, clusters)])
+        return np.hstack([task, alg, uk, _fit_rows(shape, configs),
+                          _placement_rows(configs, clusters)])
 
 
 def _centred_targets(samples: Sequence[Sample]) -> np.ndarray:

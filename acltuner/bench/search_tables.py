@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acltuner.atomic import write_atomic
+from acltuner.schema import read_versioned_json
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.tuner.runner import STAGES, Result
 from acltuner.tuner.space import SearchSpace
@@ -89,15 +90,7 @@ def save_tables(path: str | Path, tables: Tables) -> None:
 def load_tables(path: str | Path) -> Tables:
     """Raises ValueError, one line naming the file and what is wrong."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON: {e}") from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        got = data.get("schema_version") if isinstance(data, dict) else data
-        raise ValueError(f"{path}: schema_version: must be {SCHEMA_VERSION}, got {got!r}")
+    data = read_versioned_json(path, SCHEMA_VERSION)
     try:
         tasks = [TaskTable(t["name"], ConvShape.from_dict(t["shape"]),
                            {r.config: r for r in (_result(row, f"{path}: tasks[{i}].rows[{j}]")

@@ -32,6 +32,7 @@ import numpy as np
 import xgboost as xgb
 
 from acltuner.atomic import write_atomic
+from acltuner.schema import read_versioned_json
 from acltuner.board.model import Board, speed_order
 from acltuner.engine.config import ConvShape, ExecConfig
 
@@ -248,15 +249,7 @@ class TransferModel:
     def load(cls, path: str | Path, params: Mapping) -> "TransferModel":
         """Raises ValueError, one line naming the file, for a file that is not one."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text())
-        except OSError as e:
-            raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON: {e}") from None
-        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-            got = data.get("schema_version") if isinstance(data, dict) else data
-            raise ValueError(f"{path}: schema_version: must be {SCHEMA_VERSION}, got {got!r}")
+        data = read_versioned_json(path, SCHEMA_VERSION)
         model = cls(params, data.get("algorithms", ()))
         if data.get("feature_names") != list(model.features.names):
             raise ValueError(f"{path}: feature_names: made by another version of the "

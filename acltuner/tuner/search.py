@@ -14,9 +14,9 @@ train the model, which is how an interrupted tune carries on where it stopped.
 
 A prior (the transfer model's scores, transfer.py) warm-starts "xgb": the
 first batch is the prior's transfer.initial best-ranked configs instead of
-initial_random random ones, and each round ranks by a blend of the prior and
-the task's own model whose prior weight decay / (decay + n) fades as the task's
-own n measurements grow.  Pruning (BestOf, pruning.py) keeps the random picks
+initial_random random ones, and each round the task's own model learns on top
+of the prior (its base margin), whose weight decay / (decay + n) fades as the
+task's own n measurements grow.  Pruning (BestOf, pruning.py) keeps the random picks
 out of (algorithm, kernel) branches that clearly lose.  Each round scores every
 unmeasured config of a space up to score_all_below configs; above, a random
 sample of candidates_per_round plus the neighbours of the best measured ones.
@@ -152,10 +152,11 @@ def _spread(ranked: list[ExecConfig], n: int) -> list[ExecConfig]:
     comes first: a transfer model wrong about which algorithm wins on this
     shape (Winograd's 4x4 tiles on a 7x7 output) still lets the task's own
     model see the others from the start."""
-    heads = list({c.algorithm: c for c in reversed(ranked)}.values())[::-1]
-    heads.sort(key=ranked.index)
-    head_set = set(heads)
-    return (heads + [c for c in ranked if c not in head_set])[:n]
+    heads: dict[str, ExecConfig] = {}
+    for c in ranked:
+        heads.setdefault(c.algorithm, c)
+    first = set(heads.values())
+    return (list(heads.values()) + [c for c in ranked if c not in first])[:n]
 
 
 class _Ranker:

@@ -304,6 +304,7 @@ def test_transfer_model_beside_the_records_only_with_auto(models, tmp_path):
     result = _tune(b, "-o", tmp_path / "b.plan.json", "--board", "split-host", "--trials", "12",
                    "--records", records)
     assert result.exit_code == 0, result.output
+    assert "1 of 2 tasks warm-started by the transfer model" in result.output
     from acltuner.tuner.transfer import TransferModel
     model = TransferModel.load(tmp_path / "r.transfer.json", load_tuner_config().transfer.xgboost)
     # Fitted before d2 (the only new task) was measured: on model a's three tasks.

@@ -104,7 +104,7 @@ class _Printer(TuneReporter):
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
                 config: TunerConfig, caches: str, records: Path) -> None:
-        self.host = host
+        self.host, self.records = host, records
         where = f" on {host}" if host else ""
         click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
                    f"strategy {strategy}, {config.search.trials} trials per task, caches {caches}, "
@@ -124,6 +124,7 @@ class _Printer(TuneReporter):
         click.echo(_task_line(report))
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
+        from acltuner.tuner.warm_start import transfer_path
         if reconnects:
             click.echo(f"the connection to {self.host} dropped {reconnects} time(s): reconnected, "
                        f"and the interrupted measurements were taken again", err=True)
@@ -139,4 +140,8 @@ class _Printer(TuneReporter):
         reused = sum(r.reused for r in reports)
         click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s ({share:.1f}% "
                    f"of wall), {t.measurements} measurements ({reused} reused from records)")
+        transferred = sum(r.transferred for r in reports)
+        if transferred:
+            click.echo(f"{transferred} of {len(reports)} tasks warm-started by the transfer model "
+                       f"({transfer_path(self.records)})")
         click.echo(f"plan written to {self.plan_path}")

@@ -44,6 +44,7 @@ class TaskReport:
     reused: int        # measurements found in the records
     space_size: int
     tuner_s: float
+    transferred: bool = False  # warm-started by the transfer model
 
     @property
     def speedup(self) -> float | None:
@@ -131,7 +132,7 @@ class TaskTuner:
         return TaskReport(task, default, best.config if best else default,
                           _time_of(default, already, outcome.measured),
                           best.median_ms if best else None, len(outcome.measured),
-                          len(already), space.size, outcome.model_s)
+                          len(already), space.size, outcome.model_s, prior is not None)
 
 
     def _measure_and_record(self, task: Task, configs: list[ExecConfig]) -> list:

@@ -246,3 +246,13 @@ def test_above_score_all_below_the_model_still_finds_the_best(replays):
                                                      "candidates_per_round": 20}})
     summary = evaluate(replays, ["xgb+transfer"], 1, config, echo=lambda *_: None)
     assert summary["xgb+transfer"]["reached_2pct"] == 1.0
+
+
+def test_a_damaged_transfer_model_is_refitted_from_the_records(replays, tmp_path, caplog):
+    board = load_board("split-host")
+    store = _store(tmp_path, replays, [r.task.name for r in replays[1:4]])
+    path = transfer_path(store.path)
+    path.write_text('{"schema_version": 1, "algorithms": [')  # cut off mid-write
+    prior = WarmStart("auto", CONFIG.transfer, board, store).prior(_task(replays[0]))
+    assert prior is not None and "not valid JSON" in caplog.text
+    assert TransferModel.load(path, CONFIG.transfer.xgboost).samples == len(store.records)

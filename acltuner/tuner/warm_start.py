@@ -9,6 +9,7 @@ initial batch, the task's own model alone).
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from acltuner.board.model import Board
@@ -20,6 +21,8 @@ from acltuner.tuner.transfer import Sample, TransferModel, board_clusters
 from acltuner.tuner.tuner_config import TransferSettings
 
 TRANSFER_MODES = ("auto", "off")
+
+log = logging.getLogger(__name__)
 
 
 def transfer_path(records_path: str | Path) -> Path:
@@ -59,6 +62,17 @@ class WarmStart:
         self._model: TransferModel | None = None
         self._boards: dict[str, list[dict]] | None = None
 
+    def _load(self) -> TransferModel:
+        """The saved model, or a new one: the file is a cache of the records,
+        so one that cannot be read (damaged, another version's features) is
+        refitted from them and replaced, with a warning."""
+        if self.path.exists():
+            try:
+                return TransferModel.load(self.path, self.settings.xgboost)
+            except ValueError as e:
+                log.warning("%s; refitting it from the records", e)
+        return TransferModel(self.settings.xgboost)
+
     def prior(self, task: Task) -> Prior | None:
         """The transfer model's scores for this task's configs, or None (off,
         or too few other tasks in the records)."""
@@ -70,8 +84,7 @@ class WarmStart:
             return None
         if self._model is None:
             self._boards = known_boards(self.board)
-            self._model = (TransferModel.load(self.path, self.settings.xgboost)
-                           if self.path.exists() else TransferModel(self.settings.xgboost))
+            self._model = self._load()
         if self._model.refresh(data, self._boards):
             self._model.save(self.path)
         model, clusters, shape = self._model, board_clusters(self.board), task.shape

@@ -428,3 +428,24 @@ def test_cost_model_on_a_base_margin_keeps_what_the_prior_knows():
     alone.fit(enc.encode(SHAPE, few), results)
     plain = alone.predict(enc.encode(SHAPE, everything))
     assert np.corrcoef(np.argsort(np.argsort(plain)), np.argsort(np.argsort(true)))[0, 1] < rho
+
+
+def test_without_prior_the_first_batch_is_random_with_one_the_prior_best():
+    outcome, _ = run_search("xgb", seed=4)
+    first = [r.config for r in outcome.measured[:50]]
+    assert first == FakeSpace().sample(np.random.default_rng(4), 50, set())
+
+    def prior(configs):  # the true times: a perfect transfer model
+        return np.log([run_config(c).median_ms if run_config(c).ok else 1e9 for c in configs])
+
+    outcome, measure = run_search("xgb", seed=4, prior=prior)
+    initial = tuner().transfer.initial
+    first = measure.sent[:initial]
+    ranked = sorted(FakeSpace().all(), key=lambda c: prior([c])[0])
+    heads = {}
+    for c in ranked:
+        heads.setdefault(c.algorithm, c)
+    assert first[:len(heads)] == list(heads.values())  # each algorithm's best first
+    assert first[len(heads):] == [c for c in ranked if c not in heads.values()][
+        :initial - len(heads)]
+    assert measure.batches[0] == first[:5]  # in batches of top_k + random_per_round

@@ -248,6 +248,7 @@ def test_default_settings_are_table_6():
 @pytest.mark.parametrize("text, message", [
     ("schema_version: 2", "schema_version: must be 4"),
     ("schema_version: 3", "must be 4, got 3; version 3 had no transfer"),
+    ("schema_version: [3]", "schema_version: must be 4"),
     ("[1, 2]", "must be a mapping"),
     ("schema_version: 4\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
     ("key: [unclosed", "not valid YAML"),

@@ -72,8 +72,11 @@ def test_tune_writes_a_plan_for_every_conv(models, tmp_path):
     for node in plan.nodes:
         task = [r for r in recs if r["task"] == node.task]
         usable = [r for r in task if r["ok"] and r["correct"]]
-        best = min(usable, key=lambda r: r["median_ms"])
-        assert node.tuned_ms == best["median_ms"] and node.config.to_dict() == best["config"]
+        # Times of a ~1 us layer tie at the launcher's resolution: any of the fastest.
+        best_ms = min(r["median_ms"] for r in usable)
+        assert node.tuned_ms == best_ms
+        assert any(r["config"] == node.config.to_dict() and r["median_ms"] == best_ms
+                   for r in usable)
         default = [r for r in task if r["config"] == node.default_config.to_dict()]
         assert len(default) == 1 and node.default_ms == default[0]["median_ms"]
         assert node.tuned_ms <= node.default_ms

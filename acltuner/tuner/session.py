@@ -4,6 +4,7 @@ it goes."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from acltuner.board.doctor import doctor_for_tune
@@ -12,11 +13,13 @@ from acltuner.board.model import Board
 from acltuner.board.registry import load_board
 from acltuner.engine.build import build_for_board, host_isa
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
-from acltuner.plan import Plan
+from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
+from acltuner.tuner.in_context import check_in_context
 from acltuner.tuner.report import TuneReporter
-from acltuner.tuner.tune import TaskReport, tune_model
+from acltuner.tuner.pins import EngineRules, Pin
+from acltuner.tuner.tune import TaskReport, pin_nodes, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 
 # A measurement of a big layer on a slow board, with its reference run, can take
@@ -39,8 +42,8 @@ def launcher_command(board: Board) -> list[str]:
     if board.launcher_wrapper:  # e.g. qemu: the board's own build, run through the wrapper
         return [*board.launcher_wrapper, str(build_for_board(board))]
     raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
-                     f"tune it with --host, or give the board file a launcher_wrapper (e.g. "
-                     f"qemu-aarch64) to measure it here")
+                     f"reach the board with --host, or give the board file a launcher_wrapper "
+                     f"(e.g. qemu-aarch64) to measure it here")
 
 
 def open_launcher(board: Board, host: str | None) -> LauncherClient:
@@ -62,7 +65,10 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
              host: str | None = None, reporter: TuneReporter | None = None,
+             pins: Sequence[Pin] = (), in_context: bool = True,
              transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
+    """in_context: check the tuned plan whole against the default one after
+    tuning (check_in_context) and keep the faster."""
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -74,6 +80,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     records = Path(records_path) if records_path else default_records_path()
     # The launcher too: a board the measuring machine cannot run fails before any output.
     with open_launcher(board, host) as client:
+        pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
         if strategy != "default":  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         records.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +89,13 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
-                                   transfer=transfer)
+                                   pinned=pinned, transfer=transfer)
+        if in_context and strategy != "default":
+            check = check_in_context(plan, client, progress=reporter.progress)
+            reporter.in_context(check)
+            if check.kept != "tuned":
+                plan = check.plan
+                save_plan(plan, plan_path)
         reconnects = getattr(client, "reconnects", 0)
     reporter.finished(plan, reports, reconnects)
     return plan, reports

@@ -179,10 +179,10 @@ def _section(data: Mapping, name: str, checks: dict, open_ended: bool) -> dict:
 
 
 def _parse(data: Mapping) -> TunerConfig:
-    if data.get("schema_version") in _OLDER:
-        raise _WORDING.error("schema_version", f"must be {SCHEMA_VERSION}, got "
-                                               f"{data['schema_version']}; "
-                                               f"{_OLDER[data['schema_version']]}")
+    version = data.get("schema_version")
+    if isinstance(version, int) and version in _OLDER:
+        raise _WORDING.error("schema_version", f"must be {SCHEMA_VERSION}, got {version}; "
+                                               f"{_OLDER[version]}")
     _WORDING.check(data.get("schema_version"), "schema_version", int, choices=(SCHEMA_VERSION,),
                    what=str(SCHEMA_VERSION))
     _WORDING.mapping(data, "", ("schema_version", "xgboost", "search", "measure", "transfer",

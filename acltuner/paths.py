@@ -17,3 +17,9 @@ def configs_dir() -> Path:
     if repo.is_dir():
         return repo
     return Path(str(importlib.resources.files("acltuner") / "configs"))
+
+
+def search_tables_dir() -> Path:
+    """The exhaustive measurement tables `acltuner bench search` replays by
+    default: the repository's tests/data/search_tables (a source checkout)."""
+    return Path(__file__).resolve().parents[1] / "tests" / "data" / "search_tables"

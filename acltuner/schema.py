@@ -15,10 +15,12 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -232,3 +234,20 @@ def versioned(d: Any, known: Iterable[str], version: int) -> None:
     if found != version:
         raise FieldError(f"schema_version {found} is not supported (this acltuner reads "
                          f"{version})", "schema_version")
+
+
+def read_versioned_json(path: str | os.PathLike, version: int) -> dict:
+    """A JSON file holding an object of this schema_version; ValueError, one
+    line naming the file, for anything else (unreadable, not JSON, another
+    version).  The caller checks the fields."""
+    path = Path(path)
+    try:
+        data = parse_json(path.read_bytes())
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: not valid JSON: {' '.join(str(e).split())}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != version:
+        got = data.get("schema_version") if isinstance(data, dict) else data
+        raise ValueError(f"{path}: schema_version: must be {version}, got {got!r}")
+    return data

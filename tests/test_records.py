@@ -24,6 +24,7 @@ from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import Measurement
 from acltuner.tuner.records import V1_MEASURE, Record, RecordsError, RecordStore
 from acltuner.tuner.runner import MeasureOptions
+from acltuner.tuner.tuner_config import load_tuner_config
 from json_edit import set_field
 
 SHAPE = ConvShape(n=1, h=14, w=14, c=16, oc=24, kh=3, kw=3, pad_top=1, pad_left=1,
@@ -33,6 +34,9 @@ BOARD, ENGINE = "odroid-n2p-3f9a", "0.1.0"
 COLD = MeasureOptions(evict_bytes=2 << 20)
 WARM = MeasureOptions()
 NOISE_CONTROL = MeasureOptions(evict_bytes=2 << 20, ci_target_pct=2, max_repeat_ms=1000)
+
+
+PRUNING = load_tuner_config().pruning
 
 
 def config(workloads: int = 1, algorithm: str = "im2col") -> ExecConfig:
@@ -386,6 +390,13 @@ def _generated_records(seed: int = 7) -> list[Record]:
     # Warm-cache measurements of a task also measured cold: a group of their own.
     records += [record("conv_a", 1, 0.2, measure=WARM, strategy="default"),
                 record("conv_a", 2, 0.1, measure=WARM)]
+    # A branch far slower than conv_c's best after enough tries (pruned), and
+    # one as slow but tried too few times to say (kept).
+    slow = rng.uniform(30, 40)
+    records += [replace(record("conv_c", w, slow + w, measure=NOISE_CONTROL),
+                        config=config(w, "indirect")) for w in range(1, 5)]
+    records += [replace(record("conv_c", w, slow, measure=NOISE_CONTROL),
+                        config=config(w, "winograd_4x4_3x3")) for w in range(1, 4)]
     return records
 
 
@@ -402,12 +413,18 @@ def _expected(records: list[Record]) -> dict[tuple, dict]:
         spreads = sorted(r.ci_pct for r in mine if r.ci_pct is not None)
         best = min(usable, key=lambda r: r.median_ms) if usable else None
         defaults = [r for r in mine if r.ok and r.strategy == "default"]
+        pruned = sorted({f"{r.config.algorithm}/{r.config.ukernel}" for r in mine
+                         if best and sum(s.config.algorithm == r.config.algorithm
+                                         for s in mine) >= PRUNING.after
+                         and min(s.median_ms or float("inf") for s in mine
+                                 if s.config.algorithm == r.config.algorithm and s.usable)
+                         > best.median_ms * (1 + PRUNING.margin_pct / 100)})
         out[key] = {"measurements": len(mine), "failed": sum(not r.ok for r in mine),
                     "incorrect": sum(r.ok and r.correct is False for r in mine),
                     "best_ms": best and best.median_ms, "best_config": best and str(best.config),
                     "default_ms": defaults[-1].median_ms if defaults else None,
                     "spread_pct": float(np.median(spreads)) if spreads else None,
-                    "again": len(again)}
+                    "again": len(again), "pruned": len(pruned), "pruned_branches": pruned}
     return out
 
 
@@ -428,7 +445,9 @@ def test_records_stats_json_matches_the_records(tmp_path):
             for t in data["tasks"]] == list(expected)
     for row in data["tasks"]:
         want = expected[(row["board"], row["engine"], row["measure"], row["task"])]
-        assert {k: row[k] for k in want} == pytest.approx(want)
+        assert {k: row[k] for k in want if k != "pruned_branches"} == pytest.approx(
+            {k: v for k, v in want.items() if k != "pruned_branches"})
+        assert row["pruned_branches"] == want["pruned_branches"]
         if want["best_ms"] and want["default_ms"]:
             assert row["speedup"] == pytest.approx(want["default_ms"] / want["best_ms"])
         else:
@@ -444,6 +463,8 @@ def test_records_stats_json_matches_the_records(tmp_path):
         assert total["speedup"] == pytest.approx(sum(v["default_ms"] for v in both)
                                                  / sum(v["best_ms"] for v in both))
     assert sum(t["measurements"] for t in data["totals"]) == len(records)
+    assert any(t["pruned_branches"] == ["indirect/8x12-interleaved-neon"]
+               for t in data["tasks"])  # not winograd: 3 tries are too few
 
 
 def test_records_stats_table(tmp_path):
@@ -456,7 +477,7 @@ def test_records_stats_table(tmp_path):
     assert f"board {BOARD}  engine {ENGINE}  caches {NOISE_CONTROL.label}" in lines
     header = next(ln for ln in lines if ln.startswith("task"))
     assert header.split() == ["task", "measurements", "failed", "incorrect", "best_ms",
-                              "best_config", "default_ms", "speedup", "spread_pct", "again"]
+                              "best_config", "default_ms", "speedup", "spread_pct", "again", "pruned"]
     for (board, _, measure, task), want in _expected(records).items():
         if board != BOARD or measure != NOISE_CONTROL.label:
             continue
@@ -465,7 +486,7 @@ def test_records_stats_table(tmp_path):
                             str(want["incorrect"])]
         assert row[4] == (f"{want['best_ms']:.3f}" if want["best_ms"] else "-")
     only_failed = next(ln for ln in lines if ln.startswith("conv_only_failed")).split()
-    assert only_failed[1:] == ["1", "1", "0", "-", "-", "-", "-", "-", "0"]
+    assert only_failed[1:] == ["1", "1", "0", "-", "-", "-", "-", "-", "0", "0"]
     assert sum(ln.startswith("total (") for ln in lines) == 3
     assert f"board {BOARD}  engine {ENGINE}  caches warm" in lines
 

@@ -246,7 +246,9 @@ def test_default_settings_are_table_6():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("schema_version: 3", "schema_version: must be 4"),
+    ("schema_version: 2", "schema_version: must be 4"),
+    ("schema_version: 3", "must be 4, got 3; version 3 had no transfer"),
+    ("schema_version: [3]", "schema_version: must be 4"),
     ("[1, 2]", "must be a mapping"),
     ("schema_version: 4\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
     ("key: [unclosed", "not valid YAML"),
@@ -404,3 +406,47 @@ def test_xgb_near_optimum_and_beats_random(optimum_ms):
     random_ratio = [run_search("random", s)[0].best.median_ms / optimum_ms for s in seeds]
     assert statistics.median(xgb_ratio) <= 1.02
     assert statistics.mean(xgb_ratio) < statistics.mean(random_ratio)
+
+
+def test_cost_model_on_a_base_margin_keeps_what_the_prior_knows():
+    """Five measurements cannot rank the space alone; on a margin that already
+    ranks it (the true log times, a perfect transfer model's), the model keeps
+    that ranking instead of flattening it."""
+    enc, space = encoder(), FakeSpace()
+    everything = [c for c in space.all() if (c.algorithm, c.ukernel) not in FAILS]
+    true = np.array([run_config(c).median_ms for c in everything])
+    few = space.sample(np.random.default_rng(3), 5, set())
+    results = [run_config(c) for c in few]
+    model = CostModel(tuner().xgboost)
+    assert model.fit(enc.encode(SHAPE, few), results,
+                     margin=np.log([r.median_ms for r in results]))
+    with pytest.raises(ValueError, match="margin"):
+        model.predict(enc.encode(SHAPE, everything))
+    predicted = model.predict(enc.encode(SHAPE, everything), margin=np.log(true))
+    rho = np.corrcoef(np.argsort(np.argsort(predicted)), np.argsort(np.argsort(true)))[0, 1]
+    assert rho > 0.95
+    alone = CostModel(tuner().xgboost)
+    alone.fit(enc.encode(SHAPE, few), results)
+    plain = alone.predict(enc.encode(SHAPE, everything))
+    assert np.corrcoef(np.argsort(np.argsort(plain)), np.argsort(np.argsort(true)))[0, 1] < rho
+
+
+def test_without_prior_the_first_batch_is_random_with_one_the_prior_best():
+    outcome, _ = run_search("xgb", seed=4)
+    first = [r.config for r in outcome.measured[:50]]
+    assert first == FakeSpace().sample(np.random.default_rng(4), 50, set())
+
+    def prior(configs):  # the true times: a perfect transfer model
+        return np.log([run_config(c).median_ms if run_config(c).ok else 1e9 for c in configs])
+
+    outcome, measure = run_search("xgb", seed=4, prior=prior)
+    initial = tuner().transfer.initial
+    first = measure.sent[:initial]
+    ranked = sorted(FakeSpace().all(), key=lambda c: prior([c])[0])
+    heads = {}
+    for c in ranked:
+        heads.setdefault(c.algorithm, c)
+    assert first[:len(heads)] == list(heads.values())  # each algorithm's best first
+    assert first[len(heads):] == [c for c in ranked if c not in heads.values()][
+        :initial - len(heads)]
+    assert measure.batches[0] == first[:5]  # in batches of top_k + random_per_round

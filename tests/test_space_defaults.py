@@ -1,6 +1,8 @@
 """The search space and the ArmNN-rule baseline."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,21 @@ def test_sampling_is_distinct_and_respects_exclusions():
     assert not set(first) & set(second)
     everything = space.sample(rng, space.size + 10)
     assert len(everything) == space.size and set(everything) == set(space.all())
+
+
+def test_neighbours_change_exactly_one_part():
+    space = _space(LAYER["resnet18.layer4"])
+    config = space.config(space.size // 2)
+    near = space.neighbours(config)
+    assert len(near) == len(set(near)) == (len(space.pairs) + len(space.placements)
+                                           + len(space.workloads) - 3)
+    all_configs = set(space.all())
+    for n in near:
+        assert n in all_configs and n != config
+        changed = [(n.algorithm, n.ukernel) != (config.algorithm, config.ukernel),
+                   n.core_weights != config.core_weights, n.workloads != config.workloads]
+        assert sum(changed) == 1
+    assert space.neighbours(replace(config, workloads=5)) == []  # not of the space
 
 
 @pytest.mark.parametrize("layer,method", [

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 from acltuner.cli import main
 from acltuner.engine import native
 from acltuner.plan import load_plan
-from acltuner.tuner.tuner_config import DEFAULT_PATH
+from acltuner.tuner.tuner_config import DEFAULT_PATH, load_tuner_config
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error
 from records_checks import latest, read_records
@@ -72,8 +72,11 @@ def test_tune_writes_a_plan_for_every_conv(models, tmp_path):
     for node in plan.nodes:
         task = [r for r in recs if r["task"] == node.task]
         usable = [r for r in task if r["ok"] and r["correct"]]
-        best = min(usable, key=lambda r: r["median_ms"])
-        assert node.tuned_ms == best["median_ms"] and node.config.to_dict() == best["config"]
+        # Times of a ~1 us layer tie at the launcher's resolution: any of the fastest.
+        best_ms = min(r["median_ms"] for r in usable)
+        assert node.tuned_ms == best_ms
+        assert any(r["config"] == node.config.to_dict() and r["median_ms"] == best_ms
+                   for r in usable)
         default = [r for r in task if r["config"] == node.default_config.to_dict()]
         assert len(default) == 1 and node.default_ms == default[0]["median_ms"]
         assert node.tuned_ms <= node.default_ms
@@ -286,3 +289,31 @@ def test_a_noisy_measurement_is_measured_again(models, tmp_path):
         usable = [g[-1]["median_ms"] for (task, _), g in by_config.items()
                   if task == node.task and g[-1]["ok"] and g[-1]["correct"]]
         assert node.tuned_ms == min(usable)
+
+
+def test_transfer_model_beside_the_records_only_with_auto(models, tmp_path):
+    a, b = models
+    records, off = tmp_path / "r.jsonl", tmp_path / "off.jsonl"
+    result = _tune(a, "-o", tmp_path / "a.plan.json", "--board", "split-host", "--trials", "12",
+                   "--records", records)
+    assert result.exit_code == 0, result.output
+    # Model a's tasks had at most two others before them: too few (min_tasks 3).
+    assert not (tmp_path / "r.transfer.json").exists()
+    off.write_bytes(records.read_bytes())
+    result = _tune(b, "-o", tmp_path / "b.plan.json", "--board", "split-host", "--trials", "12",
+                   "--records", off, "--transfer", "off")
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "off.transfer.json").exists()
+    result = _tune(b, "-o", tmp_path / "b.plan.json", "--board", "split-host", "--trials", "12",
+                   "--records", records)
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 tasks warm-started by the transfer model" in result.output
+    from acltuner.tuner.transfer import TransferModel
+    model = TransferModel.load(tmp_path / "r.transfer.json", load_tuner_config().transfer.xgboost)
+    # Fitted before d2 (the only new task) was measured: on model a's three tasks.
+    assert len(model.tasks) == 3 and not any(t.endswith("|" + _d2_key(records)) for t in model.tasks)
+
+
+def _d2_key(records) -> str:
+    keys = [r["task"] for r in read_records(records)]
+    return keys[-1]

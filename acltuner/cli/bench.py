@@ -60,17 +60,43 @@ def bench_deconv(quick: bool) -> None:
 @bench.command("search")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
               help="Searches per strategy and task.")
-def bench_search(seeds: int) -> None:
-    """How close the cost-model search gets to the exhaustive best.
+@click.option("--replay", "replay_dir", default=None, metavar="DIR",
+              help="Folder of exhaustive tables (*.json) to replay [default: the shipped "
+                   "tests/data/search_tables].")
+@click.option("--record", "record_dir", default=None, metavar="DIR",
+              help="Measure the tables on this machine into DIR instead (a few minutes; "
+                   "needs the launcher).")
+@click.option("--strategies", default="random,xgb,xgb+transfer,xgb+transfer+pruning",
+              show_default=True, help="Comma-separated strategies to replay.")
+def bench_search(seeds: int, replay_dir: str | None, record_dir: str | None,
+                 strategies: str) -> None:
+    """How many measurements a search needs to get close to the exhaustive best.
 
-    Three ResNet-18 tasks on a reduced space (this machine's CPUs as two
-    clusters) are measured exhaustively; the xgb and random searches, each
-    with the tuner config's budget (100 measurements), then run on those
-    measurements for several seeds.  The last line, `search_gap_pct: X`, is
-    the worst task's median gap (xgb best / exhaustive best - 1) x 100.
+    Each table holds every config of one task's reduced space (this machine's
+    first two CPUs as two clusters) with its measured time; tasks of different
+    kinds (3x3, strided, 1x1, depthwise, first layer, FC).  The strategies
+    replay against the tables (a lookup per config, no launcher): random, xgb
+    (the paper's per-task model), xgb+transfer (warm-started by a model trained
+    on the other tasks only: leave-one-task-out) and xgb+transfer+pruning.
+    Per strategy: measurements to get within 2% and 1% of the exhaustive best
+    (mean over seeds and tasks; a run that never gets there counts as the
+    whole budget) and the gap at the budget.  The last line,
+    `transfer_trials_to_2pct: N`, is xgb+transfer's mean to 2%.
     """
+    from pathlib import Path
+
+    from acltuner.paths import search_tables_dir
+    if record_dir:
+        from acltuner.bench import search_record
+        search_record.record(Path(record_dir), list(search_record.TASKS))
+        return
     from acltuner.bench import search
-    search.run(seeds)
+    chosen = [s for s in strategies.split(",") if s]
+    unknown = [s for s in chosen if s not in search.STRATEGIES]
+    if unknown:
+        raise click.UsageError(f"--strategies: unknown {', '.join(unknown)}; one of "
+                               f"{', '.join(search.STRATEGIES)}")
+    search.run(Path(replay_dir) if replay_dir else search_tables_dir(), seeds, chosen)
 
 
 @bench.command("compare")

@@ -19,7 +19,9 @@ def records_stats(file: str, as_json: bool) -> None:
     config and its median time, the default config's time and the speedup.
 
     failed: the config could not run; incorrect: it ran with a wrong output.
-    The total row adds the best and default times of the tasks that have both
+    pruned: the (algorithm, kernel) branches the search stops sampling at
+    random, too slow after configs/tuner.yaml's pruning.after tries (--json
+    names them).  The total row adds the best and default times of the tasks that have both
     (each task once, however many nodes share it) and divides them.
 
     \b
@@ -34,5 +36,6 @@ def records_stats(file: str, as_json: bool) -> None:
     if not Path(file).is_file():
         # RecordStore starts an empty log where there is none; here that is a typo.
         raise click.ClickException(f"{file}: no such records file")
-    tables = record_stats.summarize(RecordStore(file).records)
+    from acltuner.tuner.tuner_config import load_tuner_config
+    tables = record_stats.summarize(RecordStore(file).records, load_tuner_config().pruning)
     click.echo(record_stats.render_json(*tables) if as_json else record_stats.render_text(*tables))

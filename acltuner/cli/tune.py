@@ -56,14 +56,22 @@ if TYPE_CHECKING:
               help="After tuning, run the whole model with the tuned and the default plans in "
                    "turns on the board; nodes faster with their default in the model take it, "
                    "and the fastest plan is written (the whole model must run natively).")
+@click.option("--transfer", type=click.Choice(("auto", "off")), default="auto",
+              show_default=True,
+              help="auto: when the records hold enough other tasks (configs/tuner.yaml "
+                   "transfer.min_tasks), a cost model trained on all of them (saved beside "
+                   "the records as NAME.transfer.json) picks each task's first configs and "
+                   "guides its search; off: every task starts from random picks.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host, pin_texts, pins_file, in_context):
+         input_shapes, config_path, seed, host, pin_texts, pins_file, in_context, transfer):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
     micro-kernel x per-core weights x workloads, measuring candidates on the
-    board, guided by an XGBoost cost model: 50 random configurations, then
-    rounds of the model's 3 best guesses plus 2 random ones.  The ArmNN-rule
+    board, guided by an XGBoost cost model: 50 random configurations (or,
+    with --transfer, the 10 a model of the other tasks ranks best), then
+    rounds of the model's 3 best guesses plus 2 random ones; an (algorithm,
+    kernel) branch that clearly loses gets no more random picks.  The ArmNN-rule
     default is always measured too, so every task reports default vs tuned.
 
     A task's winner is measured alone; in the whole model it can lose to
@@ -106,7 +114,8 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 reporter=_Printer(plan_path), pins=pins, in_context=in_context)
+                 reporter=_Printer(plan_path), pins=pins, in_context=in_context,
+                 transfer=transfer)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
@@ -136,7 +145,7 @@ class _Printer(TuneReporter):
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
                 config: TunerConfig, caches: str, records: Path) -> None:
-        self.host = host
+        self.host, self.records = host, records
         where = f" on {host}" if host else ""
         click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
                    f"strategy {strategy}, {config.search.trials} trials per task, caches {caches}, "
@@ -167,6 +176,7 @@ class _Printer(TuneReporter):
                    f"{check.kept} plan", err=True)
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
+        from acltuner.tuner.warm_start import transfer_path
         if reconnects:
             click.echo(f"the connection to {self.host} dropped {reconnects} time(s): reconnected, "
                        f"and the interrupted measurements were taken again", err=True)
@@ -184,4 +194,8 @@ class _Printer(TuneReporter):
         click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s ({share:.1f}% "
                    f"of wall), {t.measurements} measurements ({reused} reused from records)"
                    + (f", {pinned} node(s) pinned, not searched" if pinned else ""))
+        transferred = sum(r.transferred for r in reports)
+        if transferred:
+            click.echo(f"{transferred} of {len(reports)} tasks warm-started by the transfer model "
+                       f"({transfer_path(self.records)})")
         click.echo(f"plan written to {self.plan_path}")

@@ -42,10 +42,15 @@ class CostModel:
         self.num_boost_round = int(self.params.pop("num_boost_round"))
         self._boosters: dict[str, xgb.Booster] = {}
         self.fitted = False
+        self._margin = False
 
-    def fit(self, X: np.ndarray, results: Sequence[Result]) -> bool:
+    def fit(self, X: np.ndarray, results: Sequence[Result],
+            margin: np.ndarray | None = None) -> bool:
         """Fits on the rows whose result is ok; False (and unfitted) if none is.
-        results[i] is the measurement of row i (ok, median_ms, stages)."""
+        results[i] is the measurement of row i (ok, median_ms, stages).
+        margin: a prior log(time) per row (a transfer model's): one model of
+        the total then learns what the prior gets wrong (xgboost's base
+        margin), and predict() needs the candidates' margins."""
         if len(X) != len(results):
             raise ValueError(f"{len(X)} feature rows for {len(results)} results")
         keep = [i for i, r in enumerate(results) if r.ok and r.median_ms is not None]
@@ -55,6 +60,13 @@ class CostModel:
             return False
         X = np.asarray(X)[keep]
         ok = [results[i] for i in keep]
+        self._margin = margin is not None
+        if self._margin:
+            dtrain = xgb.DMatrix(X, label=np.log([r.median_ms + STAGE_EPS_MS for r in ok]),
+                                 base_margin=np.asarray(margin)[keep],
+                                 nthread=self.params["nthread"])
+            self._boosters["total"] = xgb.train(self.params, dtrain, self.num_boost_round)
+            return True
         if all(all((r.stages or {}).get(s) is not None for s in STAGES) for r in ok):
             targets = {s: np.array([r.stages[s] for r in ok], dtype=np.float64) for s in STAGES}
         else:
@@ -68,11 +80,16 @@ class CostModel:
                 self._boosters[name] = xgb.train(self.params, dtrain, self.num_boost_round)
         return True
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Predicted total milliseconds per row."""
+    def predict(self, X: np.ndarray, margin: np.ndarray | None = None) -> np.ndarray:
+        """Predicted total milliseconds per row (margin: as fit's, per row)."""
         if not self.fitted:
             raise RuntimeError("CostModel.predict before a successful fit")
         X = np.asarray(X, dtype=np.float64)
+        if self._margin != (margin is not None):
+            raise ValueError("predict needs a margin exactly when fit had one")
+        if self._margin:
+            log_ms = self._boosters["total"].inplace_predict(X, base_margin=np.asarray(margin))
+            return np.maximum(np.exp(log_ms) - STAGE_EPS_MS, 0.0)
         total = np.zeros(len(X))
         if len(X):
             for booster in self._boosters.values():

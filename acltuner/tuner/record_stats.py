@@ -10,7 +10,10 @@ half-width, in % (records measured without noise control have none);
 beyond the target.  "default" is the latest successful record of strategy
 "default".  The totals' times add up, each task once however many nodes of a
 model share it, the tasks that have both a best and a default time; their
-speedup is the ratio of those sums.
+speedup is the ratio of those sums.  "pruned" counts the (algorithm,
+micro-kernel) branches the search's pruning (pruning.py, with the tuner
+config's settings) stops feeding random picks on the task's records; the JSON
+names them.
 """
 from __future__ import annotations
 
@@ -19,21 +22,36 @@ import math
 
 import pandas as pd
 
+from acltuner.tuner.pruning import pruned_branches
 from acltuner.tuner.records import Record, trusted
+from acltuner.tuner.tuner_config import PruningSettings
 
 GROUP = ["board", "engine", "measure"]
 KEYS = GROUP + ["task"]
 TASK_COLUMNS = ["measurements", "failed", "incorrect", "best_ms", "best_config", "default_ms",
-                "speedup", "spread_pct", "again"]
+                "speedup", "spread_pct", "again", "pruned"]
 TOTAL_COLUMNS = ["tasks", "tuned", "measurements", "failed", "incorrect", "best_ms",
                  "default_ms", "speedup"]
 
 
-def _frame(records: list[Record]) -> pd.DataFrame:
+def _groups(records: list[Record]) -> dict[tuple, list[Record]]:
     groups: dict[tuple, list[Record]] = {}
     for r in records:
         groups.setdefault((r.board, r.engine, r.measure, r.task), []).append(r)
-    kept = {id(r) for (_, _, measure, _), rs in groups.items() for r in trusted(rs, measure)}
+    return groups
+
+
+def _pruned(records: list[Record], settings: PruningSettings) -> pd.Series:
+    """Per task: the sorted "algorithm/kernel" names of its pruned branches."""
+    rows = {(b, e, m.label, t): sorted(f"{a}/{uk or '-'}" for a, uk in pruned_branches(
+                [r.result() for r in trusted(rs, m)], settings))
+            for (b, e, m, t), rs in _groups(records).items()}
+    return pd.Series(rows, dtype=object).rename_axis(KEYS)
+
+
+def _frame(records: list[Record]) -> pd.DataFrame:
+    kept = {id(r) for (_, _, measure, _), rs in _groups(records).items()
+            for r in trusted(rs, measure)}
     frame = pd.DataFrame(
         [(r.board, r.engine, r.measure.label, r.task, not r.ok, r.ok and r.correct is False,
           r.usable and id(r) in kept, id(r) not in kept, r.ok and r.strategy == "default",
@@ -45,7 +63,8 @@ def _frame(records: list[Record]) -> pd.DataFrame:
     return frame.astype({"failed": bool, "incorrect": bool, "usable": bool, "again": bool,
                          "default": bool, "ms": "float64", "ci_pct": "float64"})
 
-def summarize(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summarize(records: list[Record],
+              pruning: PruningSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per task, per board and engine) tables, sorted by their keys."""
     df = _frame(records)
     tasks = df.groupby(KEYS).agg(measurements=("failed", "size"), failed=("failed", "sum"),
@@ -58,7 +77,9 @@ def summarize(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
     tasks["best_config"] = best["config"]
     tasks["default_ms"] = df[df["default"]].groupby(KEYS)["ms"].last()
     tasks["speedup"] = tasks["default_ms"] / tasks["best_ms"]
-    tasks = tasks[TASK_COLUMNS].reset_index()
+    tasks["pruned_branches"] = _pruned(records, pruning) if records else []
+    tasks["pruned"] = tasks["pruned_branches"].map(len)
+    tasks = tasks[TASK_COLUMNS + ["pruned_branches"]].reset_index()
 
     # The total times and their ratio are over the tasks that have both times.
     both = tasks[tasks["speedup"].notna()].groupby(GROUP)[["best_ms", "default_ms"]].sum()

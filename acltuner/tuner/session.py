@@ -75,7 +75,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
              host: str | None = None, reporter: TuneReporter | None = None,
-             pins: Sequence[Pin] = (), in_context: bool = True) -> tuple[Plan, list[TaskReport]]:
+             pins: Sequence[Pin] = (), in_context: bool = True,
+             transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     """in_context: check the tuned plan whole against the default one after
     tuning (check_in_context) and keep the faster."""
     reporter = reporter or TuneReporter()
@@ -99,7 +100,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
-                                   pinned=pinned)
+                                   pinned=pinned, transfer=transfer)
         if in_context and strategy != "default":
             check = check_in_context(plan, client, progress=reporter.progress)
             reporter.in_context(check)

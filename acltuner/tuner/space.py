@@ -69,12 +69,29 @@ class SearchSpace:
         self.placements = placements(clusters, ncores, levels)
         self.workloads = tuple(workloads)
         self.size = len(self.pairs) * len(self.placements) * len(self.workloads)
+        self._index = ({p: i for i, p in enumerate(self.pairs)},
+                       {p: i for i, p in enumerate(self.placements)},
+                       {w: i for i, w in enumerate(self.workloads)})
 
     def config(self, index: int) -> ExecConfig:
         rest, w = divmod(index, len(self.workloads))
         pair, p = divmod(rest, len(self.placements))
         algorithm, ukernel = self.pairs[pair]
         return ExecConfig(algorithm, ukernel, self.placements[p], self.workloads[w])
+
+    def neighbours(self, config: ExecConfig) -> list[ExecConfig]:
+        """The configs of the space one move from config: another (algorithm,
+        kernel) pair, placement or workload count, the rest kept."""
+        pairs, places, loads = self._index
+        key = ((config.algorithm, config.ukernel), config.core_weights, config.workloads)
+        if key[0] not in pairs or key[1] not in places or key[2] not in loads:
+            return []
+        pair, p, w = pairs[key[0]], places[key[1]], loads[key[2]]
+        npl, nw = len(self.placements), len(self.workloads)
+        out = [(q * npl + p) * nw + w for q in range(len(self.pairs)) if q != pair]
+        out += [(pair * npl + q) * nw + w for q in range(npl) if q != p]
+        out += [(pair * npl + p) * nw + q for q in range(nw) if q != w]
+        return [self.config(i) for i in out]
 
     def all(self) -> list[ExecConfig]:
         return [self.config(i) for i in range(self.size)]

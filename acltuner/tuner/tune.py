@@ -31,6 +31,7 @@ from acltuner.tuner.runner import Result, Runner
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig
+from acltuner.tuner.warm_start import WarmStart
 
 
 @dataclasses.dataclass
@@ -45,6 +46,7 @@ class TaskReport:
     space_size: int
     tuner_s: float
     pinned: str | None = None  # the pin that chose `best`, as written (Pin.text)
+    transferred: bool = False  # warm-started by the transfer model
 
     @property
     def speedup(self) -> float | None:
@@ -58,7 +60,7 @@ class TaskTuner:
 
     def __init__(self, board: Board, client: LauncherClient, store: RecordStore,
                  config: TunerConfig, strategy: str, seed: int = 0,
-                 reporter: TuneReporter | None = None):
+                 reporter: TuneReporter | None = None, transfer: str = "auto"):
         if strategy not in TUNE_STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; one of "
                              f"{', '.join(TUNE_STRATEGIES)}")
@@ -71,6 +73,7 @@ class TaskTuner:
         self.ukernels = self.rules.ukernels
         self.clusters = [list(c.cpus) for c in board.clusters]
         self.runner = Runner(client, config.measure.options(client.largest_cache_bytes))
+        self.warm_start = WarmStart(transfer, config.transfer, board, store)
 
     def default_config(self, task: Task) -> ExecConfig:
         return rule_default(self.board, self.rules, task.shape)
@@ -100,13 +103,17 @@ class TaskTuner:
             self.reporter.progress(text)
 
         rng = np.random.default_rng([self.seed, zlib.crc32(task.key.encode())])
+        searching = self.strategy == "xgb" and len(already) < self.config.search.trials
+        prior = self.warm_start.prior(task) if searching else None
         outcome = search(space, measure, self.config, self.strategy, rng, encoder=encoder,
-                         seed_configs=[default], already=already, on_round=progress)
+                         seed_configs=[default], already=already, on_round=progress,
+                         prior=prior, prune=self.config.pruning.after is not None)
         best = outcome.best
         return TaskReport(task, default, best.config if best else default,
                           _time_of(default, already, outcome.measured),
                           best.median_ms if best else None, len(outcome.measured),
-                          len(already), space.size, outcome.model_s)
+                          len(already), space.size, outcome.model_s,
+                          transferred=prior is not None)
 
     def tune_pinned(self, task: Task, config: ExecConfig, pin: str, label: str) -> TaskReport:
         """The task's nodes all pinned to `config`: nothing searched; it and
@@ -219,11 +226,13 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
                records_path: str, config: TunerConfig, strategy: str,
                input_shapes: dict | None = None, seed: int = 0,
                reporter: TuneReporter | None = None,
-               pinned: dict[str, PinnedNode] | None = None) -> tuple[Plan, list[TaskReport]]:
-    """pinned: pin_nodes()'s, whose nodes are measured with their pin only."""
+               pinned: dict[str, PinnedNode] | None = None,
+               transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
+    """pinned: pin_nodes()'s, whose nodes are measured with their pin only;
+    transfer: auto or off (warm_start.py)."""
     start = time.perf_counter()
     store = RecordStore(records_path)
-    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter)
+    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer)
     reports = []
     todo = units(taskset.tasks, pinned or {})
     for i, (task, pin) in enumerate(todo, 1):

@@ -18,6 +18,9 @@ from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
 SCHEMA_VERSION = 4
+# What each older version lacks, for the error that names it.
+_OLDER = {3: "version 3 had no transfer and pruning sections, search.score_all_below nor "
+             "measure.realtime: add them from the shipped configs/tuner.yaml"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class SearchSettings:
     trials: int
     early_stopping: int | None
     candidates_per_round: int
+    score_all_below: int
 
     @property
     def batch(self) -> int:
@@ -64,10 +68,26 @@ class MeasureSettings:
 
 
 @dataclass(frozen=True)
+class TransferSettings:
+    min_tasks: int      # --transfer auto uses the model when the records hold this many other tasks
+    initial: int        # the first batch: the transfer model's best-ranked configs
+    decay: float        # the prior's weight: decay / (decay + the task's own measurements)
+    xgboost: dict       # TransferModel's parameters: xgboost's, num_boost_round, refresh_rounds, max_trees
+
+
+@dataclass(frozen=True)
+class PruningSettings:
+    after: int | None   # measurements of a branch before it may be pruned; null: off
+    margin_pct: float   # pruned when its best is this much slower than the task's best
+
+
+@dataclass(frozen=True)
 class TunerConfig:
     xgboost: dict  # xgboost.train parameters plus num_boost_round; CostModel's argument
     search: SearchSettings
     measure: MeasureSettings
+    transfer: TransferSettings
+    pruning: PruningSettings
 
 
 _WORDING = Wording(line="{path}: {why}", top="", kinds={**KINDS, dict: "a mapping"},
@@ -102,8 +122,14 @@ _MEASURE = {
 _SEARCH = {
     "initial_random": _integer(0), "top_k": _integer(0), "random_per_round": _integer(0),
     "trials": _integer(1), "early_stopping": _integer(1, null=True),
-    "candidates_per_round": _integer(1),
+    "candidates_per_round": _integer(1), "score_all_below": _integer(0),
 }
+_TRANSFER = {"min_tasks": _integer(1), "initial": _integer(1), "decay": _NOT_NEGATIVE,
+             "num_boost_round": _integer(1), "refresh_rounds": _integer(1),
+             "max_trees": _integer(1), "max_depth": _integer(1), "learning_rate": _POSITIVE,
+             "min_child_weight": _NOT_NEGATIVE, "subsample": _FRACTION,
+             "colsample_bytree": _FRACTION, "nthread": _integer(1)}
+_PRUNING = {"after": _integer(1, null=True), "margin_pct": _NOT_NEGATIVE}
 
 
 def _merge(base: Mapping, overrides: Mapping) -> dict:
@@ -129,8 +155,8 @@ def load_tuner_config(path: str | Path | None = None,
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(raw, Mapping):
-        raise ValueError(f"{path}: must be a mapping with schema_version, xgboost, search and "
-                         f"measure")
+        raise ValueError(f"{path}: must be a mapping with schema_version, xgboost, search, "
+                         f"measure, transfer and pruning")
     data = _merge(raw, overrides or {})
     try:
         return _parse(data)
@@ -155,9 +181,14 @@ def _section(data: Mapping, name: str, checks: dict, open_ended: bool) -> dict:
 
 
 def _parse(data: Mapping) -> TunerConfig:
+    version = data.get("schema_version")
+    if isinstance(version, int) and version in _OLDER:
+        raise _WORDING.error("schema_version", f"must be {SCHEMA_VERSION}, got {version}; "
+                                               f"{_OLDER[version]}")
     _WORDING.check(data.get("schema_version"), "schema_version", int, choices=(SCHEMA_VERSION,),
                    what=str(SCHEMA_VERSION))
-    _WORDING.mapping(data, "", ("schema_version", "xgboost", "search", "measure"))
+    _WORDING.mapping(data, "", ("schema_version", "xgboost", "search", "measure", "transfer",
+                                "pruning"))
     xgboost = _section(data, "xgboost", _XGBOOST, True)
     search = SearchSettings(**_section(data, "search", _SEARCH, False))
     if search.batch < 1:
@@ -170,4 +201,10 @@ def _parse(data: Mapping) -> TunerConfig:
         raise _WORDING.error("measure.max_repeats", f"must be >= min_repeats "
                                                     f"({measure.min_repeats}), "
                                                     f"got {measure.max_repeats}")
-    return TunerConfig(xgboost=xgboost, search=search, measure=measure)
+    t = _section(data, "transfer", _TRANSFER, False)
+    transfer = TransferSettings(min_tasks=t.pop("min_tasks"), initial=t.pop("initial"),
+                                decay=float(t.pop("decay")),
+                                xgboost={"objective": "reg:squarederror", **t})
+    pruning = PruningSettings(**_section(data, "pruning", _PRUNING, False))
+    return TunerConfig(xgboost=xgboost, search=search, measure=measure, transfer=transfer,
+                       pruning=pruning)

@@ -4,10 +4,14 @@ time is asserted)."""
 from __future__ import annotations
 
 import csv
+import os
+import sys
 
 import onnx
+import pytest
 import yaml
 
+from acltuner.bench import compare
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error, invoke
 
@@ -21,8 +25,9 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
         {"schema": 1, "models": {"tiny": {"input": [1, 3, 12, 10]}}}))
     out = tmp_path / "out"
     result = invoke("bench", "compare", "--model-dir", models, "--trials", "1", "--repeat", "2",
-                    "--out", out)
+                    "--rounds", "2", "--out", out)
     assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-2].startswith("slowest vs onnxruntime: tiny ")
     assert result.stdout.splitlines()[-1].startswith("geomean_vs_onnxruntime: ")
     with (out / "compare.csv").open() as f:
         (row,) = list(csv.DictReader(f))
@@ -33,3 +38,11 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
 def test_an_empty_folder_is_one_line(tmp_path):
     result = invoke("bench", "compare", "--model-dir", tmp_path, "--out", tmp_path / "out")
     assert_one_line_error(result, f"{tmp_path}: no .onnx models in it")
+
+
+def test_timing_processes_run_at_real_time_priority_where_allowed():
+    probe = [sys.executable, "-c", "import os; print(os.sched_getscheduler(0))"]
+    assert int(compare._call(probe)) == os.SCHED_OTHER
+    if not compare.realtime_allowed():
+        pytest.skip("real-time priority refused here")
+    assert int(compare._call(probe, realtime=True)) == os.SCHED_FIFO

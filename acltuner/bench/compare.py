@@ -4,13 +4,20 @@ For each zoo model (or each model of a folder, with its input shapes from the
 folder's shapes.yaml), side by side in one run: onnxruntime (default graph
 optimisations, the better of 1 and 2 intra-op threads), our engine with the
 ArmNN-rule default plan, and our engine with the tuned plan.  Each is timed in
-a fresh process of its own, so that its peak memory is its own.
+a fresh process of its own, so that its peak memory is its own, in rounds that
+take the three in turn (a drift of the machine's speed reaches them alike);
+an engine's time is the median of its rounds.  With `realtime`, the timing
+processes run at the lowest real-time priority (SCHED_FIFO) where the system
+allows it, all three alike: the machine's other load then stays out of every
+side of the comparison.
 """
 from __future__ import annotations
 
 import csv
 import json
 import math
+import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -44,27 +51,54 @@ print(json.dumps({"median_ms": 1e3 * statistics.median(times),
 """
 
 
-def _call(cmd: list[str]) -> str:
-    """Runs cmd; its stdout, or a ValueError with the last line it printed on stderr."""
-    out = subprocess.run(cmd, capture_output=True, text=True)
+def _fifo() -> None:
+    """In the child before exec: the lowest SCHED_FIFO priority."""
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(os.sched_get_priority_min(os.SCHED_FIFO)))
+
+
+def realtime_allowed() -> bool:
+    try:
+        subprocess.run([sys.executable, "-c", "pass"], preexec_fn=_fifo, check=True)
+        return True
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _call(cmd: list[str], realtime: bool = False) -> str:
+    """Runs cmd (at real-time priority if `realtime`); its stdout, or a
+    ValueError with the last line it printed on stderr."""
+    out = subprocess.run(cmd, capture_output=True, text=True,
+                         preexec_fn=_fifo if realtime else None)
     if out.returncode != 0:
         last = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise ValueError(f"'{' '.join(cmd[2:5])} ...' failed: {last}")
     return out.stdout
 
 
-def _json_run(cmd: list[str]) -> dict:
-    return json.loads(_call(cmd).strip().splitlines()[-1])
+def _json_run(cmd: list[str], realtime: bool = False) -> dict:
+    return json.loads(_call(cmd, realtime).strip().splitlines()[-1])
 
 
 def _acltuner(*args: str) -> list[str]:
     return [sys.executable, "-m", "acltuner.cli", *args]
 
 
-def onnxruntime_best(model: Path, repeat: int, warmup: int, shapes: dict | None = None) -> dict:
+def onnxruntime_best(model: Path, repeat: int, warmup: int, shapes: dict | None = None,
+                     realtime: bool = False) -> dict:
     runs = [_json_run([sys.executable, "-c", _ORT_PROBE, str(model), str(t), str(repeat),
-                       str(warmup), json.dumps(shapes or {})]) for t in (1, 2)]
+                       str(warmup), json.dumps(shapes or {})], realtime) for t in (1, 2)]
     return min(runs, key=lambda r: r["median_ms"])
+
+
+def _rounds(timers: dict, rounds: int) -> dict[str, dict]:
+    """Each timer (name -> () -> {"median_ms", "peak_rss_mb"}) run once per
+    round, in turns; per name the median of its rounds and its largest peak."""
+    runs: dict[str, list[dict]] = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            runs[name].append(timer())
+    return {name: {"median_ms": statistics.median(r["median_ms"] for r in rs),
+                   "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)} for name, rs in runs.items()}
 
 
 def _geomean(xs: list[float]) -> float:
@@ -97,8 +131,11 @@ def folder_models(folder: Path) -> list[tuple[str, Path, dict]]:
 
 
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
-        board: str, records: Path) -> float:
+        board: str, records: Path, rounds: int = 3, realtime: bool = True) -> float:
     out_dir.mkdir(parents=True, exist_ok=True)
+    if realtime and not realtime_allowed():
+        click.echo("real-time priority refused here: timing at normal priority", err=True)
+        realtime = False
     rows = []
     for name, model, shapes in models:
         default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
@@ -111,9 +148,12 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                         *common))
         tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
         timing = ["--json", "--repeat", str(repeat), "--warmup", "3"]
-        ort = onnxruntime_best(model, repeat, 3, shapes)
-        default = _json_run(_acltuner("run", str(default_plan), *timing))
-        tuned = _json_run(_acltuner("run", str(tuned_plan), *timing))
+        times = _rounds({
+            "ort": lambda: onnxruntime_best(model, repeat, 3, shapes, realtime),
+            "default": lambda: _json_run(_acltuner("run", str(default_plan), *timing), realtime),
+            "tuned": lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime),
+        }, rounds)
+        ort, default, tuned = times["ort"], times["default"], times["tuned"]
         rows.append({
             "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
             "tuned_ms": tuned["median_ms"], "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
@@ -140,5 +180,9 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     table = "\n".join(lines)
     (out_dir / "compare.md").write_text(table + "\n")
     click.echo(table)
+    slowest = min(rows, key=lambda r: r["tuned_vs_onnxruntime"])
+    below_default = [r["model"] for r in rows if r["tuned_vs_default"] < 1.0]
+    click.echo(f"slowest vs onnxruntime: {slowest['model']} {slowest['tuned_vs_onnxruntime']:.2f}x; "
+               f"tuned slower than default: {', '.join(below_default) or 'none'}")
     click.echo(f"geomean_vs_onnxruntime: {vs_ort:.3f}")
     return vs_ort

@@ -115,13 +115,21 @@ def bench_search(seeds: int, replay_dir: str | None, record_dir: str | None,
               help="Folder for the models, plans, compare.csv and compare.md.")
 @click.option("--records", "records_path", default=None,
               help="Records file [default: OUT/records.jsonl].")
-def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, records_path) -> None:
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
+              help="Rounds timing onnxruntime, the default and the tuned plan in turns; each "
+                   "one's time is the median of its rounds.")
+@click.option("--realtime/--no-realtime", default=True, show_default=True,
+              help="Time all three at the lowest real-time priority (SCHED_FIFO) where the "
+                   "system allows it, so that other load on the machine stays out of the "
+                   "comparison.")
+def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, records_path, rounds,
+                  realtime) -> None:
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
     For each zoo model, or each model in --model-dir (input shapes from the
     folder's shapes.yaml, which scripts/fetch_models.py writes): onnxruntime (default optimisations, the better of 1
     and 2 intra-op threads), the ArmNN-rule default plan, and the tuned plan,
-    each timed in a fresh process (with its peak memory).  Writes CSV and
+    each timed in a fresh process (with its peak memory), in --rounds turns.  Writes CSV and
     markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
     is onnxruntime's time over the tuned plan's, geometric mean (above 1: we
     are faster).
@@ -133,7 +141,7 @@ def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, record
     chosen = (compare.folder_models(Path(model_dir)) if model_dir
               else compare.zoo_models([m for m in models.split(",") if m], out))
     compare.run(chosen, trials, repeat, out, board_name,
-                Path(records_path) if records_path else out / "records.jsonl")
+                Path(records_path) if records_path else out / "records.jsonl", rounds, realtime)
 
 
 @bench.command("fuzz")

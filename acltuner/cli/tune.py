@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from acltuner.cli.progress import Progress
+from acltuner.cli.progress import Progress, farm_bars
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.report import TuneReporter
 
@@ -44,8 +44,17 @@ if TYPE_CHECKING:
 @click.option("--host", default=None, metavar="HOST",
               help="Measure on this ssh host, where 'acltuner deploy' put the board's "
                    "launcher; a dropped connection is reconnected and the tune goes on.")
+@click.option("--hosts", default=None, metavar="H1,H2,..",
+              help="A farm: measure on all these ssh hosts at once, boards of --board's "
+                   "class (an embedded Dask cluster on this machine, one worker per board).")
+@click.option("--farm", "farm_path", default=None, metavar="FARM.yaml",
+              help="A farm from a file: its members, each a host or cores of this machine, "
+                   "with its board file (README: Board farms).")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="A farm on a running Dask cluster, whose workers were started with "
+                   "'acltuner farm worker'.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host):
+         input_shapes, config_path, seed, host, hosts, farm_path, scheduler):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -64,17 +73,34 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune model.onnx -o plan.json --board split-host --trials 60
       acltuner tune model.onnx -o default.plan.json --strategy default
       acltuner tune model.onnx -o plan.json --board odroid-n2plus --host odroid
+      acltuner tune model.onnx -o plan.json --board odroid-n2plus --hosts odroid1,odroid2
+      acltuner tune model.onnx -o plan.json --farm farm.yaml
     """
     from acltuner.tuner.session import run_tune
+    farm_ways = [o for o, v in (("--host", host), ("--hosts", hosts), ("--farm", farm_path),
+                                ("--scheduler", scheduler)) if v]
+    if len(farm_ways) > 1:
+        raise click.UsageError(f"{' and '.join(farm_ways)} cannot be given together")
+    members = _farm_members(board_name, hosts, farm_path)
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 reporter=_Printer(plan_path))
+                 members=members, scheduler=scheduler, reporter=_Printer(plan_path))
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
         raise SystemExit(130) from None
+
+
+def _farm_members(board_name: str, hosts: str | None, farm_path: str | None):
+    if not (hosts or farm_path):
+        return None
+    from acltuner.board.registry import load_board
+    from acltuner.farm.members import load_farm, members_from_hosts
+    if farm_path:
+        return load_farm(farm_path, board_name)
+    return members_from_hosts(load_board(board_name), [h for h in hosts.split(",") if h])
 
 
 def _task_line(r: TaskReport) -> str:
@@ -93,6 +119,7 @@ class _Printer(TuneReporter):
         self.plan_path = plan_path
         self.host: str | None = None
         self.line = Progress()
+        self.farm = False
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
                 config: TunerConfig, caches: str, records: Path) -> None:
@@ -109,11 +136,25 @@ class _Printer(TuneReporter):
             click.echo(f"warning: {finding.line()}", err=True)
 
     def progress(self, text: str) -> None:
-        self.line.update(text)
+        if not self.farm:  # a farm's bars say more than one of its tasks
+            self.line.update(text)
+
+    def farm_progress(self, farm) -> None:
+        self.farm = True
+        self.line.update_lines(farm_bars(farm.stats, farm.members()))
+
+    def farm_done(self, stats, troubles: list[str]) -> None:
+        per_member = ", ".join(f"{name} {n}" for name, n in sorted(stats.measured.items()))
+        click.echo(f"farm: {sum(stats.measured.values())} measurements at "
+                   f"{stats.per_minute():.0f}/min ({per_member}), {stats.resent} batch(es) "
+                   f"sent again", err=True)
+        for line in troubles:
+            click.echo(line, err=True)
 
     def task_done(self, report: TaskReport) -> None:
         self.line.clear()
         click.echo(_task_line(report))
+        self.line.force_next()
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         if reconnects:

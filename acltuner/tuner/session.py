@@ -3,6 +3,7 @@ measures on it, the tuner config and the records file; a TuneReporter shows how
 it goes."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from acltuner.plan import Plan
 from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.report import TuneReporter
-from acltuner.tuner.tune import TaskReport, tune_model
+from acltuner.tuner.tune import TaskReport, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 
 # A measurement of a big layer on a slow board, with its reference run, can take
@@ -58,11 +59,28 @@ def open_launcher(board: Board, host: str | None) -> LauncherClient:
     return client
 
 
+@contextlib.contextmanager
+def _measuring(board: Board, host: str | None, members, scheduler: str | None,
+               reporter: TuneReporter):
+    """(what the tuner asks as a launcher, how the tasks are tuned, the farm
+    or None): one launcher, or a farm when members or a scheduler are given."""
+    if members is None and not scheduler:
+        with open_launcher(board, host) as client:
+            yield client, tune_in_order, None
+        return
+    from acltuner.farm.cluster import open_farm
+    from acltuner.farm.tune import farm_tuning
+    with open_farm(board, members, scheduler, reporter.farm_progress) as (farm, launcher):
+        yield launcher, farm_tuning(farm), farm
+
+
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
-             host: str | None = None,
+             host: str | None = None, members=None, scheduler: str | None = None,
              reporter: TuneReporter | None = None) -> tuple[Plan, list[TaskReport]]:
+    """members (farm.members.Member) or scheduler (tcp://HOST:PORT): tune on a
+    farm, embedded or of an existing Dask cluster, instead of one launcher."""
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -73,15 +91,20 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
     # The launcher too: a board the measuring machine cannot run fails before any output.
-    with open_launcher(board, host) as client:
-        if strategy != "default":  # it measures nothing
+    with _measuring(board, host, members, scheduler, reporter) as (client, tune_tasks, farm):
+        if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         records.parent.mkdir(parents=True, exist_ok=True)
-        reporter.started(model, board, host, strategy, config,
+        where = host if farm is None else f"a farm of {len(farm.hellos)} members"
+        reporter.started(model, board, where, strategy, config,
                          config.measure.options(client.largest_cache_bytes).label, records)
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
-                                   input_shapes=shapes, seed=seed, reporter=reporter)
+                                   input_shapes=shapes, seed=seed, reporter=reporter,
+                                   tune_tasks=tune_tasks)
         reconnects = getattr(client, "reconnects", 0)
+        troubles = farm.summary() if farm is not None else []
     reporter.finished(plan, reports, reconnects)
+    if farm is not None:
+        reporter.farm_done(farm.stats, troubles)
     return plan, reports

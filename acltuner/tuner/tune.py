@@ -78,10 +78,13 @@ class TaskTuner:
                              list(self.ukernels.values()), self.isa, uses.__getitem__,
                              self.client.check)
 
-    def tune(self, task: Task, label: str) -> TaskReport:
+    def tune(self, task: Task, label: str, runner: Runner | None = None) -> TaskReport:
+        """runner: what measures this task (a farm gives each task its own,
+        tuned side by side); by default the tuner's one launcher."""
+        runner = runner or self.runner
         default = self.default_config(task)
         records = self.store.measured(self.board.fingerprint, self.engine, task.key,
-                                      measure=self.runner.options)
+                                      measure=runner.options)
         already = {r.config: r.result() for r in records.values()}
         if self.strategy == "default":
             return TaskReport(task, default, default, None, None, 0, len(already), 0, 0.0)
@@ -94,17 +97,18 @@ class TaskTuner:
         def measure(configs: list[ExecConfig]) -> list[Result]:
             nonlocal loaded
             if not loaded:  # only now: a task found complete in the records needs no device
-                self.runner.load(task.shape, seed=self.seed)
-                self.runner.default_ms = _time_of(default, already, [])
+                runner.load(task.shape, seed=self.seed)
+                runner.default_ms = _time_of(default, already, [])
                 loaded = True
             # The default first: its time scales the hang timeout of the rest.
             ordered = sorted(configs, key=lambda c: c != default)
-            by_config = dict(zip(ordered, self._measure_and_record(task, ordered)))
+            by_config = dict(zip(ordered, self._measure_and_record(task, runner, ordered)))
             pairs = [by_config[c] for c in configs]
             # A time taken while throttled or too spread is taken again once
             # the rest of the batch has run; the second time replaces it.
-            again = [i for i, (_, m) in enumerate(pairs) if self.runner.options.needs_again(m)]
-            for i, pair in zip(again, self._measure_and_record(task, [configs[i] for i in again])):
+            again = [i for i, (_, m) in enumerate(pairs) if runner.options.needs_again(m)]
+            for i, pair in zip(again, self._measure_and_record(task, runner,
+                                                               [configs[i] for i in again])):
                 pairs[i] = pair
             return [r for r, _ in pairs]
 
@@ -129,11 +133,11 @@ class TaskTuner:
                           len(already), space.size, outcome.model_s)
 
 
-    def _measure_and_record(self, task: Task, configs: list[ExecConfig]) -> list:
-        pairs = self.runner.measure(configs)
+    def _measure_and_record(self, task: Task, runner: Runner, configs: list[ExecConfig]) -> list:
+        pairs = runner.measure(configs)
         self.store.append([Record.from_measurement(
             self.board.fingerprint, self.engine, task.key, task.shape, c, m, self.strategy,
-            measure=self.runner.options) for c, (_, m) in zip(configs, pairs)])
+            measure=runner.options) for c, (_, m) in zip(configs, pairs)])
         return pairs
 
 
@@ -164,18 +168,27 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
                 board=board)
 
 
+def tune_in_order(tuner: TaskTuner, tasks: list[Task]) -> list[TaskReport]:
+    """The tasks one after the other, through the tuner's one launcher."""
+    reports = []
+    for i, task in enumerate(tasks, 1):
+        report = tuner.tune(task, f"task {i}/{len(tasks)} {task.key}")
+        reports.append(report)
+        tuner.reporter.task_done(report)
+    return reports
+
+
 def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: LauncherClient,
                records_path: str, config: TunerConfig, strategy: str,
                input_shapes: dict | None = None, seed: int = 0,
-               reporter: TuneReporter | None = None) -> tuple[Plan, list[TaskReport]]:
+               reporter: TuneReporter | None = None,
+               tune_tasks=tune_in_order) -> tuple[Plan, list[TaskReport]]:
+    """tune_tasks(tuner, tasks): how the tasks are tuned (a farm: side by side),
+    their reports in task order."""
     start = time.perf_counter()
     store = RecordStore(records_path)
     tuner = TaskTuner(board, client, store, config, strategy, seed, reporter)
-    reports = []
-    for i, task in enumerate(taskset.tasks, 1):
-        report = tuner.tune(task, f"task {i}/{len(taskset.tasks)} {task.key}")
-        reports.append(report)
-        tuner.reporter.task_done(report)
+    reports = tune_tasks(tuner, list(taskset.tasks))
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
                       time.perf_counter() - start)
     save_plan(plan, plan_path)

@@ -57,6 +57,24 @@ def bench_deconv(quick: bool) -> None:
     deconv.run(quick)
 
 
+@bench.command("farm")
+@click.option("--model", default="resnet18", show_default=True,
+              help="The zoo model tuned (acltuner zoo --list).")
+@click.option("--trials", type=click.IntRange(1), default=12, show_default=True,
+              help="Measurements per task, the same in both runs.")
+def bench_farm(model: str, trials: int) -> None:
+    """Tunes a zoo model on a farm of one, then two, one-core boards of this machine.
+
+    The boards are this machine's cpu0 and cpu1, each launcher pinned to its
+    own core (ACL_CPUS), the farm embedded (a Dask scheduler and a worker per
+    board here); both runs start from empty records.  The last line,
+    `farm_speedup: R`, is the measurements per second with two boards over
+    those with one, each over the tune's own time (the cluster's start left out).
+    """
+    from acltuner.bench import farm
+    farm.run(model, trials)
+
+
 @bench.command("search")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
               help="Searches per strategy and task.")

@@ -29,10 +29,10 @@ def embedded_cluster(members: list[Member]):
     from distributed import Nanny, Scheduler, SpecCluster
     # Dask's own log lines (workers starting, stopping) only on trouble.
     workers = {m.name: {"cls": Nanny, "options": {**worker_options(m), "host": "127.0.0.1",
-                                                  "silence_logs": logging.ERROR}}
+                                                  "silence_logs": logging.CRITICAL}}
                for m in members}
     scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}}
-    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR,
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL,
                        name="acltuner-farm")
 
 

@@ -42,6 +42,7 @@ class MemberHealth:
 class FarmStats:
     """What the progress shows and the summary reports."""
     measured: Counter = field(default_factory=Counter)  # per member
+    busy_s: Counter = field(default_factory=Counter)    # measuring, per member
     failures: Counter = field(default_factory=Counter)  # error answers per member
     rebooted: Counter = field(default_factory=Counter)
     lost: Counter = field(default_factory=Counter)      # worker processes gone
@@ -63,6 +64,7 @@ class Farm:
         self.stats = FarmStats()
         self._lock = threading.Lock()
         self._addresses: dict[str, str] = {}  # member name -> its worker's address
+        self._homed: Counter = Counter()      # tasks kept on each member
         self.hellos: dict[str, dict] = {}
 
     # -- membership -------------------------------------------------------
@@ -101,24 +103,31 @@ class Farm:
         return hellos
 
     # -- measuring --------------------------------------------------------
-    def _allowed(self) -> list[str]:
+    def _allowed(self) -> dict[str, str]:
+        """The members not left out, by name, waiting while all are."""
         up = self.members()
         while True:
             now = time.monotonic()
             with self._lock:
-                ok = [a for n, a in up.items() if self.health[n].until <= now]
+                ok = {n: a for n, a in up.items() if self.health[n].until <= now}
                 wait = min((self.health[n].until for n in up), default=now + 1.0) - now
             if ok:
                 return ok
             time.sleep(max(wait, 0.1))
             up = self.members()
 
-    def call(self, fn, *args) -> dict:
-        """fn(*args) on some member (not one left out); an error answer or a
-        lost worker sends it again, to whoever is free."""
+    def call(self, fn, *args, prefer: str | None = None) -> dict:
+        """fn(*args) on some member (not one left out), on `prefer` while it
+        is up and in (the member that holds the task: a launcher loading
+        another task computes its reference output again); an error answer or
+        a lost worker sends it again, to whoever is free."""
         last = ""
-        for attempt in range(MAX_ATTEMPTS):
-            future = self.client.submit(fn, *args, workers=self._allowed(), pure=False,
+        for _ in range(MAX_ATTEMPTS):
+            allowed = self._allowed()
+            # Loosely: should the preferred worker go away, Dask sends it elsewhere.
+            chosen = [allowed[prefer]] if prefer in allowed else list(allowed.values())
+            future = self.client.submit(fn, *args, workers=chosen, pure=False,
+                                        allow_other_workers=prefer in allowed,
                                         resources={RESOURCE: 1})
             try:
                 answer = future.result()
@@ -133,12 +142,31 @@ class Farm:
             self._failed(answer["member"], answer["error"])
         raise FarmError(f"{MAX_ATTEMPTS} attempts in a row failed; the last, {last}")
 
+    def home(self, current: str | None = None) -> str:
+        """A member for a task to stay on: `current` while it is up and in,
+        else the one that fewest tasks stay on."""
+        allowed = self._allowed()
+        with self._lock:
+            if current in allowed:
+                return current
+            if current is not None:
+                self._homed[current] -= 1
+            chosen = min(allowed, key=lambda n: (self._homed[n], n))
+            self._homed[chosen] += 1
+            return chosen
+
+    def leave_home(self, member: str | None) -> None:
+        if member is not None:
+            with self._lock:
+                self._homed[member] -= 1
+
     def _succeeded(self, answer: dict) -> None:
         with self._lock:
             self.health[answer["member"]].failures = 0
             if answer.get("rebooted"):
                 self.stats.rebooted[answer["member"]] += 1
             self.stats.measured[answer["member"]] += len(answer.get("measurements", ()))
+            self.stats.busy_s[answer["member"]] += answer.get("busy_s", 0.0)
         self.on_progress(self)
 
     def _failed(self, member: str | None, error: str) -> None:
@@ -208,16 +236,23 @@ class FarmRunner(Runner):
         super().__init__(None, options)
         self.farm = farm
         self._task: tuple[ConvShape, int] | None = None
+        self.home: str | None = None  # the member this task stays on (Farm.home)
 
     def load(self, shape: ConvShape, seed: int = 0) -> None:
         self._task = (shape, seed)
         self.default_ms = None
 
+    def release(self) -> None:
+        """The task is done: its member may take another."""
+        self.farm.leave_home(self.home)
+        self.home = None
+
     def measure(self, configs: list[ExecConfig]) -> list[tuple[Result, Measurement]]:
         shape, seed = self._task
+        self.home = self.farm.home(self.home)
         answer = self.farm.call(worker.measure, shape.to_dict(), seed,
                                 [c.to_dict() for c in configs], self.options.to_dict(),
-                                self.default_ms)
+                                self.default_ms, prefer=self.home)
         if self.default_ms is None:
             self.default_ms = answer["default_ms"]
         measurements = [Measurement(**m) for m in answer["measurements"]]

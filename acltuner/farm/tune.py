@@ -11,19 +11,24 @@ from acltuner.farm.dispatch import Farm, FarmRunner
 from acltuner.taskgen.tasks import Task
 from acltuner.tuner.tune import TaskReport, TaskTuner
 
-# Tasks in flight beyond one per member: a batch waits queued while another
-# task's cost model is refitted, so no member idles through the refit.
-EXTRA_TASKS = 1
-
-
 def farm_tuning(farm: Farm):
     """A tune_tasks for tune_model that tunes on `farm`."""
     def tune_tasks(tuner: TaskTuner, tasks: list[Task]) -> list[TaskReport]:
-        in_flight = max(1, min(len(tasks), len(farm.members()) + EXTRA_TASKS))
+        # A task per member, each kept on the member that holds it (Farm.call):
+        # more would share members, and a member switching tasks computes the
+        # task's reference output again (~0.1 s, as long as a measurement).
+        in_flight = max(1, min(len(tasks), len(farm.members())))
+
+        def tune_one(task: Task, label: str) -> TaskReport:
+            runner = FarmRunner(farm, tuner.runner.options)
+            try:
+                return tuner.tune(task, label, runner)
+            finally:
+                runner.release()
+
         with ThreadPoolExecutor(max_workers=in_flight,
                                 thread_name_prefix="acltuner-farm-task") as pool:
-            futures = [pool.submit(tuner.tune, task, f"task {i}/{len(tasks)} {task.key}",
-                                   FarmRunner(farm, tuner.runner.options))
+            futures = [pool.submit(tune_one, task, f"task {i}/{len(tasks)} {task.key}")
                        for i, task in enumerate(tasks, 1)]
             try:
                 reports = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from pathlib import Path
 
 from acltuner.engine import native
@@ -112,6 +113,7 @@ def measure(shape: dict, seed: int, configs: list, options: dict,
             default_ms: float | None) -> dict:
     """Measures configs of the task (shape, seed), loading it if this
     launcher holds another; default_ms scales the hang timeout (Runner)."""
+    start = time.perf_counter()
     s = _current()
     task = (ConvShape.from_dict(shape), seed)
     if s.loaded != task:
@@ -124,5 +126,5 @@ def measure(shape: dict, seed: int, configs: list, options: dict,
     rebooted = s.rebooted
     s.recheck()
     return {"member": s.member.name, "default_ms": s.runner.default_ms,
-            "rebooted": s.rebooted > rebooted,
+            "rebooted": s.rebooted > rebooted, "busy_s": time.perf_counter() - start,
             "measurements": [dataclasses.asdict(m) for _, m in pairs]}

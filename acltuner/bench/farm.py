@@ -1,0 +1,75 @@
+"""`acltuner bench farm`: what a second board buys.  A zoo model is tuned
+with the same trial budget on a farm of one, then two, one-core boards made
+of this machine's cpu0 and cpu1 (ACL_CPUS), each from empty records; the
+last line is the second run's measurements per second over the first's."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+import click
+import onnx
+
+from acltuner.board.files import save_file
+from acltuner.board.model import Board, BoardError
+from acltuner.board.registry import load_board
+from acltuner.farm.members import Member
+from acltuner.tuner.report import TuneReporter
+from acltuner.tuner.session import run_tune
+from acltuner.zoo import build
+
+
+def one_core_board() -> Board:
+    """This machine's cpu0 as a board of one core: every member is of this class."""
+    host = load_board("host")
+    cluster = next(c for c in host.clusters if 0 in c.cpus)
+    return Board(name="one-core", isa=host.isa, clusters=(dataclasses.replace(
+        cluster, name="core", cpus=(0,)),), description="one core of this machine")
+
+
+class _FarmStats(TuneReporter):
+    """Keeps the farm's statistics at the end of the tune."""
+    stats = None
+
+    def farm_done(self, stats, troubles: list[str]) -> None:
+        self.stats = stats
+        for line in troubles:
+            click.echo(line, err=True)
+
+
+def _rate(model: Path, board_file: Path, members: list[Member], trials: int,
+          folder: Path) -> float:
+    records = folder / f"records-{len(members)}.jsonl"
+    reporter = _FarmStats()
+    plan, _ = run_tune(str(model), str(folder / f"plan-{len(members)}.json"),
+                       board_name=str(board_file), trials=trials, early_stopping=None,
+                       strategy="xgb", records_path=str(records), input_shapes=(),
+                       config_path=None, seed=0, members=members, reporter=reporter)
+    t = plan.tuning
+    busy = ", ".join(f"{name} {100 * s / t.wall_s:.0f}%" for name, s in sorted(
+        reporter.stats.busy_s.items()))
+    click.echo(f"{len(members)} board(s): {t.measurements} measurements in {t.wall_s:.1f} s, "
+               f"{t.measurements / t.wall_s:.2f}/s; boards busy measuring: {busy}")
+    return t.measurements / t.wall_s
+
+
+def run(model_name: str, trials: int) -> None:
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        raise BoardError("bench farm needs cpu0 and cpu1 of this machine, one per board")
+    board = one_core_board()
+    members = [Member(f"cpu{i}", board, None, (i,)) for i in (0, 1)]
+    with tempfile.TemporaryDirectory(prefix="acltuner-bench-farm-") as tmp:
+        folder = Path(tmp)
+        model = folder / f"{model_name}.onnx"
+        onnx.save(build(model_name), model)
+        board_file = folder / "one-core.yaml"
+        save_file(board, board_file)
+        core = board.clusters[0]
+        click.echo(f"{model_name}, {trials} trials per task, boards of one core "
+                   f"({core.core_type}, {core.max_freq_mhz} MHz)")
+        one = _rate(model, board_file, members[:1], trials, folder)
+        two = _rate(model, board_file, members, trials, folder)
+    click.echo(f"farm_speedup: {two / one:.3f}")
+

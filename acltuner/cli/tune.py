@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 @click.argument("model", metavar="MODEL.onnx")
 @click.option("-o", "--output", "plan_path", required=True, metavar="PLAN.json",
               help="Where to write the plan (atomically).")
-@click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
+@click.option("--board", "board_name", default=None, metavar="NAME|FILE",
               help="Board to tune for: a name from 'acltuner board list', a board YAML file, "
-                   "or 'host' (detected).")
+                   "or 'host' (detected) [default: the farm file's board, else host].")
 @click.option("--trials", type=click.IntRange(1), default=None,
               help="Measurements per task (default: configs/tuner.yaml, 100).")
 @click.option("--early-stopping", type=click.IntRange(1), default=None, metavar="N",
@@ -81,7 +81,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
                                 ("--scheduler", scheduler)) if v]
     if len(farm_ways) > 1:
         raise click.UsageError(f"{' and '.join(farm_ways)} cannot be given together")
-    members = _farm_members(board_name, hosts, farm_path)
+    board_name, members = _farm_members(board_name, hosts, farm_path)
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
@@ -93,14 +93,19 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         raise SystemExit(130) from None
 
 
-def _farm_members(board_name: str, hosts: str | None, farm_path: str | None):
-    if not (hosts or farm_path):
-        return None
-    from acltuner.board.registry import load_board
-    from acltuner.farm.members import load_farm, members_from_hosts
+def _farm_members(board_name: str | None, hosts: str | None, farm_path: str | None):
+    """The tune's board and its farm's members (None: no farm)."""
     if farm_path:
-        return load_farm(farm_path, board_name)
-    return members_from_hosts(load_board(board_name), [h for h in hosts.split(",") if h])
+        from acltuner.farm.members import load_farm
+        return load_farm(farm_path, board_name) if board_name is None else \
+            (board_name, load_farm(farm_path, board_name)[1])
+    board_name = board_name or "host"
+    if not hosts:
+        return board_name, None
+    from acltuner.board.registry import load_board
+    from acltuner.farm.members import members_from_hosts
+    return board_name, members_from_hosts(load_board(board_name),
+                                          [h for h in hosts.split(",") if h])
 
 
 def _task_line(r: TaskReport) -> str:
@@ -146,7 +151,7 @@ class _Printer(TuneReporter):
     def farm_done(self, stats, troubles: list[str]) -> None:
         per_member = ", ".join(f"{name} {n}" for name, n in sorted(stats.measured.items()))
         click.echo(f"farm: {sum(stats.measured.values())} measurements at "
-                   f"{stats.per_minute():.0f}/min ({per_member}), {stats.resent} batch(es) "
+                   f"{stats.per_minute():.0f}/min ({per_member}), {stats.resent} failed batch(es) "
                    f"sent again", err=True)
         for line in troubles:
             click.echo(line, err=True)

@@ -193,7 +193,7 @@ class Farm:
             parts = []
             if self.stats.lost[name]:
                 parts.append(f"lost {self.stats.lost[name]} time(s) (its worker went away; "
-                             f"its batch went to another member)")
+                             f"Dask sent the batch it held again)")
             if self.stats.failures[name]:
                 h = self.health[name]
                 parts.append(f"failed {self.stats.failures[name]} batch(es), quarantined "

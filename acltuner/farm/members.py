@@ -32,7 +32,9 @@ SCHEMA_VERSION = 1
 # The environment variable that tells a worker process which member it serves.
 MEMBER_ENV = "ACLTUNER_FARM_MEMBER"
 
-_WORDING = Wording(line="{path}: {why}", top="")
+_WORDING = Wording(line="{path}: {why}", top="",
+                   missing=("{parent}", "missing field '{key}'"),
+                   unknown=("{parent}", "unknown field '{key}'{hint}"))
 _FARM_FIELDS = ("schema_version", "board", "members")
 _MEMBER_FIELDS = ("name", "host", "cpus", "board")
 
@@ -84,9 +86,10 @@ def members_from_hosts(board: Board, hosts: list[str]) -> list[Member]:
     return [Member(host, board, host) for host in hosts]
 
 
-def load_farm(path: str | os.PathLike, default_board: str | None = None) -> list[Member]:
-    """The members of a farm file; a member without a board gets the file's
-    board, else `default_board` (--board)."""
+def load_farm(path: str | os.PathLike,
+              default_board: str | None = None) -> tuple[str, list[Member]]:
+    """The farm's board (a name or a path, the file's own board before
+    `default_board`) and its members; a member without a board gets the farm's."""
     try:
         data = parse_yaml(Path(path).read_text())
     except OSError as e:
@@ -105,8 +108,10 @@ def _members(data, folder: Path, default_board: str | None) -> list[Member]:
     if version != SCHEMA_VERSION:
         raise _WORDING.error("schema_version", f"unsupported version {version} (this "
                                                f"acltuner reads {SCHEMA_VERSION})")
-    farm_board = _WORDING.check(d.get("board", default_board), "board", str, nonempty=True,
-                                what="a board name or file (here or as --board)")
+    farm_board = _board_ref(_WORDING.check(d.get("board", default_board), "board", str,
+                                           nonempty=True,
+                                           what="a board name or file (here or as --board)"),
+                            folder)
     raw = _WORDING.check(d["members"], "members", list, nonempty=True)
     boards: dict[str, Board] = {}
     members, names = [], set()
@@ -123,10 +128,15 @@ def _members(data, folder: Path, default_board: str | None) -> list[Member]:
         cpus = _WORDING.check(m.get("cpus", []), at(where, "cpus"), list)
         cpus = tuple(_WORDING.check(c, at(at(where, "cpus"), j), int, minimum=0)
                      for j, c in enumerate(cpus))
-        board_name = _WORDING.check(m.get("board", farm_board), at(where, "board"), str,
-                                    nonempty=True)
-        if board_name not in boards:
-            local = folder / board_name
-            boards[board_name] = load_board(local if local.is_file() else board_name)
-        members.append(Member(name, boards[board_name], host, cpus))
-    return members
+        board = _board_ref(_WORDING.check(m.get("board", farm_board), at(where, "board"), str,
+                                          nonempty=True), folder)
+        if board not in boards:
+            boards[board] = load_board(board)
+        members.append(Member(name, boards[board], host, cpus))
+    return farm_board, members
+
+
+def _board_ref(name: str, folder: Path) -> str:
+    """A board file named relative to the farm file's folder, else a board's name."""
+    local = folder / name
+    return str(local) if local.is_file() else name

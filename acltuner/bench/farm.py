@@ -1,12 +1,16 @@
 """`acltuner bench farm`: what a second board buys.  A zoo model is tuned
 with the same trial budget on a farm of one, then two, one-core boards made
 of this machine's cpu0 and cpu1 (ACL_CPUS), each from empty records; the
-last line is the second run's measurements per second over the first's."""
+last line is the second run's measurements per second over the first's.
+Before it, the per-batch costs that bound a larger farm (README, Board
+farms): a scheduler round trip to a member, and a batch of records appended
+(flushed and fsynced) on the workstation."""
 from __future__ import annotations
 
 import dataclasses
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import click
@@ -15,6 +19,8 @@ import onnx
 from acltuner.board.files import save_file
 from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import load_board
+from acltuner.farm import worker
+from acltuner.farm.cluster import open_farm
 from acltuner.farm.members import Member
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.session import run_tune
@@ -40,13 +46,14 @@ class _FarmStats(TuneReporter):
 
 
 def _rate(model: Path, board_file: Path, members: list[Member], trials: int,
-          folder: Path) -> float:
+          config_path: str | None, folder: Path) -> float:
     records = folder / f"records-{len(members)}.jsonl"
     reporter = _FarmStats()
     plan, _ = run_tune(str(model), str(folder / f"plan-{len(members)}.json"),
                        board_name=str(board_file), trials=trials, early_stopping=None,
                        strategy="xgb", records_path=str(records), input_shapes=(),
-                       config_path=None, seed=0, members=members, reporter=reporter)
+                       config_path=config_path, seed=0, members=members,
+                       reporter=reporter)
     t = plan.tuning
     busy = ", ".join(f"{name} {100 * s / t.wall_s:.0f}%" for name, s in sorted(
         reporter.stats.busy_s.items()))
@@ -55,7 +62,7 @@ def _rate(model: Path, board_file: Path, members: list[Member], trials: int,
     return t.measurements / t.wall_s
 
 
-def run(model_name: str, trials: int) -> None:
+def run(model_name: str, trials: int, config_path: str | None = None) -> None:
     if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
         raise BoardError("bench farm needs cpu0 and cpu1 of this machine, one per board")
     board = one_core_board()
@@ -69,7 +76,26 @@ def run(model_name: str, trials: int) -> None:
         core = board.clusters[0]
         click.echo(f"{model_name}, {trials} trials per task, boards of one core "
                    f"({core.core_type}, {core.max_freq_mhz} MHz)")
-        one = _rate(model, board_file, members[:1], trials, folder)
-        two = _rate(model, board_file, members, trials, folder)
+        one = _rate(model, board_file, members[:1], trials, config_path, folder)
+        two = _rate(model, board_file, members, trials, config_path, folder)
+        _overheads(board, members[:1], folder / "records-2.jsonl")
     click.echo(f"farm_speedup: {two / one:.3f}")
+
+
+def _overheads(board: Board, members: list[Member], records_path: Path, calls: int = 100) -> None:
+    """Per batch: a scheduler round trip to a member, and appending a batch of records."""
+    from acltuner.tuner.records import RecordStore
+    with open_farm(board, members, None) as (farm, _):
+        start = time.perf_counter()
+        for _ in range(calls):
+            farm.call(worker.ping)
+        trip_ms = 1e3 * (time.perf_counter() - start) / calls
+    batch = RecordStore(records_path).records[:5]
+    store = RecordStore(records_path.with_name("appends.jsonl"))
+    start = time.perf_counter()
+    for _ in range(calls):
+        store.append(batch)
+    append_ms = 1e3 * (time.perf_counter() - start) / calls
+    click.echo(f"per batch: scheduler round trip {trip_ms:.2f} ms, {len(batch)} records "
+               f"appended {append_ms:.2f} ms ({1e3 * len(batch) / append_ms:.0f} records/s)")
 

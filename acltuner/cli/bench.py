@@ -62,7 +62,9 @@ def bench_deconv(quick: bool) -> None:
               help="The zoo model tuned (acltuner zoo --list).")
 @click.option("--trials", type=click.IntRange(1), default=12, show_default=True,
               help="Measurements per task, the same in both runs.")
-def bench_farm(model: str, trials: int) -> None:
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="Tuner config YAML (default: configs/tuner.yaml).")
+def bench_farm(model: str, trials: int, config_path: str | None) -> None:
     """Tunes a zoo model on a farm of one, then two, one-core boards of this machine.
 
     The boards are this machine's cpu0 and cpu1, each launcher pinned to its
@@ -72,7 +74,7 @@ def bench_farm(model: str, trials: int) -> None:
     those with one, each over the tune's own time (the cluster's start left out).
     """
     from acltuner.bench import farm
-    farm.run(model, trials)
+    farm.run(model, trials, config_path)
 
 
 @bench.command("search")

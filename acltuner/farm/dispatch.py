@@ -25,6 +25,9 @@ from acltuner.tuner.runner import MeasureOptions, Result, Runner, result_of
 RESOURCE = "board"
 QUARANTINE_AFTER = 2
 BACKOFF_S = (5.0, 15.0, 60.0, 300.0)
+# The members up are asked of the scheduler at most this often (a round trip
+# each); a death is still noticed, as the worker's new address.
+MEMBERS_EVERY_S = 1.0
 # Sending a batch that every member fails, again and again, is a farm that
 # cannot measure: give up after this many attempts in a row.
 MAX_ATTEMPTS = 12
@@ -65,15 +68,21 @@ class Farm:
         self._lock = threading.Lock()
         self._addresses: dict[str, str] = {}  # member name -> its worker's address
         self._homed: Counter = Counter()      # tasks kept on each member
+        self._members_at = -MEMBERS_EVERY_S
         self.hellos: dict[str, dict] = {}
 
     # -- membership -------------------------------------------------------
-    def members(self) -> dict[str, str]:
-        """The members up now, by name; a member whose worker went away or
-        came back at a new address counts as lost once."""
+    def members(self, fresh: bool = False) -> dict[str, str]:
+        """The members up (as of MEMBERS_EVERY_S ago at most, now if fresh), by
+        name; a member whose worker went away or came back at a new address
+        counts as lost once."""
+        with self._lock:
+            if not fresh and time.monotonic() - self._members_at < MEMBERS_EVERY_S:
+                return dict(self._addresses)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         now = {str(w["name"]): address for address, w in workers.items()}
         with self._lock:
+            self._members_at = time.monotonic()
             for name, address in self._addresses.items():
                 if now.get(name) != address:
                     self.stats.lost[name] += 1
@@ -86,7 +95,7 @@ class Farm:
         try:
             self.client.wait_for_workers(count, timeout=timeout_s)
         except TimeoutError:
-            up = sorted(self.members())
+            up = sorted(self.members(fresh=True))
             raise FarmError(f"only {len(up)} of {count} farm members started within "
                             f"{timeout_s:g}s: {', '.join(up) or 'none'}") from None
 
@@ -94,7 +103,7 @@ class Farm:
         """Every member's hello, each from its own worker."""
         futures = {name: self.client.submit(worker.hello, workers=[address], pure=False,
                                             resources={RESOURCE: 1})
-                   for name, address in self.members().items()}
+                   for name, address in self.members(fresh=True).items()}
         hellos = {name: f.result() for name, f in futures.items()}
         broken = [f"{name}: {h['error']}" for name, h in hellos.items() if "error" in h]
         if broken:
@@ -114,7 +123,7 @@ class Farm:
             if ok:
                 return ok
             time.sleep(max(wait, 0.1))
-            up = self.members()
+            up = self.members(fresh=True)
 
     def call(self, fn, *args, prefer: str | None = None) -> dict:
         """fn(*args) on some member (not one left out), on `prefer` while it
@@ -186,7 +195,7 @@ class Farm:
 
     def summary(self) -> list[str]:
         """One line per member that had trouble."""
-        self.members()
+        self.members(fresh=True)
         lines = []
         for name in sorted(set(self.stats.lost) | set(self.stats.failures)
                            | set(self.stats.rebooted)):
@@ -248,6 +257,8 @@ class FarmRunner(Runner):
         self.home = None
 
     def measure(self, configs: list[ExecConfig]) -> list[tuple[Result, Measurement]]:
+        if not configs:  # e.g. nothing of a batch to take again: no round trip
+            return []
         shape, seed = self._task
         self.home = self.farm.home(self.home)
         answer = self.farm.call(worker.measure, shape.to_dict(), seed,

@@ -90,6 +90,11 @@ def _dropping(fn):
     return call
 
 
+def ping() -> dict:
+    """Nothing but the round trip (bench farm's overhead)."""
+    return {"member": json.loads(os.environ[MEMBER_ENV])["name"]}
+
+
 @_dropping
 def hello() -> dict:
     """Who this member is: its board's class, its engine and its boot."""

@@ -178,3 +178,39 @@ def test_three_member_farm_loses_a_member_and_tunes_every_task(sshd, deployed, t
         usable = [r for r in after if r["task"] == node.task and r["ok"] and r["correct"]]
         best = min(usable, key=lambda r: r["median_ms"])
         assert node.tuned_ms == best["median_ms"] and node.config.to_dict() == best["config"]
+
+
+@TWO_CPUS
+def test_workstation_killed_resumes_from_the_records(tmp_path):
+    """kill -9 of the tune: its workers and launchers go with it, and the same
+    command finishes the tune from the records, measuring nothing twice."""
+    host_board = Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml"
+    board = _one_core(tmp_path / "one.yaml", host_board)
+    farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
+                                                {"name": "cpu1", "cpus": [1]}])
+    records, trials = tmp_path / "records.jsonl", 40
+    cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(_model(tmp_path / "m.onnx")),
+           "-o", str(tmp_path / "p.json"), "--farm", str(farm), "--trials", str(trials),
+           "--records", str(records)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if records.exists() and len(records.read_bytes().splitlines()) >= 10:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the tune ended before it could be killed"
+    helpers = [pid for pid, parent in _parents().items() if parent == proc.pid]
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in helpers):
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{p}").exists() for p in helpers), "workers outlived the tune"
+    before = len(latest(read_records(records)))
+    assert 0 < before < 3 * trials
+
+    resumed = subprocess.run(cmd, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"({before} reused from records)" in resumed.stdout
+    per_task = Counter(r["task"] for r in latest(read_records(records)))
+    assert len(per_task) == 3 and set(per_task.values()) == {trials}, per_task

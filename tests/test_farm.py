@@ -20,10 +20,10 @@ from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
 from acltuner.farm.members import MEMBER_ENV
 from acltuner.plan import load_plan
-from acltuner.tuner.tuner_config import DEFAULT_PATH as DEFAULT_TUNER_CONFIG
 from cli_checks import assert_one_line_error
 from records_checks import latest, read_records
-from test_remote import HOST, QEMU_BOARD, _cli, _model, deployed, sshd  # noqa: F401 (fixtures)
+from test_remote import (HOST, QEMU_BOARD, _cli, _model, deployed,  # noqa: F401 (fixtures)
+                         emulated_tuner_config, process_parents, sshd)
 
 TWO_CPUS = pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0),
                               reason="needs cpu0 and cpu1")
@@ -107,23 +107,11 @@ def test_a_member_of_another_board_class_is_refused_by_name(tmp_path):
     assert not (tmp_path / "r.jsonl").exists()
 
 
-def _parents() -> dict[int, int]:
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    return parents
-
-
 def _member_worker(tune_pid: int, name: str) -> int | None:
     """The Dask worker process serving member `name`: the parent of the
     launcher that has the member in its environment (the worker sets it in
     its own after it starts, where /proc does not show it)."""
-    parents = _parents()
+    parents = process_parents()
     for pid, parent in parents.items():
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -145,11 +133,7 @@ def test_three_member_farm_loses_a_member_and_tunes_every_task(sshd, deployed, t
     model = _model(tmp_path / "small.onnx")
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
     trials = 8
-    # As in test_remote: emulated times spread beyond any target.
-    settings = yaml.safe_load(DEFAULT_TUNER_CONFIG.read_text())
-    settings["measure"]["ci_target_pct"] = 0
-    config = tmp_path / "tuner.yaml"
-    config.write_text(yaml.safe_dump(settings))
+    config = emulated_tuner_config(tmp_path)
     cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
            "--board", str(board), "--farm", str(farm), "--trials", str(trials),
            "--records", str(records), "--config", str(config)]
@@ -199,7 +183,7 @@ def test_workstation_killed_resumes_from_the_records(tmp_path):
             break
         time.sleep(0.01)
     assert proc.poll() is None, "the tune ended before it could be killed"
-    helpers = [pid for pid, parent in _parents().items() if parent == proc.pid]
+    helpers = [pid for pid, parent in process_parents().items() if parent == proc.pid]
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 30
@@ -214,3 +198,33 @@ def test_workstation_killed_resumes_from_the_records(tmp_path):
     assert f"({before} reused from records)" in resumed.stdout
     per_task = Counter(r["task"] for r in latest(read_records(records)))
     assert len(per_task) == 3 and set(per_task.values()) == {trials}, per_task
+
+
+def test_a_member_that_rebooted_is_checked_again(monkeypatch):
+    """The launcher dies and comes back on a board whose boot_id changed: the
+    session is opened afresh (hello and cores checked) and the reboot is
+    reported with the batch, whose measurements still arrive."""
+    from acltuner.farm import worker
+    from acltuner.farm.members import Member
+    from acltuner.board.registry import load_board
+    board = load_board(Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml")
+    monkeypatch.setenv(MEMBER_ENV, Member("here", board).to_env())
+    boots = iter(["boot-1", "boot-2", "boot-2"])
+    monkeypatch.setattr(worker, "read_boot_id", lambda host: next(boots))
+    shape = ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3).to_dict()
+    config = ExecConfig("reference", None, (1, 0), 1).to_dict()
+    options = {"warmup": 0, "min_repeat_ms": 0.0, "min_repeats": 1, "max_repeats": 1}
+    try:
+        first = worker.measure(shape, 1, [config], options, None)
+        assert first["measurements"][0]["ok"] and not first["rebooted"], first
+        old = worker._session.client
+        os.kill(old.pid, signal.SIGKILL)  # the board goes down under the launcher
+        again = worker.measure(shape, 1, [config, config], options, None)
+        assert again["rebooted"] and worker._session.rebooted == 1, again
+        assert worker._session.client is not old and worker._session.boot_id == "boot-2"
+        # The config measured while the launcher died failed; the next one ran.
+        assert [m["ok"] for m in again["measurements"]] == [False, True], again
+    finally:
+        if worker._session is not None:
+            worker._session.close()
+            worker._session = None

@@ -1,6 +1,7 @@
 """`acltuner tune`, which prints the tune's progress, a row per task and a summary."""
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import click
@@ -125,6 +126,7 @@ class _Printer(TuneReporter):
         self.host: str | None = None
         self.line = Progress()
         self.farm = False
+        self.drawing = threading.Lock()
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
                 config: TunerConfig, caches: str, records: Path) -> None:
@@ -145,8 +147,9 @@ class _Printer(TuneReporter):
             self.line.update(text)
 
     def farm_progress(self, farm) -> None:
-        self.farm = True
-        self.line.update_lines(farm_bars(farm.stats, farm.members()))
+        with self.drawing:  # the farm's task threads report as their batches come back
+            self.farm = True
+            self.line.update_lines(farm_bars(farm.stats, farm.members()))
 
     def farm_done(self, stats, troubles: list[str]) -> None:
         per_member = ", ".join(f"{name} {n}" for name, n in sorted(stats.measured.items()))
@@ -157,9 +160,10 @@ class _Printer(TuneReporter):
             click.echo(line, err=True)
 
     def task_done(self, report: TaskReport) -> None:
-        self.line.clear()
-        click.echo(_task_line(report))
-        self.line.force_next()
+        with self.drawing:
+            self.line.clear()
+            click.echo(_task_line(report))
+            self.line.force_next()
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         if reconnects:

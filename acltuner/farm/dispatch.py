@@ -69,6 +69,7 @@ class Farm:
         self._addresses: dict[str, str] = {}  # member name -> its worker's address
         self._homed: Counter = Counter()      # tasks kept on each member
         self._members_at = -MEMBERS_EVERY_S
+        self._stopped = threading.Event()
         self.hellos: dict[str, dict] = {}
 
     # -- membership -------------------------------------------------------
@@ -132,6 +133,8 @@ class Farm:
         a lost worker sends it again, to whoever is free."""
         last = ""
         for _ in range(MAX_ATTEMPTS):
+            if self._stopped.is_set():
+                raise FarmError("the farm tune was stopped")
             allowed = self._allowed()
             # Loosely: should the preferred worker go away, Dask sends it elsewhere.
             chosen = [allowed[prefer]] if prefer in allowed else list(allowed.values())
@@ -150,6 +153,11 @@ class Farm:
             last = f"{answer['member'] or 'a member'}: {answer['error']}"
             self._failed(answer["member"], answer["error"])
         raise FarmError(f"{MAX_ATTEMPTS} attempts in a row failed; the last, {last}")
+
+    def stop(self) -> None:
+        """No batch is sent from now on (Ctrl-C, or another task failed):
+        the tasks in flight end with their batch that is out."""
+        self._stopped.set()
 
     def home(self, current: str | None = None) -> str:
         """A member for a task to stay on: `current` while it is up and in,

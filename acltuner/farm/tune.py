@@ -36,6 +36,7 @@ def farm_tuning(farm: Farm):
                     reports.append(future.result())
                     tuner.reporter.task_done(reports[-1])
             except BaseException:
+                farm.stop()
                 for future in futures:
                     future.cancel()
                 raise

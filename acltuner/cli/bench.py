@@ -64,17 +64,21 @@ def bench_deconv(quick: bool) -> None:
               help="Measurements per task, the same in both runs.")
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="Tuner config YAML (default: configs/tuner.yaml).")
-def bench_farm(model: str, trials: int, config_path: str | None) -> None:
+@click.option("--rounds", type=click.IntRange(1), default=1, show_default=True,
+              help="One board then two, this many times: the median ratio is reported "
+                   "(a busy machine's noise).")
+def bench_farm(model: str, trials: int, config_path: str | None, rounds: int) -> None:
     """Tunes a zoo model on a farm of one, then two, one-core boards of this machine.
 
     The boards are this machine's cpu0 and cpu1, each launcher pinned to its
     own core (ACL_CPUS), the farm embedded (a Dask scheduler and a worker per
     board here); both runs start from empty records.  The last line,
     `farm_speedup: R`, is the measurements per second with two boards over
-    those with one, each over the tune's own time (the cluster's start left out).
+    those with one, each over the tune's own time (the cluster's start left out),
+    the median over --rounds.
     """
     from acltuner.bench import farm
-    farm.run(model, trials, config_path)
+    farm.run(model, trials, config_path, rounds)
 
 
 @bench.command("search")

@@ -74,6 +74,7 @@ def test_acl_cpus_puts_the_engine_cpus_on_the_listed_ones():
 
 def test_acl_cpus_that_does_not_parse_fails_every_config():
     with LauncherClient(["env", "ACL_CPUS=zero", default_launcher_path()]) as client:
+        assert client.hello_info["cpus"] == 0  # no cpu is known to be the engine's
         client.load(ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3), seed=1)
         m = client.measure(ExecConfig("reference", None, (1,), 1), min_repeats=1,
                            max_repeats=1, min_repeat_ms=0)
@@ -84,6 +85,7 @@ def test_acl_cpus_that_does_not_parse_fails_every_config():
     ([{"name": "a"}, {"name": "a", "cpus": [1]}], "members[1].name: 'a' names another member"),
     ([{"name": "a", "cpu": [0]}], "members[0]: unknown field 'cpu' (did you mean 'cpus'?)"),
     ([{"name": "a", "host": "-oProxyCommand=x"}], "must not start with '-'"),
+    ([{"name": "a", "cpus": [4096]}], "members[0].cpus[0]: must be from 0 to 1023, got 4096"),
     ([], "members: must be a non-empty list"),
 ])
 def test_bad_farm_file_is_one_line(tmp_path, members, expected):
@@ -105,6 +107,17 @@ def test_a_member_of_another_board_class_is_refused_by_name(tmp_path):
     assert_one_line_error(result, "farm member cpu1 (this machine cpus 1)",
                           "not of this tune's board class", "refusing to tune")
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_member_pinned_to_cores_it_lacks_is_named(tmp_path):
+    host_board = Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml"
+    board = _one_core(tmp_path / "one.yaml", host_board)
+    farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
+                                                {"name": "nowhere", "cpus": [1000]}])
+    result = _cli("tune", _model(tmp_path / "m.onnx"), "-o", tmp_path / "p.json",
+                  "--farm", farm, "--records", tmp_path / "r.jsonl", "--trials", "2")
+    assert_one_line_error(result, "farm member nowhere: board split-host uses cpu0",
+                          "this machine has none")
 
 
 def _member_worker(tune_pid: int, name: str) -> int | None:

@@ -31,6 +31,8 @@ from acltuner.schema import FieldError, Wording, at, parse_yaml
 SCHEMA_VERSION = 1
 # The environment variable that tells a worker process which member it serves.
 MEMBER_ENV = "ACLTUNER_FARM_MEMBER"
+# The highest cpu id the engine pins to (CPU_SETSIZE - 1).
+MAX_CPU = 1023
 
 _WORDING = Wording(line="{path}: {why}", top="",
                    missing=("{parent}", "missing field '{key}'"),
@@ -126,8 +128,8 @@ def _members(data, folder: Path, default_board: str | None) -> list[Member]:
         if host and host.startswith("-"):
             raise _WORDING.error(at(where, "host"), f"'{host}' must not start with '-'")
         cpus = _WORDING.check(m.get("cpus", []), at(where, "cpus"), list)
-        cpus = tuple(_WORDING.check(c, at(at(where, "cpus"), j), int, minimum=0)
-                     for j, c in enumerate(cpus))
+        cpus = tuple(_WORDING.check(c, at(at(where, "cpus"), j), int, minimum=0,
+                                    maximum=MAX_CPU) for j, c in enumerate(cpus))
         board = _board_ref(_WORDING.check(m.get("board", farm_board), at(where, "board"), str,
                                           nonempty=True), folder)
         if board not in boards:

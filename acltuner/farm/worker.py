@@ -18,6 +18,7 @@ from pathlib import Path
 
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.engine.launcher import LauncherError
 from acltuner.farm.members import MEMBER_ENV, Member
 from acltuner.tuner.runner import MeasureOptions, Runner
 
@@ -84,8 +85,11 @@ def _dropping(fn):
             if _session is not None:
                 _session.close()
                 _session = None
+            # A user's error (a board, a launcher, ssh) is its one line; anything else a bug.
+            text = str(e) if isinstance(e, (ValueError, OSError, LauncherError)) else \
+                f"{type(e).__name__}: {e}"
             return {"member": json.loads(os.environ.get(MEMBER_ENV, "{}")).get("name"),
-                    "error": " ".join(f"{type(e).__name__}: {e}".split())}
+                    "error": " ".join(text.split())}
     call.__name__, call.__doc__ = fn.__name__, fn.__doc__
     return call
 

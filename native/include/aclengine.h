@@ -196,7 +196,8 @@ void acl_gemm_destroy(acl_gemm *g);
 
 /* CPUs this process may be pinned to, as a count of ids 0..n-1 known to the OS;
  * with ACL_CPUS=a,b,.. set, the engine's CPU i is the machine's CPU number i of
- * that list (one machine standing in for several boards). */
+ * that list (one machine standing in for several boards); 0 if that list
+ * does not parse. */
 int acl_cpu_count(void);
 
 #ifdef __cplusplus

@@ -78,7 +78,7 @@ static _Thread_local cpu_set_t caller_own;
  * list, so that one machine can stand in for several smaller boards (a board
  * farm's members, each given its own cores), every board's configs naming
  * CPUs from 0.  Read once; a list that does not parse (cpu_map_bad) makes
- * every execution config fail with the reason. */
+ * every execution config fail with the reason, and the count of CPUs 0. */
 static int cpu_map[ACL_MAX_CPUS];
 static int cpu_map_len;  /* 0: no map, CPU ids are the machine's */
 static int cpu_map_bad;
@@ -137,6 +137,8 @@ static int allowed_cpus(cpu_set_t *set)
 int acl_cpu_count(void)
 {
     cpu_set_t set;
+    machine_cpu(0);
+    if (cpu_map_bad) return 0; /* no CPU is known to be the engine's */
     if (allowed_cpus(&set) != 0) return 1;
     int last = -1;
     for (int i = 0; i < CPU_SETSIZE; i++)
@@ -155,15 +157,15 @@ static void describe_available(const cpu_set_t *set, char *buf, size_t len)
 
 int acl_exec_check(const acl_exec *ex)
 {
+    machine_cpu(0);
+    if (cpu_map_bad)
+        return acl_fail("ACL_CPUS must be a comma-separated list of CPU ids, e.g. 0,2");
     if (!ex || !ex->weights || ex->ncores <= 0)
         return acl_fail("execution config has no core weights");
     if (ex->ncores > ACL_MAX_CPUS)
         return acl_fail("execution config names %d cores; at most %d are supported", ex->ncores,
                         ACL_MAX_CPUS);
     if (ex->workloads < 1) return acl_fail("workloads must be >= 1, got %d", ex->workloads);
-    machine_cpu(0);
-    if (cpu_map_bad)
-        return acl_fail("ACL_CPUS must be a comma-separated list of CPU ids, e.g. 0,2");
     cpu_set_t set;
     if (allowed_cpus(&set) != 0)
         return acl_fail("cannot read this process's CPU affinity: %s", strerror(errno));

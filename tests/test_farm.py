@@ -20,6 +20,7 @@ from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
 from acltuner.farm.members import MEMBER_ENV
 from acltuner.plan import load_plan
+from acltuner.remote.layout import engine_version
 from cli_checks import assert_one_line_error
 from records_checks import latest, read_records
 from test_remote import (HOST, QEMU_BOARD, _cli, _model, deployed,  # noqa: F401 (fixtures)
@@ -107,6 +108,28 @@ def test_a_member_of_another_board_class_is_refused_by_name(tmp_path):
     assert_one_line_error(result, "farm member cpu1 (this machine cpus 1)",
                           "not of this tune's board class", "refusing to tune")
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@TWO_CPUS
+def test_a_member_of_another_engine_build_is_refused_by_name(tmp_path):
+    """The odd member's launcher really runs, behind a wrapper that makes its
+    hello claim another build's fingerprint."""
+    host_board = Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml"
+    board = _one_core(tmp_path / "one.yaml", host_board)
+    script = tmp_path / "other-build.sh"
+    script.write_text('"$@" | sed -u \'s/"fingerprint":"[^"]*"/"fingerprint":"0123456789abcdef"/\'\n')
+    odd = yaml.safe_load(board.read_text())
+    odd["launcher_wrapper"] = ["sh", str(script)]
+    (tmp_path / "odd.yaml").write_text(yaml.safe_dump(odd))
+    farm = _farm(tmp_path / "farm.yaml", board, [
+        {"name": "cpu0", "cpus": [0]}, {"name": "cpu1", "cpus": [1]},
+        {"name": "other", "cpus": [1], "board": str(tmp_path / "odd.yaml")}])
+    result = _cli("tune", _model(tmp_path / "m.onnx"), "-o", tmp_path / "p.json",
+                  "--farm", farm, "--records", tmp_path / "r.jsonl", "--trials", "2")
+    version = engine_version()
+    assert_one_line_error(result, "farm member other (this machine cpus 1) runs engine "
+                                  f"{version}+0123456789abcdef, the others {version}+",
+                          "deploy one build to every board")
 
 
 def test_a_member_pinned_to_cores_it_lacks_is_named(tmp_path):

@@ -28,6 +28,8 @@ BACKOFF_S = (5.0, 15.0, 60.0, 300.0)
 # The members up are asked of the scheduler at most this often (a round trip
 # each); a death is still noticed, as the worker's new address.
 MEMBERS_EVERY_S = 1.0
+# A farm with no member up for this long (every worker gone) cannot go on.
+NONE_UP_S = 120.0
 # Sending a batch that every member fails, again and again, is a farm that
 # cannot measure: give up after this many attempts in a row.
 MAX_ATTEMPTS = 12
@@ -114,8 +116,10 @@ class Farm:
 
     # -- measuring --------------------------------------------------------
     def _allowed(self) -> dict[str, str]:
-        """The members not left out, by name, waiting while all are."""
+        """The members not left out, by name, waiting while all are (and
+        NONE_UP_S at most while none is up)."""
         up = self.members()
+        gone_since = None
         while True:
             now = time.monotonic()
             with self._lock:
@@ -123,6 +127,9 @@ class Farm:
                 wait = min((self.health[n].until for n in up), default=now + 1.0) - now
             if ok:
                 return ok
+            gone_since = None if up else gone_since or now
+            if gone_since is not None and now - gone_since > NONE_UP_S:
+                raise FarmError(f"no farm member has been up for {NONE_UP_S:g}s")
             time.sleep(max(wait, 0.1))
             up = self.members(fresh=True)
 

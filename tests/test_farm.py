@@ -23,8 +23,9 @@ from acltuner.plan import load_plan
 from acltuner.remote.layout import engine_version
 from cli_checks import assert_one_line_error
 from records_checks import latest, read_records
-from test_remote import (HOST, QEMU_BOARD, _cli, _model, deployed,  # noqa: F401 (fixtures)
-                         emulated_tuner_config, process_parents, sshd)
+from test_remote import (HOST, QEMU_BOARD, _cli, _missing, _model,
+                         deployed, emulated_tuner_config, process_parents,  # noqa: F401
+                         sshd)
 
 TWO_CPUS = pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0),
                               reason="needs cpu0 and cpu1")
@@ -161,6 +162,9 @@ def _member_worker(tune_pid: int, name: str) -> int | None:
 
 
 @TWO_CPUS
+@pytest.mark.aarch64
+@pytest.mark.skipif(bool(_missing()) and not os.environ.get("ACLTUNER_REQUIRE_AARCH64"),
+                    reason=f"the qemu and ssh board needs {', '.join(_missing())}")
 def test_three_member_farm_loses_a_member_and_tunes_every_task(sshd, deployed, tmp_path):
     board = _one_core(tmp_path / "qemu-a53.yaml", QEMU_BOARD)
     farm = _farm(tmp_path / "farm.yaml", board, [

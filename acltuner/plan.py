@@ -29,7 +29,7 @@ from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json,
 SCHEMA_VERSION = 1
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
                "strategy", "tuning", "nodes")
-_NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config")
+_NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HASH_CHUNK = 1 << 20
 
@@ -41,18 +41,22 @@ class PlanError(OneLineError):
 
 @dataclass(frozen=True)
 class PlanNode:
-    """One Conv node: the config to run it with and the default it replaces."""
+    """One Conv node: the config to run it with and the default it replaces;
+    `pinned` is the user's choice that set the config instead of the search,
+    as written (`tune --pin`, `plan edit --set`), absent from the file if none."""
     node: str
     task: str
     config: ExecConfig
     default_config: ExecConfig
     tuned_ms: float | None = None
     default_ms: float | None = None
+    pinned: str | None = None
 
     def to_dict(self) -> dict:
         return {"node": self.node, "task": self.task, "config": self.config.to_dict(),
                 "tuned_ms": self.tuned_ms, "default_ms": self.default_ms,
-                "default_config": self.default_config.to_dict()}
+                "default_config": self.default_config.to_dict(),
+                **({"pinned": self.pinned} if self.pinned is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ def _parse_node(value: Any, path: str) -> PlanNode:
                     default_config=exec_config(JSON.get(d, "default_config", path, dict),
                                                at(path, "default_config")),
                     tuned_ms=JSON.get(d, "tuned_ms", path, float, null=True, minimum=0),
-                    default_ms=JSON.get(d, "default_ms", path, float, null=True, minimum=0))
+                    default_ms=JSON.get(d, "default_ms", path, float, null=True, minimum=0),
+                    pinned=JSON.get(d, "pinned", path, str, nonempty=True) if "pinned" in d
+                    else None)
 
 
 def _parse(d: Any) -> Plan:

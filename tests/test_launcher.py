@@ -330,6 +330,29 @@ def test_a_killed_launcher_is_restarted_with_its_task(launcher_path):
         assert after.ok and np.array_equal(after.output, before.output)
 
 
+def _policies(pid: int) -> set[int]:
+    """The scheduling policy of every thread of process pid."""
+    return {os.sched_getscheduler(int(tid)) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+@pytest.mark.parametrize("realtime", [True, False])
+def test_a_realtime_launcher_measures_at_fifo_priority_on_every_thread(launcher_path, realtime):
+    with LauncherClient([launcher_path], realtime=realtime) as c:
+        c.load(SAME_3X3, seed=4)
+        c.measure(ExecConfig("im2col", c.ukernels[0]["name"], (1, 1), 4), **ONCE)  # both cores
+        if not realtime:
+            assert c.scheduling is None and _policies(c.pid) == {os.SCHED_OTHER}
+            return
+        assert c.scheduling in ("fifo", "normal")
+        if c.scheduling == "normal":  # a machine that refuses it says why
+            assert c.scheduling_reason
+            pytest.skip(f"real-time priority refused here: {c.scheduling_reason}")
+        assert _policies(c.pid) == {os.SCHED_FIFO}
+        os.kill(c.pid, signal.SIGKILL)  # a restarted launcher asks again
+        died, = c.measure_batch([ExecConfig("reference", None, (1,), 1)], **ONCE)
+        assert not died.ok and c.restarts == 1 and _policies(c.pid) == {os.SCHED_FIFO}
+
+
 # ---- the raw protocol ----
 
 def raw_session(launcher_path: str, lines: list[str]) -> tuple[list[dict], int]:

@@ -537,6 +537,17 @@ def test_run_checks_its_inputs(tmp_path):
         program.run({"input": x, "other": x})
 
 
+@pytest.mark.parametrize("case", ["view_output", "transposed_output", "activations"])
+def test_outputs_of_a_run_survive_the_next_run(case, tmp_path):
+    program, _ = _compile(_build(CASES[case]), tmp_path)
+    rng = np.random.default_rng(0)
+    first = program.run(rng.standard_normal(SHAPE).astype(np.float32))
+    kept = {name: a.copy() for name, a in first.items()}
+    program.run(rng.standard_normal(SHAPE).astype(np.float32))
+    for name, a in first.items():
+        np.testing.assert_array_equal(a, kept[name], err_msg=name)
+
+
 def test_a_conv_missing_from_the_plan_is_named(tmp_path):
     model = _build(_aliases)
     path = tmp_path / "m.onnx"

@@ -246,9 +246,9 @@ def test_default_settings_are_table_6():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("schema_version: 2", "schema_version: must be 3"),
+    ("schema_version: 3", "schema_version: must be 4"),
     ("[1, 2]", "must be a mapping"),
-    ("schema_version: 3\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
+    ("schema_version: 4\nxgboost: {}\nsearch: {}\nmeasure: {}", "xgboost.objective: missing"),
     ("key: [unclosed", "not valid YAML"),
 ])
 def test_settings_file_errors(tmp_path, text, message):

@@ -99,7 +99,7 @@ def test_resnet18_tasks_and_table(zoo_path):
             uks = [uk.name for uk in native.ukernels()] if native.uses_ukernel(a) else [None]
             assert any(native.check(t.shape, a, uk) is None for uk in uks)
     out = _tasks_cli(zoo_path("resnet18")).stdout.splitlines()
-    assert out[0].split() == ["key", "nodes", "GFLOPs", "share%", "algorithms"]
+    assert out[0].split() == ["key", "nodes", "GFLOPs", "share%", "kinds", "algorithms"]
     assert out[1].split()[:3] == [first.key, "4", f"{first.flops / 1e9:.3f}"]
     assert out[-1] == "20 convolutions -> 11 tasks"
 
@@ -153,7 +153,9 @@ def test_resnet18_fusion_is_numerically_right(zoo_path):
 def _custom_graph() -> onnx.ModelProto:
     b = GraphBuilder(seed=3, input_shape=(1, 8, 10, 10))
     a = b.conv(b.input, "conv_bn_relu", 8, 3, pads=1, bias=True, bn="bn_a", relu="relu_a")
-    s = b.add(b.conv(a, "conv_add", 8, 3, pads=1), a, "add_b", relu="relu_b")
+    # A residual written as a Sum of two tensors (Caffe2's exports).
+    s = b.node("Relu", [b.node("Sum", [b.conv(a, "conv_add", 8, 3, pads=1), a], "add_b")],
+               "relu_b")
     c = b.node("Clip", [b.conv(s, "conv_clip", 8, 1), b.constant("lo", np.float32(-0.5)),
                         b.constant("hi", np.float32(0.7))], "clip_c")
     half = b.node("Clip", [b.conv(c, "conv_clip_max", 8, 1), "", b.constant("six", 6.0)], "clip_m")

@@ -141,7 +141,8 @@ def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, record
 @click.option("--timeout", "timeout_s", default=20.0, show_default=True,
               type=click.FloatRange(min=0.1),
               help="Seconds one input may take before it counts as a hang.")
-@click.option("--doors", default=",".join(["launcher", "onnx", "plan", "records", "board", "tuner"]),
+@click.option("--doors", default=",".join(["launcher", "onnx", "plan", "records", "board", "tuner",
+                                            "pins"]),
               show_default=True, help="Comma-separated doors to fuzz.")
 @click.option("--launcher", "launcher", default=None, metavar="CMD",
               help="The launcher to fuzz, as a command line (default: the installed one; "
@@ -154,9 +155,9 @@ def bench_fuzz(cases: int, seed: int, timeout_s: float, doors: str,
     Doors: ONNX models (acltuner tasks' loader: random bytes, truncated and
     bit-flipped models, external data outside the model's folder, huge and
     negative dims, wrong attribute types, cycles, duplicate names, opsets 1
-    and 99, every extension); plans, records, board files and tuner.yaml
-    (fields deleted, retyped, huge, NaN/Infinity, deeply nested, invalid
-    UTF-8, duplicate keys); and the launcher's JSON-lines protocol (mutated,
+    and 99, every extension); plans, records, board files, tuner.yaml and
+    pins files (fields deleted, retyped, huge, NaN/Infinity, deeply nested,
+    invalid UTF-8, duplicate keys); and the launcher's JSON-lines protocol (mutated,
     random, truncated and MB-long lines, huge numbers, invalid base64,
     tensors whose size disagrees with their shape, graph requests out of
     order, many objects opened), sent to one long-lived launcher.

@@ -46,6 +46,60 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
                f"{t.wall_s:.1f} s")
     width = max(len(n.node) for n in p.nodes)
     for n in p.nodes:
-        times = (f"{n.tuned_ms:8.3f} ms  default {n.default_ms:8.3f} ms"
-                 if n.tuned_ms and n.default_ms else "not measured")
-        click.echo(f"{n.node:{width}s}  {str(n.config):52s}  {times}")
+        times = f"{n.tuned_ms:8.3f} ms" if n.tuned_ms else "not measured"
+        if n.default_ms:
+            times += f"  default {n.default_ms:8.3f} ms"
+        pinned = f"  pinned ({n.pinned})" if n.pinned else ""
+        click.echo(f"{n.node:{width}s}  {str(n.config):52s}  {times}{pinned}")
+
+
+@plan.command("edit")
+@click.argument("plan_path", metavar="PLAN.json")
+@click.option("--set", "settings", multiple=True, required=True, metavar="NODE=CONFIG",
+              help="The config of the Conv node NODE: ALGORITHM, ALGORITHM/KERNEL or "
+                   "ALGORITHM/KERNEL/WEIGHTS/wN as 'plan show' prints it ('-': no kernel). "
+                   "Repeatable.")
+@click.option("-o", "--output", "output_path", default=None, metavar="FILE",
+              help="Write the edited plan here instead of over PLAN.json.")
+@click.option("--board", "board_name", default=None, metavar="NAME|FILE",
+              help="The board the plan runs on (default: the plan's own board).")
+@click.option("--host", default=None, metavar="HOST",
+              help="Check the configs with the launcher on this ssh host (a board's plan).")
+@click.option("--force", is_flag=True,
+              help="Edit a plan whose model, board or engine differ, with warnings.")
+def plan_edit(plan_path: str, settings: tuple[str, ...], output_path: str | None,
+              board_name: str | None, host: str | None, force: bool) -> None:
+    """Set the configuration of some of a plan's convolutions by hand.
+
+    ALGORITHM alone keeps the node's cores and workloads and takes the ArmNN
+    rule's micro-kernel for that algorithm; ALGORITHM/KERNEL keeps the node's
+    cores and workloads.  Each config is checked by the engine that runs the
+    plan (the board's launcher) against the node's shape, and the weights
+    against the board's cores; any bad setting refuses the whole edit in one
+    line and leaves the file as it was.  The plan is written atomically,
+    the edited nodes marked pinned, their tuned time dropped (not measured).
+
+    \b
+    Examples:
+      acltuner plan edit r18.plan.json --set conv1=direct_nhwc
+      acltuner plan edit r18.plan.json --set layer1.0.conv1=im2col/6x16-hybrid-avx2/1:1/w4
+    """
+    from acltuner.plan import check_plan, load_plan, plan_board, save_plan
+    from acltuner.plan_edit import edit_plan, parse_setting
+    from acltuner.taskgen.tasks import generate_tasks
+    from acltuner.tuner.pins import EngineRules
+    from acltuner.tuner.session import open_launcher
+    parsed = [parse_setting(text) for text in settings]
+    p = load_plan(plan_path)
+    board = plan_board(p, board_name)
+    with open_launcher(board, host) as client:
+        engine = native.hello_engine_id(client.hello_info)
+        for warning in check_plan(p, p.model_path, board.fingerprint, engine, force):
+            click.echo(f"warning: {warning}", err=True)
+        taskset = generate_tasks(p.model_path, p.input_shapes)
+        shapes = {name: t.shape for t in taskset.tasks for name in t.nodes}
+        edited = edit_plan(p, parsed, shapes, EngineRules.of(client), board.ncores)
+    save_plan(edited, output_path or plan_path)
+    for s in parsed:
+        node = next(n for n in edited.nodes if n.node == s.node)
+        click.echo(f"{node.node}: {node.config}")

@@ -8,6 +8,7 @@ import click
 
 from acltuner.cli.progress import Progress, farm_bars
 from acltuner.tuner import TUNE_STRATEGIES
+from acltuner.tuner.pins import kinds_help
 from acltuner.tuner.report import TuneReporter
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
     from acltuner.board.model import Board
     from acltuner.plan import Plan
+    from acltuner.tuner.in_context import ContextCheck
     from acltuner.tuner.tune import TaskReport
     from acltuner.tuner.tuner_config import TunerConfig
 
@@ -54,8 +56,20 @@ if TYPE_CHECKING:
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A farm on a running Dask cluster, whose workers were started with "
                    "'acltuner farm worker'.")
+@click.option("--pin", "pin_texts", multiple=True, metavar="NODE=ALG[/KERNEL]",
+              help="Run the Conv node NODE (its ONNX name) with algorithm ALG (and micro-kernel "
+                   "KERNEL, else the ArmNN rule's for ALG) instead of searching it; or "
+                   "'kind=KIND:ALG[/KERNEL]' for every node of a kind (see below). Repeatable.")
+@click.option("--pins", "pins_file", default=None, metavar="FILE",
+              help="Pins in a YAML file (see below), applied with the --pin ones.")
+@click.option("--in-context/--no-in-context", default=True, show_default=True,
+              help="After tuning, run the whole model with the tuned and the default plans in "
+                   "turns on the board; nodes faster with their default in the model take it, "
+                   "and the fastest plan is written (the whole model must run natively; on "
+                   "one board, a farm skips it).")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host, hosts, farm_path, scheduler):
+         input_shapes, config_path, seed, host, hosts, farm_path, scheduler, pin_texts, pins_file,
+         in_context):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -64,9 +78,30 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     rounds of the model's 3 best guesses plus 2 random ones.  The ArmNN-rule
     default is always measured too, so every task reports default vs tuned.
 
+    A task's winner is measured alone; in the whole model it can lose to
+    its default.  So after tuning, the whole model runs on the board with the
+    tuned and the default plans in turns; a node that is faster in the model
+    with its default takes it back, and the fastest of the tuned plan, the
+    default plan and that mix is written (--no-in-context skips this).
+
     Every measurement is saved to the records file as it is taken: after
     Ctrl-C or a crash, run the same command again and it resumes without
     measuring anything twice; tasks tuned before (by any model) are reused.
+
+    A pinned node is not searched: it runs with the algorithm (and kernel)
+    its pin names, on the ArmNN rule's cores and workloads, measured once
+    beside the default.  A node's own pin overrides its kind's.  Every pin is
+    checked against the engine first: an unknown node or algorithm, an
+    algorithm that cannot run the node's shape, a kind matching no node, or
+    two kinds pinning one node differently is an error.  The kinds: KINDS.
+
+    \b
+    A pins file:
+      schema_version: 1
+      pins:
+        - {node: conv1, algorithm: direct_nhwc}
+        - {kind: depthwise, algorithm: depthwise_pixel}
+        - {kind: pointwise, algorithm: gemm1x1, ukernel: 8x12-interleaved-neon}
 
     \b
     Examples:
@@ -76,22 +111,29 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune model.onnx -o plan.json --board odroid-n2plus --host odroid
       acltuner tune model.onnx -o plan.json --board odroid-n2plus --hosts odroid1,odroid2
       acltuner tune model.onnx -o plan.json --farm farm.yaml
+      acltuner tune model.onnx -o plan.json --pin conv1=im2col --pin 'kind=depthwise:depthwise_pixel'
     """
+    from acltuner.tuner.pins import load_pins, parse_pin
     from acltuner.tuner.session import run_tune
     farm_ways = [o for o, v in (("--host", host), ("--hosts", hosts), ("--farm", farm_path),
                                 ("--scheduler", scheduler)) if v]
     if len(farm_ways) > 1:
         raise click.UsageError(f"{' and '.join(farm_ways)} cannot be given together")
     board_name, members = _farm_members(board_name, hosts, farm_path)
+    pins = [parse_pin(text) for text in pin_texts] + (load_pins(pins_file) if pins_file else [])
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 members=members, scheduler=scheduler, reporter=_Printer(plan_path))
+                 members=members, scheduler=scheduler, reporter=_Printer(plan_path), pins=pins,
+                 in_context=in_context)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
         raise SystemExit(130) from None
+
+
+tune.help = tune.help.replace("KINDS", kinds_help())
 
 
 def _farm_members(board_name: str | None, hosts: str | None, farm_path: str | None):
@@ -113,8 +155,9 @@ def _task_line(r: TaskReport) -> str:
     def ms(v):
         return f"{v:9.3f}" if v is not None else f"{'-':>9s}"
     speed = f"{r.speedup:6.2f}x" if r.speedup else f"{'-':>7s}"
+    pinned = f"  pinned ({r.pinned})" if r.pinned else ""
     return (f"{r.task.key:48s} {len(r.task.nodes):5d} {ms(r.default_ms)} {ms(r.tuned_ms)} "
-            f"{speed}  {r.best}")
+            f"{speed}  {r.best}{pinned}")
 
 
 class _Printer(TuneReporter):
@@ -165,6 +208,17 @@ class _Printer(TuneReporter):
             click.echo(_task_line(report))
             self.line.force_next()
 
+    def in_context(self, check: ContextCheck) -> None:
+        self.line.clear()
+        if check.skipped:
+            click.echo(f"in context: not checked: {check.skipped}", err=True)
+            return
+        times = ", ".join(f"{name} {ms:.3f} ms" for name, ms in check.ms.items())
+        reverted = f"; {len(check.reverted)} node(s) faster with their default" \
+            if check.reverted else ""
+        click.echo(f"in context (whole model, medians): {times}{reverted}; kept the "
+                   f"{check.kept} plan", err=True)
+
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         if reconnects:
             click.echo(f"the connection to {self.host} dropped {reconnects} time(s): reconnected, "
@@ -179,6 +233,8 @@ class _Printer(TuneReporter):
         t = plan.tuning
         share = 100.0 * t.tuner_s / t.wall_s if t.wall_s else 0.0
         reused = sum(r.reused for r in reports)
+        pinned = sum(len(r.task.nodes) for r in reports if r.pinned)
         click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s ({share:.1f}% "
-                   f"of wall), {t.measurements} measurements ({reused} reused from records)")
+                   f"of wall), {t.measurements} measurements ({reused} reused from records)"
+                   + (f", {pinned} node(s) pinned, not searched" if pinned else ""))
         click.echo(f"plan written to {self.plan_path}")

@@ -27,7 +27,7 @@ import numpy as np
 from .config import ConvShape, ExecConfig
 from .native import native_dir
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 LAUNCHER_NAME = "acl-launcher"
 LAUNCHER_ENV = "ACLTUNER_LAUNCHER"
 
@@ -232,9 +232,15 @@ class LauncherClient:
     sending it to its answer.
     """
 
-    def __init__(self, command: Sequence[str] | None = None, *, timeout_s: float = 60.0):
+    def __init__(self, command: Sequence[str] | None = None, *, timeout_s: float = 60.0,
+                 realtime: bool = False):
         self.command = list(command) if command is not None else [default_launcher_path()]
         self.timeout_s = timeout_s
+        self.realtime = realtime
+        # What the launcher got from its realtime request ("fifo" or "normal"
+        # and why), asked for when `realtime`, again after every restart.
+        self.scheduling: str | None = None
+        self.scheduling_reason: str | None = None
         self.restarts = 0
         self._process: LineProcess | None = None
         self._load_line: bytes | None = None
@@ -274,6 +280,9 @@ class LauncherClient:
             self._process.kill()
             raise LauncherError(f"{self.command[0]} does not speak protocol {PROTOCOL_VERSION}: "
                                 f"{hello.get('error') or hello}")
+        if self.realtime:  # before any measurement starts the pool's workers
+            answer = self._call(request_line({"cmd": "realtime"}))
+            self.scheduling, self.scheduling_reason = answer.get("scheduling"), answer.get("reason")
         return hello
 
     def _call(self, line: bytes, timeout_s: float | None = None) -> dict:

@@ -58,9 +58,10 @@ def agree(board: Board, hellos: dict[str, dict]) -> dict:
 
 @contextlib.contextmanager
 def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
-              on_progress=None) -> Iterator[tuple[Farm, FarmLauncher]]:
+              realtime: bool = False, on_progress=None) -> Iterator[tuple[Farm, FarmLauncher]]:
     """members: start them here (embedded); scheduler: tcp://HOST:PORT of a
-    running cluster instead, whose workers are already up."""
+    running cluster instead, whose workers are already up.  realtime: the
+    launchers ask for real-time priority (tuner.yaml's measure.realtime)."""
     from distributed import Client
     with contextlib.ExitStack() as stack:
         if scheduler:
@@ -74,5 +75,5 @@ def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
             client = stack.enter_context(Client(cluster, set_as_default=False))
         farm = Farm(client, on_progress)
         farm.wait_for(len(members) if members else 1, START_TIMEOUT_S)
-        hello = agree(board, farm.say_hello())
+        hello = agree(board, farm.say_hello(realtime))
         yield farm, FarmLauncher(farm, hello)

@@ -102,10 +102,11 @@ class Farm:
             raise FarmError(f"only {len(up)} of {count} farm members started within "
                             f"{timeout_s:g}s: {', '.join(up) or 'none'}") from None
 
-    def say_hello(self) -> dict[str, dict]:
-        """Every member's hello, each from its own worker."""
-        futures = {name: self.client.submit(worker.hello, workers=[address], pure=False,
-                                            resources={RESOURCE: 1})
+    def say_hello(self, realtime: bool) -> dict[str, dict]:
+        """Every member's hello, each from its own worker, its launcher asking
+        for real-time priority if `realtime`."""
+        futures = {name: self.client.submit(worker.hello, realtime, workers=[address],
+                                            pure=False, resources={RESOURCE: 1})
                    for name, address in self.members(fresh=True).items()}
         hellos = {name: f.result() for name, f in futures.items()}
         broken = [f"{name}: {h['error']}" for name, h in hellos.items() if "error" in h]
@@ -235,6 +236,12 @@ class FarmLauncher:
     def __init__(self, farm: Farm, hello: dict):
         self.farm = farm
         self.hello_info = hello
+        # The priority the members measure at: "fifo" if all got real-time,
+        # else the first refusal (Launcher.scheduling and its reason).
+        refused = [(n, h) for n, h in sorted(farm.hellos.items()) if h["scheduling"] != "fifo"]
+        self.scheduling = refused[0][1]["scheduling"] if refused else "fifo"
+        self.scheduling_reason = (f"member {refused[0][0]}: {refused[0][1]['scheduling_reason']}"
+                                  if refused else None)
         self._supported: dict[ConvShape, dict] = {}
         self._lock = threading.Lock()
 

@@ -36,10 +36,10 @@ def read_boot_id(host: str | None) -> str:
 class MemberSession:
     """The launcher of this worker's board, and the task it holds."""
 
-    def __init__(self, member: Member):
+    def __init__(self, member: Member, realtime: bool):
         from acltuner.tuner.session import open_launcher
-        self.member = member
-        self.client = open_launcher(member.launcher_board(), member.host)
+        self.member, self.realtime = member, realtime
+        self.client = open_launcher(member.launcher_board(), member.host, realtime)
         self.boot_id = read_boot_id(member.host)
         self.runner = Runner(self.client)
         self.loaded: tuple[ConvShape, int] | None = None
@@ -56,7 +56,7 @@ class MemberSession:
         self._restarts = self._restart_count()
         if read_boot_id(self.member.host) != self.boot_id:
             self.close()
-            fresh = MemberSession(self.member)
+            fresh = MemberSession(self.member, self.realtime)
             self.__dict__.update(fresh.__dict__, rebooted=self.rebooted + 1)
 
     def close(self) -> None:
@@ -64,12 +64,15 @@ class MemberSession:
 
 
 _session: MemberSession | None = None
+# Whether the launcher asks for real-time priority (tuner.yaml's
+# measure.realtime), as the tune's hello said.
+_realtime = False
 
 
 def _current() -> MemberSession:
     global _session
     if _session is None:
-        _session = MemberSession(Member.from_env())
+        _session = MemberSession(Member.from_env(), _realtime)
     return _session
 
 
@@ -100,13 +103,20 @@ def ping() -> dict:
 
 
 @_dropping
-def hello() -> dict:
-    """Who this member is: its board's class, its engine and its boot."""
+def hello(realtime: bool) -> dict:
+    """Who this member is: its board's class, its engine, its boot and the
+    priority it measures at (real-time if `realtime` and allowed)."""
+    global _realtime, _session
+    if _session is not None and _session.realtime != realtime:
+        _session.close()
+        _session = None
+    _realtime = realtime
     s = _current()
     return {"member": s.member.name, "where": s.member.where, "board": s.member.board.name,
             "board_fingerprint": s.member.board.fingerprint,
             "engine": native.hello_engine_id(s.client.hello_info),
-            "hello": s.client.hello_info, "boot_id": s.boot_id}
+            "hello": s.client.hello_info, "boot_id": s.boot_id,
+            "scheduling": s.client.scheduling, "scheduling_reason": s.client.scheduling_reason}
 
 
 @_dropping

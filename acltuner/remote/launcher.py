@@ -37,7 +37,7 @@ class RemoteLauncherClient(LauncherClient):
     """A launcher on `host` for `board`, checked by its hello answer."""
 
     def __init__(self, board: Board, host: str, *, timeout_s: float = 60.0,
-                 backoff_s=RECONNECT_BACKOFF_S):
+                 backoff_s=RECONNECT_BACKOFF_S, realtime: bool = False):
         self.board, self.host = board, host
         self.version = engine_version()
         self.reconnects = 0
@@ -47,7 +47,7 @@ class RemoteLauncherClient(LauncherClient):
         _check_deployed(board, host, path)
         try:
             super().__init__(remote_launcher_command(board, host, self.version),
-                             timeout_s=timeout_s)
+                             timeout_s=timeout_s, realtime=realtime)
         except LauncherError as e:
             raise LauncherError(f"{host}: {e}") from None
         try:

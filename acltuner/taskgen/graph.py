@@ -227,7 +227,9 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
 
     residual = None
     add = g.sole_consumer(out)
-    if is_op(add, "Add") and add.output[0] not in claimed:
+    # A Sum of two tensors is an Add (Caffe2 exports write residuals so).
+    if (is_op(add, "Add") or (is_op(add, "Sum") and len(add.input) == 2)) and \
+            add.output[0] not in claimed:
         other = add.input[1] if add.input[0] == out else add.input[0]
         if g.static_shape(other) == g.static_shape(out) and \
                 g.types[other].elem_type == TensorProto.FLOAT:

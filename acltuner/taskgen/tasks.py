@@ -32,6 +32,10 @@ class TaskSet:
     tasks: list[Task]  # most FLOPs first
     conv_nodes: list[ConvNode]
     skipped: list[str]  # one line per Conv or ConvTranspose that is not tunable
+    model_inputs: tuple[str, ...] = ()  # the graph's inputs, by name
+
+    def reads_model_input(self, node: ConvNode) -> bool:
+        return node.input in self.model_inputs
 
     @property
     def flops(self) -> int:
@@ -75,4 +79,5 @@ def generate_tasks(model_path: str | Path,
              for s, names in groups.items()]
     # Stable: equal FLOPs keep the order of first appearance in the graph.
     tasks.sort(key=lambda t: -t.flops)
-    return TaskSet(str(model_path), len(nodes), tasks, nodes, skipped)
+    return TaskSet(str(model_path), len(nodes), tasks, nodes, skipped,
+                   tuple(i.name for i in model.graph.input))

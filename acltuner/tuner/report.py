@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from acltuner.board.model import Board
     from acltuner.farm.dispatch import Farm, FarmStats
     from acltuner.plan import Plan
+    from acltuner.tuner.in_context import ContextCheck
     from acltuner.tuner.tune import TaskReport
     from acltuner.tuner.tuner_config import TunerConfig
 
@@ -32,6 +33,9 @@ class TuneReporter:
 
     def task_done(self, report: TaskReport) -> None:
         """A task is tuned (or, with the default strategy, given its default)."""
+
+    def in_context(self, check: ContextCheck) -> None:
+        """The tuned plan was run whole against the default one (check_in_context)."""
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         """The plan is written; reconnects: how often the connection to the board

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from acltuner.board.doctor import doctor_for_tune
@@ -13,11 +14,13 @@ from acltuner.board.model import Board
 from acltuner.board.registry import load_board
 from acltuner.engine.build import build_for_board, host_isa
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
-from acltuner.plan import Plan
+from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
+from acltuner.tuner.in_context import check_in_context
 from acltuner.tuner.report import TuneReporter
-from acltuner.tuner.tune import TaskReport, tune_in_order, tune_model
+from acltuner.tuner.pins import EngineRules, Pin
+from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 
 # A measurement of a big layer on a slow board, with its reference run, can take
@@ -40,17 +43,19 @@ def launcher_command(board: Board) -> list[str]:
     if board.launcher_wrapper:  # e.g. qemu: the board's own build, run through the wrapper
         return [*board.launcher_wrapper, str(build_for_board(board))]
     raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
-                     f"tune it with --host, or give the board file a launcher_wrapper (e.g. "
-                     f"qemu-aarch64) to measure it here")
+                     f"reach the board with --host, or give the board file a launcher_wrapper "
+                     f"(e.g. qemu-aarch64) to measure it here")
 
 
-def open_launcher(board: Board, host: str | None) -> LauncherClient:
+def open_launcher(board: Board, host: str | None, realtime: bool = False) -> LauncherClient:
     """The launcher that measures `board`: on `host` over ssh (deployed there
-    by `acltuner deploy`), else on this machine; checked against the board's cores."""
+    by `acltuner deploy`), else on this machine; checked against the board's
+    cores.  realtime: at the lowest real-time priority, where allowed."""
     if host:
         from acltuner.remote.launcher import RemoteLauncherClient
-        return RemoteLauncherClient(board, host, timeout_s=LAUNCHER_TIMEOUT_S)
-    client = LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S)
+        return RemoteLauncherClient(board, host, timeout_s=LAUNCHER_TIMEOUT_S, realtime=realtime)
+    client = LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S,
+                            realtime=realtime)
     try:
         check_cores(board, client.hello_info["cpus"], "this machine")
     except Exception:
@@ -60,26 +65,38 @@ def open_launcher(board: Board, host: str | None) -> LauncherClient:
 
 
 @contextlib.contextmanager
-def _measuring(board: Board, host: str | None, members, scheduler: str | None,
+def _measuring(board: Board, host: str | None, members, scheduler: str | None, realtime: bool,
                reporter: TuneReporter):
     """(what the tuner asks as a launcher, how the tasks are tuned, the farm
     or None): one launcher, or a farm when members or a scheduler are given."""
     if members is None and not scheduler:
-        with open_launcher(board, host) as client:
+        with open_launcher(board, host, realtime) as client:
             yield client, tune_in_order, None
         return
     from acltuner.farm.cluster import open_farm
     from acltuner.farm.tune import farm_tuning
-    with open_farm(board, members, scheduler, reporter.farm_progress) as (farm, launcher):
+    with open_farm(board, members, scheduler, realtime,
+                   reporter.farm_progress) as (farm, launcher):
         yield launcher, farm_tuning(farm), farm
+
+
+def _priority(client: LauncherClient) -> str:
+    if client.scheduling == "fifo":
+        return ", real-time priority"
+    if client.scheduling:
+        return f", normal priority (real-time refused: {client.scheduling_reason})"
+    return ""
 
 
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
-             host: str | None = None, members=None, scheduler: str | None = None,
-             reporter: TuneReporter | None = None) -> tuple[Plan, list[TaskReport]]:
-    """members (farm.members.Member) or scheduler (tcp://HOST:PORT): tune on a
+             host: str | None = None, reporter: TuneReporter | None = None,
+             pins: Sequence[Pin] = (), in_context: bool = True, members=None,
+             scheduler: str | None = None) -> tuple[Plan, list[TaskReport]]:
+    """in_context: check the tuned plan whole against the default one after
+    tuning (check_in_context) and keep the faster (on one board only).
+    members (farm.members.Member) or scheduler (tcp://HOST:PORT): tune on a
     farm, embedded or of an existing Dask cluster, instead of one launcher."""
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
@@ -91,17 +108,27 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
     # The launcher too: a board the measuring machine cannot run fails before any output.
-    with _measuring(board, host, members, scheduler, reporter) as (client, tune_tasks, farm):
+    with _measuring(board, host, members, scheduler, config.measure.realtime,
+                    reporter) as (client, tune_tasks, farm):
+        pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
         if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         records.parent.mkdir(parents=True, exist_ok=True)
         where = host if farm is None else f"a farm of {len(farm.hellos)} members"
         reporter.started(model, board, where, strategy, config,
-                         config.measure.options(client.largest_cache_bytes).label, records)
+                         config.measure.options(client.largest_cache_bytes).label
+                         + _priority(client), records)
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
-                                   tune_tasks=tune_tasks)
+                                   pinned=pinned, tune_tasks=tune_tasks)
+        # The whole plan runs in one launcher: on a farm, not yet.
+        if in_context and strategy != "default" and farm is None:
+            check = check_in_context(plan, client, progress=reporter.progress)
+            reporter.in_context(check)
+            if check.kept != "tuned":
+                plan = check.plan
+                save_plan(plan, plan_path)
         reconnects = getattr(client, "reconnects", 0)
         troubles = farm.summary() if farm is not None else []
     reporter.finished(plan, reports, reconnects)

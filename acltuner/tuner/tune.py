@@ -18,12 +18,13 @@ import numpy as np
 from acltuner.armnn_default import armnn_default
 from acltuner.board.model import Board
 from acltuner.engine import native
-from acltuner.engine.config import ExecConfig
+from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.features import FeatureEncoder
+from acltuner.tuner.pins import EngineRules, Pin, PinnedNode, resolve_pins
 from acltuner.tuner.records import Record, RecordStore
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.runner import Result, Runner
@@ -43,6 +44,7 @@ class TaskReport:
     reused: int        # measurements found in the records
     space_size: int
     tuner_s: float
+    pinned: str | None = None  # the pin that chose `best`, as written (Pin.text)
 
     @property
     def speedup(self) -> float | None:
@@ -63,20 +65,15 @@ class TaskTuner:
         self.board, self.client, self.store = board, client, store
         self.config, self.strategy, self.seed = config, strategy, seed
         self.reporter = reporter or TuneReporter()
-        hello = client.hello_info
-        self.engine = native.hello_engine_id(hello)
-        self.isa = hello["isa"]
-        self.algorithms = [(a["name"], a["uses_ukernel"]) for a in hello["algorithms"]]
-        self.ukernels = {uk["name"]: uk for uk in hello["ukernels"]}
+        self.engine = native.hello_engine_id(client.hello_info)
+        self.rules = EngineRules.of(client)
+        self.algorithms = list(self.rules.algorithms.items())
+        self.ukernels = self.rules.ukernels
         self.clusters = [list(c.cpus) for c in board.clusters]
-        self.speeds = [c.capacity or c.max_freq_mhz for c in board.clusters]
         self.runner = Runner(client, config.measure.options(client.largest_cache_bytes))
 
     def default_config(self, task: Task) -> ExecConfig:
-        uses = dict(self.algorithms)
-        return armnn_default(task.shape, self.clusters, self.speeds, self.board.ncores,
-                             list(self.ukernels.values()), self.isa, uses.__getitem__,
-                             self.client.check)
+        return rule_default(self.board, self.rules, task.shape)
 
     def tune(self, task: Task, label: str, runner: Runner | None = None) -> TaskReport:
         """runner: what measures this task (a farm gives each task its own,
@@ -92,25 +89,7 @@ class TaskTuner:
                             list(self.ukernels), self.client.check)
         encoder = FeatureEncoder([a for a, _ in self.algorithms], self.ukernels,
                                  space.cluster_of)
-        loaded = False
-
-        def measure(configs: list[ExecConfig]) -> list[Result]:
-            nonlocal loaded
-            if not loaded:  # only now: a task found complete in the records needs no device
-                runner.load(task.shape, seed=self.seed)
-                runner.default_ms = _time_of(default, already, [])
-                loaded = True
-            # The default first: its time scales the hang timeout of the rest.
-            ordered = sorted(configs, key=lambda c: c != default)
-            by_config = dict(zip(ordered, self._measure_and_record(task, runner, ordered)))
-            pairs = [by_config[c] for c in configs]
-            # A time taken while throttled or too spread is taken again once
-            # the rest of the batch has run; the second time replaces it.
-            again = [i for i, (_, m) in enumerate(pairs) if runner.options.needs_again(m)]
-            for i, pair in zip(again, self._measure_and_record(task, runner,
-                                                               [configs[i] for i in again])):
-                pairs[i] = pair
-            return [r for r, _ in pairs]
+        measure = self._measurer(task, default, already, self.strategy, runner)
 
         def progress(outcome) -> None:
             done = len(already) + len(outcome.measured)
@@ -132,13 +111,89 @@ class TaskTuner:
                           best.median_ms if best else None, len(outcome.measured),
                           len(already), space.size, outcome.model_s)
 
+    def tune_pinned(self, task: Task, config: ExecConfig, pin: str, label: str,
+                    runner: Runner | None = None) -> TaskReport:
+        """The task's nodes all pinned to `config`: nothing searched; it and
+        the default are measured once each unless the records have them."""
+        runner = runner or self.runner
+        default = self.default_config(task)
+        records = self.store.measured(self.board.fingerprint, self.engine, task.key,
+                                      measure=runner.options)
+        already = {r.config: r.result() for r in records.values()}
+        if self.strategy == "default":
+            return TaskReport(task, default, config, None, None, 0, len(already), 0, 0.0, pin)
+        todo = [c for c in dict.fromkeys([default, config]) if c not in already]
+        self.reporter.progress(f"{label} pinned ({pin}): {len(todo)} to measure, not searched")
+        measured = self._measurer(task, default, already, "pinned", runner)(todo) if todo else []
+        result = next(r for r in [*measured, already.get(config)] if r and r.config == config)
+        if not result.ok:
+            raise ValueError(f"pin {pin}: {config} failed on task {task.key}: {result.error}")
+        return TaskReport(task, default, config, _time_of(default, already, measured),
+                          result.median_ms, len(todo), len(already), 1, 0.0, pin)
 
-    def _measure_and_record(self, task: Task, runner: Runner, configs: list[ExecConfig]) -> list:
+    def _measurer(self, task: Task, default: ExecConfig, already: dict[ExecConfig, Result],
+                  strategy: str, runner: Runner):
+        """measure(configs) -> their Results through `runner`, each recorded under `strategy`."""
+        loaded = False
+
+        def measure(configs: list[ExecConfig]) -> list[Result]:
+            nonlocal loaded
+            if not loaded:  # only now: a task found complete in the records needs no device
+                runner.load(task.shape, seed=self.seed)
+                runner.default_ms = _time_of(default, already, [])
+                loaded = True
+            # The default first: its time scales the hang timeout of the rest.
+            ordered = sorted(configs, key=lambda c: c != default)
+            by_config = dict(zip(ordered, self._measure_and_record(task, runner, ordered,
+                                                                   strategy)))
+            pairs = [by_config[c] for c in configs]
+            # A time taken while throttled or too spread is taken again once
+            # the rest of the batch has run; the second time replaces it.
+            again = [i for i, (_, m) in enumerate(pairs) if runner.options.needs_again(m)]
+            for i, pair in zip(again, self._measure_and_record(
+                    task, runner, [configs[i] for i in again], strategy)):
+                pairs[i] = pair
+            return [r for r, _ in pairs]
+        return measure
+
+    def _measure_and_record(self, task: Task, runner: Runner, configs: list[ExecConfig],
+                            strategy: str) -> list:
         pairs = runner.measure(configs)
         self.store.append([Record.from_measurement(
-            self.board.fingerprint, self.engine, task.key, task.shape, c, m, self.strategy,
+            self.board.fingerprint, self.engine, task.key, task.shape, c, m, strategy,
             measure=runner.options) for c, (_, m) in zip(configs, pairs)])
         return pairs
+
+
+def rule_default(board: Board, rules: EngineRules, shape: ConvShape) -> ExecConfig:
+    """The config ArmNN's rules run `shape` with on this board and engine."""
+    return armnn_default(shape, [list(c.cpus) for c in board.clusters],
+                         [c.capacity or c.max_freq_mhz for c in board.clusters], board.ncores,
+                         list(rules.ukernels.values()), rules.isa, rules.algorithms.__getitem__,
+                         rules.check)
+
+
+def pin_nodes(taskset: TaskSet, pins: list[Pin], board: Board,
+              rules: EngineRules) -> dict[str, PinnedNode]:
+    """Every pinned node's config, checked against the engine (ValueError, one line)."""
+    shape_of = {name: t.shape for t in taskset.tasks for name in t.nodes}
+    nodes = [(n.name, shape_of[n.name], taskset.reads_model_input(n)) for n in taskset.conv_nodes]
+    return resolve_pins(pins, nodes, rules, lambda shape: rule_default(board, rules, shape))
+
+
+def units(tasks: list[Task], pinned: dict[str, PinnedNode]) -> list[tuple[Task, PinnedNode | None]]:
+    """The tasks as tuned: a task's unpinned nodes searched together, and
+    its pinned nodes, one part per pinned config, not searched."""
+    out = []
+    for task in tasks:
+        parts: dict[PinnedNode | None, list[str]] = {}
+        for name in task.nodes:
+            parts.setdefault(pinned.get(name), []).append(name)
+        for pin, names in parts.items():
+            part = dataclasses.replace(task, nodes=names,
+                                       flops=task.flops // len(task.nodes) * len(names))
+            out.append((part, pin))
+    return out
 
 
 def _time_of(config: ExecConfig, already: dict[ExecConfig, Result], measured) -> float | None:
@@ -150,14 +205,13 @@ def _time_of(config: ExecConfig, already: dict[ExecConfig, Result], measured) ->
 
 def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine: str,
                strategy: str, input_shapes: dict, wall_s: float) -> Plan:
-    by_key = {r.task.key: r for r in reports}
-    key_of = {name: t.key for t in taskset.tasks for name in t.nodes}
+    report_of = {name: r for r in reports for name in r.task.nodes}
     nodes = []
     for node in taskset.conv_nodes:
-        r = by_key[key_of[node.name]]
+        r = report_of[node.name]
         nodes.append(PlanNode(node=node.name, task=r.task.key, config=r.best,
                               default_config=r.default, tuned_ms=r.tuned_ms,
-                              default_ms=r.default_ms))
+                              default_ms=r.default_ms, pinned=r.pinned))
     tuning = Tuning(wall_s=wall_s, tuner_s=sum(r.tuner_s for r in reports),
                     measurements=sum(r.measured for r in reports))
     model = Path(taskset.model_path)
@@ -168,13 +222,20 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
                 board=board)
 
 
-def tune_in_order(tuner: TaskTuner, tasks: list[Task]) -> list[TaskReport]:
-    """The tasks one after the other, through the tuner's one launcher."""
+def tune_unit(tuner: TaskTuner, task: Task, pin: PinnedNode | None, label: str,
+              runner: Runner | None = None) -> TaskReport:
+    """One of units(): a task searched, or measured with its pin."""
+    if pin:
+        return tuner.tune_pinned(task, pin.config, pin.pin.text, label, runner)
+    return tuner.tune(task, label, runner)
+
+
+def tune_in_order(tuner: TaskTuner, todo: list) -> list[TaskReport]:
+    """The units one after the other, through the tuner's one launcher."""
     reports = []
-    for i, task in enumerate(tasks, 1):
-        report = tuner.tune(task, f"task {i}/{len(tasks)} {task.key}")
-        reports.append(report)
-        tuner.reporter.task_done(report)
+    for i, (task, pin) in enumerate(todo, 1):
+        reports.append(tune_unit(tuner, task, pin, f"task {i}/{len(todo)} {task.key}"))
+        tuner.reporter.task_done(reports[-1])
     return reports
 
 
@@ -182,13 +243,15 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
                records_path: str, config: TunerConfig, strategy: str,
                input_shapes: dict | None = None, seed: int = 0,
                reporter: TuneReporter | None = None,
+               pinned: dict[str, PinnedNode] | None = None,
                tune_tasks=tune_in_order) -> tuple[Plan, list[TaskReport]]:
-    """tune_tasks(tuner, tasks): how the tasks are tuned (a farm: side by side),
-    their reports in task order."""
+    """pinned: pin_nodes()'s, whose nodes are measured with their pin only;
+    tune_tasks(tuner, units): how the units are tuned (a farm: side by side),
+    their reports in order."""
     start = time.perf_counter()
     store = RecordStore(records_path)
     tuner = TaskTuner(board, client, store, config, strategy, seed, reporter)
-    reports = tune_tasks(tuner, list(taskset.tasks))
+    reports = tune_tasks(tuner, units(taskset.tasks, pinned or {}))
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
                       time.perf_counter() - start)
     save_plan(plan, plan_path)

@@ -17,7 +17,7 @@ from acltuner.schema import KINDS, FieldError, Wording, at, describe, parse_yaml
 from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class MeasureSettings:
     ci_target_pct: float
     max_repeat_ms: float
     cooldown_ms: float
+    realtime: bool  # the launcher at the lowest real-time priority (its "realtime" request)
 
     def options(self, largest_cache_bytes: int) -> MeasureOptions:
         """The launcher's measure options on a machine whose largest cache is
@@ -96,6 +97,7 @@ _MEASURE = {
     "warmup": _integer(0), "min_repeat_ms": _NOT_NEGATIVE,
     "min_repeats": _integer(1), "max_repeats": _integer(1),
     "ci_target_pct": _NOT_NEGATIVE, "max_repeat_ms": _NOT_NEGATIVE, "cooldown_ms": _NOT_NEGATIVE,
+    "realtime": {"kind": bool},
 }
 _SEARCH = {
     "initial_random": _integer(0), "top_k": _integer(0), "random_per_round": _integer(0),

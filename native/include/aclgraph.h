@@ -68,7 +68,8 @@ float *acl_graph_arena(acl_graph *g);
     X(RESIZE, resize, 1, 1, ACL_RESIZE_ATTRS)                  \
     X(BATCH_MATMUL, batch_matmul, 2, 2, ACL_BATCH_MATMUL_ATTRS) \
     X(GATHER, gather, 1, 1, ACL_GATHER_ATTRS)                  \
-    X(SLICE, slice, 1, 1, ACL_SLICE_ATTRS)
+    X(SLICE, slice, 1, 1, ACL_SLICE_ATTRS)                     \
+    X(LSTM, lstm, 3, 3, ACL_LSTM_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -208,6 +209,17 @@ float *acl_graph_arena(acl_graph *g);
  * starts[1] + i1 * steps[1], ...].  starts and steps hold one int per axis;
  * a step may be negative but not 0, and every index read must lie inside in. */
 #define ACL_SLICE_ATTRS(F, S) F(S, INTS, starts, 0) F(S, INTS, steps, 0)
+
+/* One direction of an ONNX LSTM (layout 0, the default activations: sigmoid
+ * for the gates, tanh for the cell; no peepholes, clip or coupled gates):
+ * inputs x [seq, batch, input], and the initial hidden and cell states h0 and
+ * c0 [batch, hidden]; out [seq + 1, batch, hidden] holds the hidden state after
+ * each step, in x's order, then the last cell state.  reverse walks x from its
+ * last step.  w [4 hidden, input] and r [4 hidden, hidden] hold the gates in
+ * ONNX's order i, o, f, c; bias [4 hidden] is ONNX's Wb + Rb. */
+#define ACL_LSTM_ATTRS(F, S)                                                      \
+    F(S, INT, hidden, 0) F(S, INT, reverse, 0) F(S, FLOATS, w, 0) F(S, FLOATS, r, 0) \
+    F(S, FLOATS, bias, 0)
 
 /* The math ops number on from the activations. */
 enum acl_unary_math { ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1, ACL_UNARY_MATH(ACL_ENUM_CONSTANT)

@@ -1,6 +1,8 @@
 /* acl-launcher: serves the JSON-lines protocol of PROTOCOL.md on stdin/stdout,
  * so that a tuner can measure the engine locally, under qemu or over ssh. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "request.h"
 #include "task.h"
 
-#define PROTOCOL_VERSION 4
+#define PROTOCOL_VERSION 5
 
 /* What the launcher keeps between requests: the loaded task and the graph. */
 typedef struct {
@@ -131,6 +133,28 @@ static int handle_measure(session *s, const json_value *request, json_writer *w)
     return measure_command(&s->task, request, w);
 }
 
+/* The lowest real-time priority for this thread and the pool's workers,
+ * which start later and inherit it: another process keeping a measured core
+ * busy (a user's job, a daemon) no longer takes turns with the measurement,
+ * which it otherwise slows by its share of the core, and the tuner no longer
+ * picks configs that merely avoided that core.  The kernel's real-time
+ * throttling still leaves the other processes a slice of every second, so a
+ * config that hangs cannot lock the machine. */
+static int handle_realtime(session *s, const json_value *request, json_writer *w)
+{
+    (void)s;
+    if (request_check_fields(request, "realtime", bare_fields)) return -1;
+    struct sched_param param = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+    const int rc = sched_setscheduler(0, SCHED_FIFO, &param);
+    json_key(w, "scheduling");
+    json_string(w, rc == 0 ? "fifo" : "normal");
+    if (rc != 0) {
+        json_key(w, "reason");
+        json_string(w, strerror(errno));
+    }
+    return 0;
+}
+
 /* The graph commands act on the session's graph. */
 #define GRAPH_HANDLER(name)                                                          \
     static int handle_##name(session *s, const json_value *request, json_writer *w) \
@@ -148,6 +172,7 @@ static const struct {
     int (*handle)(session *s, const json_value *request, json_writer *w);
 } commands[] = {
     {"hello", handle_hello},
+    {"realtime", handle_realtime},
     {"load", handle_load},
     {"measure", handle_measure},
     {"check", handle_check},
@@ -170,7 +195,7 @@ static int dispatch(session *s, const json_value *request, json_writer *w, int *
             *quit = commands[i].handle == handle_quit;
             return commands[i].handle(s, request, w);
         }
-    return request_fail("unknown command \"%s\" (expected hello, load, measure, check, "
+    return request_fail("unknown command \"%s\" (expected hello, realtime, load, measure, check, "
                         "graph_create, graph_write, graph_op, graph_order, graph_run or quit)", cmd);
 }
 

@@ -58,6 +58,10 @@ def _tuner(rng: random.Random, seeds: Seeds) -> tuple[bytes, str]:
     return _structured(rng, seeds.tuner, yaml.safe_load, _yaml_text), ".yaml"
 
 
+def _pins(rng: random.Random, seeds: Seeds) -> tuple[bytes, str]:
+    return _structured(rng, seeds.pins, yaml.safe_load, _yaml_text), ".yaml"
+
+
 def _onnx(rng: random.Random, seeds: Seeds) -> tuple[bytes, str]:
     return onnx_case(rng, seeds.model)
 
@@ -87,6 +91,11 @@ def _load_tuner(path: Path) -> None:
     load_tuner_config(path)
 
 
+def _load_pins(path: Path) -> None:
+    from acltuner.tuner.pins import load_pins
+    load_pins(path)
+
+
 # name -> (makes a damaged file's bytes and suffix, loads it as the CLI does)
 FILE_DOORS: dict[str, tuple[Callable, Callable[[Path], None]]] = {
     "onnx": (_onnx, _load_model),
@@ -94,4 +103,5 @@ FILE_DOORS: dict[str, tuple[Callable, Callable[[Path], None]]] = {
     "records": (_records, _load_records),
     "board": (_board, _load_board),
     "tuner": (_tuner, _load_tuner),
+    "pins": (_pins, _load_pins),
 }

@@ -22,7 +22,8 @@ from acltuner.bench.fuzz.seeds import make_seeds
 from acltuner.cli.group import USER_ERRORS
 
 # Share of cases per door: the launcher answers fastest, the ONNX loader is slowest.
-WEIGHTS = {"launcher": 0.5, "onnx": 0.1, "plan": 0.1, "records": 0.1, "board": 0.1, "tuner": 0.1}
+WEIGHTS = {"launcher": 0.45, "onnx": 0.1, "plan": 0.1, "records": 0.1, "board": 0.1, "tuner": 0.1,
+           "pins": 0.05}
 COUNTS = ("tracebacks", "crashes", "hangs", "partial_writes")
 SHOWN = 5  # failures printed per door
 

@@ -1,6 +1,7 @@
 """The real files the file doors mutate: a small ONNX model, the plan and the
 records that tuning it writes (two random configs per task, and the
-ArmNN-rule default), every shipped board file and configs/tuner.yaml."""
+ArmNN-rule default), every shipped board file, configs/tuner.yaml and a pins
+file of the model."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ class Seeds:
     records: bytes
     boards: list[bytes]
     tuner: bytes
+    pins: bytes
 
 
 def small_model() -> onnx.ModelProto:
@@ -48,6 +50,10 @@ def small_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+PINS = (b"schema_version: 1\npins:\n  - {node: conv1, algorithm: im2col}\n"
+        b"  - {kind: pointwise, algorithm: gemm1x1, ukernel: 8x8-hybrid-avx2}\n")
+
+
 def make_seeds(folder: Path) -> Seeds:
     from acltuner.tuner.session import run_tune
     model_path = folder / "seed.onnx"
@@ -59,4 +65,4 @@ def make_seeds(folder: Path) -> Seeds:
     boards = sorted((configs_dir() / "boards").glob("*.yaml"))
     return Seeds(model=model_path.read_bytes(), plan=plan_path.read_bytes(),
                  records=records_path.read_bytes(), boards=[b.read_bytes() for b in boards],
-                 tuner=(configs_dir() / "tuner.yaml").read_bytes())
+                 tuner=(configs_dir() / "tuner.yaml").read_bytes(), pins=PINS)

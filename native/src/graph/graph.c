@@ -159,6 +159,13 @@ int graph_parallel(const acl_exec *ex, size_t rows, size_t floats_per_row, graph
     if (units > rows) units = rows;
     size_t by_work = rows * (floats_per_row ? floats_per_row : 1) / GRAPH_GRAIN_FLOATS;
     if (units > by_work) units = by_work ? by_work : 1;
+    /* Work below one grain runs where the caller is: moving the caller onto
+     * the split's first core costs more than the work (a model's small
+     * input copied in, a tiny model's every layer). */
+    if (units == 1) {
+        fn(params, 0, rows);
+        return 0;
+    }
     row_split split = {fn, params, rows, (int)units};
     return acl_parallel(ex, split.units, run_units, &split);
 }

@@ -1,0 +1,77 @@
+"""`acltuner plan edit`: nodes' configs set by hand, each checked against the
+engine that will run them before the plan is written again.
+
+A setting is NODE=CONFIG, CONFIG as `plan show` prints one
+(ALGORITHM/KERNEL/WEIGHTS/wWORKLOADS, `-` for no kernel) or its first part
+only: ALGORITHM keeps the node's placement and takes the ArmNN rule's kernel
+for the algorithm, ALGORITHM/KERNEL keeps the node's placement.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from acltuner.engine.config import ConvShape
+from acltuner.plan import Plan, PlanNode
+from acltuner.tuner.pins import EngineRules, some_names
+
+_CONFIG_FORMS = "ALGORITHM, ALGORITHM/KERNEL or ALGORITHM/KERNEL/W:W:../wN ('-': no kernel)"
+
+
+@dataclass(frozen=True)
+class Setting:
+    text: str  # as the user wrote it
+    node: str
+    algorithm: str
+    ukernel: str | None
+    kernel_given: bool
+    core_weights: tuple[int, ...] | None = None
+    workloads: int | None = None
+
+
+def parse_setting(text: str) -> Setting:
+    node, eq, config = text.partition("=")
+    parts = config.split("/")
+    if not eq or not node or len(parts) not in (1, 2, 4) or not all(parts):
+        raise ValueError(f"--set {text!r}: expected NODE=CONFIG, CONFIG one of {_CONFIG_FORMS}")
+    ukernel = None if len(parts) == 1 or parts[1] == "-" else parts[1]
+    if len(parts) < 4:
+        return Setting(text, node, parts[0], ukernel, len(parts) > 1)
+    weights, workloads = parts[2], parts[3]
+    try:
+        core_weights = tuple(int(w) for w in weights.split(":"))
+        if not workloads.startswith("w"):
+            raise ValueError
+        count = int(workloads[1:])
+    except ValueError:
+        raise ValueError(f"--set {text!r}: expected core weights like 1:1:0:0 and workloads "
+                         f"like w4, got {weights!r} and {workloads!r}") from None
+    return Setting(text, node, parts[0], ukernel, True, core_weights, count)
+
+
+def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, ConvShape],
+              rules: EngineRules, ncores: int) -> Plan:
+    """The plan with each setting's node set to its config, marked pinned and
+    its tuned time dropped (not measured); ValueError, one line, for a node
+    the plan lacks or a config the engine or the board cannot run."""
+    nodes = {n.node: n for n in plan.nodes}
+    for s in settings:
+        old = nodes.get(s.node)
+        if old is None:
+            raise ValueError(f"--set {s.text}: no node {s.node!r} in the plan "
+                             f"(its nodes: {some_names(nodes)})")
+        weights = s.core_weights or old.config.core_weights
+        if len(weights) != ncores:
+            raise ValueError(f"--set {s.text}: {len(weights)} core weights for a board of "
+                             f"{ncores} cores")
+        try:
+            config = rules.config(shapes[s.node], s.algorithm, s.ukernel, weights,
+                                  s.workloads or old.config.workloads)
+        except ValueError as e:
+            raise ValueError(f"--set {s.text}: {e}") from None
+        if s.kernel_given and s.ukernel is None and config.ukernel is not None:
+            raise ValueError(f"--set {s.text}: {s.algorithm} needs a micro-kernel, not '-'")
+        nodes[s.node] = dataclasses.replace(old, config=config, tuned_ms=None,
+                                            pinned=f"plan edit {s.text}")
+    return dataclasses.replace(plan, nodes=tuple(nodes[n.node] for n in plan.nodes))

@@ -1,0 +1,119 @@
+"""The tuned plan checked in context: a task's winner is measured alone, and
+in the whole model (other layers around it, their data in the caches) it can
+lose to its default.  So the whole model runs in the launcher that measured
+the tasks, tuned and default plans alternating; a node that is slower in the
+model with its tuned config than with its default takes the default, and the
+plan kept is the fastest of tuned, default and that mix.  A tuned plan is then
+never slower than the default one, as far as the measurement can tell."""
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from acltuner.engine.launcher import LauncherClient
+from acltuner.plan import Plan, save_plan
+from acltuner.runtime.inputs import random_inputs
+from acltuner.runtime.remote import RemoteProgram
+
+# A node keeps its tuned config unless the default is this much faster in the
+# model, and the tuned plan stays unless another is: within it, the two are
+# the same as far as runs on a shared machine can tell.
+MARGIN = 0.03
+
+
+@dataclass(frozen=True)
+class ContextCheck:
+    kept: str                   # "tuned", "default" or "mixed"
+    ms: dict[str, float]        # each candidate plan's whole-model median
+    reverted: tuple[str, ...]   # nodes whose default was faster in the model
+    plan: Plan                  # the plan kept
+    skipped: str | None = None  # why the check did not run
+
+
+def _with_configs(plan: Plan, configs: dict[str, object]) -> Plan:
+    nodes = tuple(dataclasses.replace(n, config=configs[n.node]) if n.node in configs else n
+                  for n in plan.nodes)
+    return dataclasses.replace(plan, nodes=nodes)
+
+
+def _default_plan(plan: Plan) -> Plan:
+    return _with_configs(plan, {n.node: n.default_config for n in plan.nodes if not n.pinned})
+
+
+class _Runs:
+    """Candidate plans run in turns in one launcher.  It holds one graph at a
+    time, so each turn builds its plan's graph again (its weights packed
+    again: seconds for a large model on this machine)."""
+
+    def __init__(self, client: LauncherClient, plans: dict[str, Plan], folder: str):
+        self.client = client
+        self.paths = {}
+        for name, plan in plans.items():
+            self.paths[name] = Path(folder) / f"{name}.plan.json"
+            save_plan(plan, self.paths[name])
+        self.inputs = None
+        self.ms: dict[str, list[float]] = {name: [] for name in plans}
+        self.node_ms: dict[str, dict[str, list[float]]] = {name: {} for name in plans}
+
+    def rounds(self, count: int, repeat: int) -> None:
+        """`count` rounds, each running every plan `repeat` times in turn, so a
+        drift of the machine's speed reaches them all alike."""
+        for _ in range(count):
+            for name, path in self.paths.items():
+                remote = RemoteProgram(path, self.client)
+                if self.inputs is None:
+                    self.inputs = random_inputs(remote.program)
+                run = remote.run(self.inputs, repeat=repeat, warmup=1)
+                self.ms[name].append(run.latency.median_ms)
+                for entry in run.latency.profiles[0]:
+                    self.node_ms[name].setdefault(entry.node, []).append(entry.ms)
+
+    def median(self, name: str) -> float:
+        return float(np.median(self.ms[name]))
+
+    def node_median(self, name: str, node: str) -> float | None:
+        times = self.node_ms[name].get(node)
+        return float(np.median(times)) if times else None
+
+
+def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, repeat: int = 10,
+                     progress: Callable[[str], None] = lambda _: None) -> ContextCheck:
+    """`plan` (tuned, saved) against its default plan in the launcher, which
+    must run the whole model natively; pinned nodes keep their pin."""
+    default = _default_plan(plan)
+    if default.nodes == plan.nodes:
+        return ContextCheck("tuned", {}, (), plan, "every node's tuned config is its default")
+    with tempfile.TemporaryDirectory(prefix="acltuner-context-") as folder:
+        progress(f"in context: the whole model, tuned and default plans, {rounds} rounds")
+        runs = _Runs(client, {"tuned": plan, "default": default}, folder)
+        try:
+            runs.rounds(rounds, repeat)
+        except ValueError as e:  # nodes outside the engine: the launcher cannot run it
+            return ContextCheck("tuned", {}, (), plan, str(e))
+        reverted = []
+        for node in plan.nodes:
+            if node.pinned or node.config == node.default_config:
+                continue
+            tuned, base = (runs.node_median(k, node.node) for k in ("tuned", "default"))
+            if tuned is not None and base is not None and base < tuned * (1 - MARGIN):
+                reverted.append(node.node)
+        ms = {name: runs.median(name) for name in ("tuned", "default")}
+        candidates = {"tuned": plan, "default": default}
+        if reverted and len(reverted) < sum(1 for n in plan.nodes if n.config != n.default_config):
+            mixed = _with_configs(plan, {n.node: n.default_config for n in plan.nodes
+                                         if n.node in reverted})
+            progress(f"in context: {len(reverted)} node(s) faster with their default, "
+                     f"measuring that mix")
+            again = _Runs(client, {"tuned": plan, "mixed": mixed}, folder)
+            again.rounds(rounds, repeat)
+            # The mix against the tuned plan of the same rounds, scaled to the first.
+            ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")
+            candidates["mixed"] = mixed
+    best = min(ms, key=ms.get)
+    kept = best if ms[best] < ms["tuned"] * (1 - MARGIN) else "tuned"
+    return ContextCheck(kept, ms, tuple(reverted), candidates[kept])

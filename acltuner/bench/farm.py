@@ -2,6 +2,10 @@
 with the same trial budget on a farm of one, then two, one-core boards made
 of this machine's cpu0 and cpu1 (ACL_CPUS), each from empty records; the
 last line is the second run's measurements per second over the first's.
+The launchers run at normal priority (measure.realtime off): these boards
+are the workstation's own cores, and two launchers at real-time priority on
+a two-core machine would starve the tuner, the scheduler and the workers
+between their batches.
 Before it, the per-batch costs that bound a larger farm (README, Board
 farms): a scheduler round trip to a member, and a batch of records appended
 (flushed and fsynced) on the workstation."""
@@ -16,6 +20,7 @@ from pathlib import Path
 
 import click
 import onnx
+import yaml
 
 from acltuner.board.files import save_file
 from acltuner.board.model import Board, BoardError
@@ -25,6 +30,7 @@ from acltuner.farm.cluster import open_farm
 from acltuner.farm.members import Member
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.session import run_tune
+from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo import build
 
 
@@ -46,15 +52,24 @@ class _FarmStats(TuneReporter):
             click.echo(line, err=True)
 
 
+def _normal_priority(config_path: str | None, folder: Path) -> Path:
+    """The tuner config (tuner.yaml by default) with measure.realtime off."""
+    settings = yaml.safe_load(Path(config_path or DEFAULT_PATH).read_text())
+    settings.setdefault("measure", {})["realtime"] = False
+    path = folder / "tuner.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
 def _rate(model: Path, board_file: Path, members: list[Member], trials: int,
-          config_path: str | None, folder: Path) -> float:
+          config_path: Path, folder: Path) -> float:
     records = folder / f"records-{len(members)}.jsonl"
     records.unlink(missing_ok=True)  # every round from empty records
     reporter = _FarmStats()
     plan, _ = run_tune(str(model), str(folder / f"plan-{len(members)}.json"),
                        board_name=str(board_file), trials=trials, early_stopping=None,
                        strategy="xgb", records_path=str(records), input_shapes=(),
-                       config_path=config_path, seed=0, members=members,
+                       config_path=str(config_path), seed=0, members=members,
                        reporter=reporter)
     t = plan.tuning
     busy = ", ".join(f"{name} {100 * s / t.wall_s:.0f}%" for name, s in sorted(
@@ -79,10 +94,11 @@ def run(model_name: str, trials: int, config_path: str | None = None, rounds: in
         core = board.clusters[0]
         click.echo(f"{model_name}, {trials} trials per task, boards of one core "
                    f"({core.core_type}, {core.max_freq_mhz} MHz)")
+        config = _normal_priority(config_path, folder)
         ratios = []
         for _ in range(rounds):
-            one = _rate(model, board_file, members[:1], trials, config_path, folder)
-            two = _rate(model, board_file, members, trials, config_path, folder)
+            one = _rate(model, board_file, members[:1], trials, config, folder)
+            two = _rate(model, board_file, members, trials, config, folder)
             ratios.append(two / one)
         _overheads(board, members[:1], folder / "records-2.jsonl")
     if rounds > 1:

@@ -71,8 +71,9 @@ def bench_farm(model: str, trials: int, config_path: str | None, rounds: int) ->
     """Tunes a zoo model on a farm of one, then two, one-core boards of this machine.
 
     The boards are this machine's cpu0 and cpu1, each launcher pinned to its
-    own core (ACL_CPUS), the farm embedded (a Dask scheduler and a worker per
-    board here); both runs start from empty records.  The last line,
+    own core (ACL_CPUS), at normal priority (these cores are the tuner's
+    too), the farm embedded (a Dask scheduler and a worker per board here);
+    both runs start from empty records.  The last line,
     `farm_speedup: R`, is the measurements per second with two boards over
     those with one, each over the tune's own time (the cluster's start left out),
     the median over --rounds.

@@ -66,8 +66,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _children(pid: int) -> list[int]:
-    out = []
+def process_parents() -> dict[int, int]:
+    """Every process's parent, by pid."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -75,9 +76,12 @@ def _children(pid: int) -> list[int]:
             except OSError:
                 continue
             # The parent pid is the 2nd field after the parenthesised command name.
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def _children(pid: int) -> list[int]:
+    return [child for child, parent in process_parents().items() if parent == pid]
 
 
 class Sshd:
@@ -173,6 +177,17 @@ def _model(path: Path) -> Path:
     return path
 
 
+def emulated_tuner_config(folder: Path) -> Path:
+    """The tuner config without the noise control.  Emulated times spread
+    beyond any target: with it on, most configs would be measured twice and
+    a tune would outlast its test."""
+    settings = yaml.safe_load(DEFAULT_TUNER_CONFIG.read_text())
+    settings["measure"]["ci_target_pct"] = 0
+    config = folder / "tuner.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    return config
+
+
 def test_ssh_command_quotes_and_never_disables_host_keys(sshd, tmp_path):
     board = load_board(QEMU_BOARD)
     cmd = remote_launcher_command(board, HOST)
@@ -209,12 +224,7 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     # Each measurement under qemu over ssh takes 1-2 s on a loaded 2-vCPU host:
     # few enough trials that the run after the drop ends well within the wait.
     trials = 20
-    # Emulated times spread beyond any target: with the noise control on, most
-    # configs would be measured twice and the tune would outlast the test.
-    settings = yaml.safe_load(DEFAULT_TUNER_CONFIG.read_text())
-    settings["measure"]["ci_target_pct"] = 0
-    config = tmp_path / "tuner.yaml"
-    config.write_text(yaml.safe_dump(settings))
+    config = emulated_tuner_config(tmp_path)
     cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
            "--board", str(QEMU_BOARD), "--host", HOST, "--trials", str(trials),
            "--records", str(records), "--config", str(config)]

@@ -11,6 +11,7 @@ def check_cores(board: Board, cpus: int, machine: str) -> None:
     for cluster in board.clusters:
         for cpu in sorted(cluster.cpus):
             if cpu >= cpus:
-                have = f"cpu0-cpu{cpus - 1}" if cpus > 1 else "cpu0"
+                # None: the launcher's ACL_CPUS names no core it may run on.
+                have = f"only cpu0-cpu{cpus - 1}" if cpus > 1 else "only cpu0" if cpus else "none"
                 raise BoardError(f"board {board.name} uses cpu{cpu} (cluster {cluster.name}, "
-                                 f"{cluster.core_type}) but {machine} has only {have}")
+                                 f"{cluster.core_type}) but {machine} has {have}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 
 from acltuner import __version__
-from acltuner.cli import (bench, board, build, engine, plan, records, report, run, tasks, tune,
-                          zoo)
+from acltuner.cli import (bench, board, build, engine, farm, plan, records, report, run, tasks,
+                          tune, zoo)
 from acltuner.cli.group import Group
 
 
@@ -31,10 +31,12 @@ def main() -> None:
       acltuner board list | show NAME | detect        the boards acltuner knows
       acltuner engine list                            what this build of the engine can run
       acltuner bench gemm | conv | search | compare   benchmarks (ratios, side by side)
+      acltuner tune ... --hosts h1,h2 | --farm F.yaml   tune on many boards at once (a farm)
     """
 
 
 
 for command in (engine.engine, bench.bench, records.records, board.board, build.build,
-                build.deploy, tasks.tasks, zoo.zoo, plan.plan, tune.tune, run.run, report.report):
+                build.deploy, farm.farm, tasks.tasks, zoo.zoo, plan.plan, tune.tune, run.run,
+                report.report):
     main.add_command(command)

@@ -57,6 +57,31 @@ def bench_deconv(quick: bool) -> None:
     deconv.run(quick)
 
 
+@bench.command("farm")
+@click.option("--model", default="resnet18", show_default=True,
+              help="The zoo model tuned (acltuner zoo --list).")
+@click.option("--trials", type=click.IntRange(1), default=12, show_default=True,
+              help="Measurements per task, the same in both runs.")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="Tuner config YAML (default: configs/tuner.yaml).")
+@click.option("--rounds", type=click.IntRange(1), default=1, show_default=True,
+              help="One board then two, this many times: the median ratio is reported "
+                   "(a busy machine's noise).")
+def bench_farm(model: str, trials: int, config_path: str | None, rounds: int) -> None:
+    """Tunes a zoo model on a farm of one, then two, one-core boards of this machine.
+
+    The boards are this machine's cpu0 and cpu1, each launcher pinned to its
+    own core (ACL_CPUS), at normal priority (these cores are the tuner's
+    too), the farm embedded (a Dask scheduler and a worker per board here);
+    both runs start from empty records.  The last line,
+    `farm_speedup: R`, is the measurements per second with two boards over
+    those with one, each over the tune's own time (the cluster's start left out),
+    the median over --rounds.
+    """
+    from acltuner.bench import farm
+    farm.run(model, trials, config_path, rounds)
+
+
 @bench.command("search")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
               help="Searches per strategy and task.")

@@ -1,11 +1,12 @@
 """`acltuner tune`, which prints the tune's progress, a row per task and a summary."""
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import click
 
-from acltuner.cli.progress import Progress
+from acltuner.cli.progress import Progress, farm_bars
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
 from acltuner.tuner.report import TuneReporter
@@ -24,9 +25,9 @@ if TYPE_CHECKING:
 @click.argument("model", metavar="MODEL.onnx")
 @click.option("-o", "--output", "plan_path", required=True, metavar="PLAN.json",
               help="Where to write the plan (atomically).")
-@click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
+@click.option("--board", "board_name", default=None, metavar="NAME|FILE",
               help="Board to tune for: a name from 'acltuner board list', a board YAML file, "
-                   "or 'host' (detected).")
+                   "or 'host' (detected) [default: the farm file's board, else host].")
 @click.option("--trials", type=click.IntRange(1), default=None,
               help="Measurements per task (default: configs/tuner.yaml, 100).")
 @click.option("--early-stopping", type=click.IntRange(1), default=None, metavar="N",
@@ -46,6 +47,15 @@ if TYPE_CHECKING:
 @click.option("--host", default=None, metavar="HOST",
               help="Measure on this ssh host, where 'acltuner deploy' put the board's "
                    "launcher; a dropped connection is reconnected and the tune goes on.")
+@click.option("--hosts", default=None, metavar="H1,H2,..",
+              help="A farm: measure on all these ssh hosts at once, boards of --board's "
+                   "class (an embedded Dask cluster on this machine, one worker per board).")
+@click.option("--farm", "farm_path", default=None, metavar="FARM.yaml",
+              help="A farm from a file: its members, each a host or cores of this machine, "
+                   "with its board file (README: Board farms).")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="A farm on a running Dask cluster, whose workers were started with "
+                   "'acltuner farm worker'.")
 @click.option("--pin", "pin_texts", multiple=True, metavar="NODE=ALG[/KERNEL]",
               help="Run the Conv node NODE (its ONNX name) with algorithm ALG (and micro-kernel "
                    "KERNEL, else the ArmNN rule's for ALG) instead of searching it; or "
@@ -55,7 +65,8 @@ if TYPE_CHECKING:
 @click.option("--in-context/--no-in-context", default=True, show_default=True,
               help="After tuning, run the whole model with the tuned and the default plans in "
                    "turns on the board; nodes faster with their default in the model take it, "
-                   "and the fastest plan is written (the whole model must run natively).")
+                   "and the fastest plan is written (the whole model must run natively; on "
+                   "one board, a farm skips it).")
 @click.option("--transfer", type=click.Choice(("auto", "off")), default="auto",
               show_default=True,
               help="auto: when the records hold enough other tasks (configs/tuner.yaml "
@@ -63,7 +74,8 @@ if TYPE_CHECKING:
                    "the records as NAME.transfer.json) picks each task's first configs and "
                    "guides its search; off: every task starts from random picks.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host, pin_texts, pins_file, in_context, transfer):
+         input_shapes, config_path, seed, host, hosts, farm_path, scheduler, pin_texts, pins_file,
+         in_context, transfer):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -105,17 +117,24 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune model.onnx -o plan.json --board split-host --trials 60
       acltuner tune model.onnx -o default.plan.json --strategy default
       acltuner tune model.onnx -o plan.json --board odroid-n2plus --host odroid
+      acltuner tune model.onnx -o plan.json --board odroid-n2plus --hosts odroid1,odroid2
+      acltuner tune model.onnx -o plan.json --farm farm.yaml
       acltuner tune model.onnx -o plan.json --pin conv1=im2col --pin 'kind=depthwise:depthwise_pixel'
     """
     from acltuner.tuner.pins import load_pins, parse_pin
     from acltuner.tuner.session import run_tune
+    farm_ways = [o for o, v in (("--host", host), ("--hosts", hosts), ("--farm", farm_path),
+                                ("--scheduler", scheduler)) if v]
+    if len(farm_ways) > 1:
+        raise click.UsageError(f"{' and '.join(farm_ways)} cannot be given together")
+    board_name, members = _farm_members(board_name, hosts, farm_path)
     pins = [parse_pin(text) for text in pin_texts] + (load_pins(pins_file) if pins_file else [])
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 reporter=_Printer(plan_path), pins=pins, in_context=in_context,
-                 transfer=transfer)
+                 members=members, scheduler=scheduler, reporter=_Printer(plan_path), pins=pins,
+                 in_context=in_context, transfer=transfer)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)
@@ -123,6 +142,21 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
 
 
 tune.help = tune.help.replace("KINDS", kinds_help())
+
+
+def _farm_members(board_name: str | None, hosts: str | None, farm_path: str | None):
+    """The tune's board and its farm's members (None: no farm)."""
+    if farm_path:
+        from acltuner.farm.members import load_farm
+        return load_farm(farm_path, board_name) if board_name is None else \
+            (board_name, load_farm(farm_path, board_name)[1])
+    board_name = board_name or "host"
+    if not hosts:
+        return board_name, None
+    from acltuner.board.registry import load_board
+    from acltuner.farm.members import members_from_hosts
+    return board_name, members_from_hosts(load_board(board_name),
+                                          [h for h in hosts.split(",") if h])
 
 
 def _task_line(r: TaskReport) -> str:
@@ -142,6 +176,8 @@ class _Printer(TuneReporter):
         self.plan_path = plan_path
         self.host: str | None = None
         self.line = Progress()
+        self.farm = False
+        self.drawing = threading.Lock()
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
                 config: TunerConfig, caches: str, records: Path) -> None:
@@ -158,11 +194,27 @@ class _Printer(TuneReporter):
             click.echo(f"warning: {finding.line()}", err=True)
 
     def progress(self, text: str) -> None:
-        self.line.update(text)
+        if not self.farm:  # a farm's bars say more than one of its tasks
+            self.line.update(text)
+
+    def farm_progress(self, farm) -> None:
+        with self.drawing:  # the farm's task threads report as their batches come back
+            self.farm = True
+            self.line.update_lines(farm_bars(farm.stats, farm.members()))
+
+    def farm_done(self, stats, troubles: list[str]) -> None:
+        per_member = ", ".join(f"{name} {n}" for name, n in sorted(stats.measured.items()))
+        click.echo(f"farm: {sum(stats.measured.values())} measurements at "
+                   f"{stats.per_minute():.0f}/min ({per_member}), {stats.resent} failed batch(es) "
+                   f"sent again", err=True)
+        for line in troubles:
+            click.echo(line, err=True)
 
     def task_done(self, report: TaskReport) -> None:
-        self.line.clear()
-        click.echo(_task_line(report))
+        with self.drawing:
+            self.line.clear()
+            click.echo(_task_line(report))
+            self.line.force_next()
 
     def in_context(self, check: ContextCheck) -> None:
         self.line.clear()

@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
@@ -216,6 +217,8 @@ class RecordStore:
         self.records: list[Record] = []
         self.damaged: list[int] = []  # line numbers skipped as not JSON
         self._by_task: dict[tuple[str, str, MeasureOptions, str], list[Record]] = {}
+        # flock orders the appends of processes; this, those of a farm's threads.
+        self._appending = threading.Lock()
         if self.path.exists():
             self._load()
 
@@ -255,15 +258,15 @@ class RecordStore:
         if not data:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as f:
+        with self._appending, open(self.path, "a+b") as f:
             # One writer at a time, so no one takes another's half-written
             # batch for a cut-off line.
             fcntl.flock(f, fcntl.LOCK_EX)
             f.write(self._mend_tail(f) + data)
             f.flush()
             os.fsync(f.fileno())
-        for record in records:
-            self._index(record)
+            for record in records:
+                self._index(record)
 
     def _mend_tail(self, f: IO[bytes]) -> bytes:
         """Removes a cut-off last line; returns what must precede new lines."""

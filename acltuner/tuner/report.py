@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from acltuner.board.model import Board
+    from acltuner.farm.dispatch import Farm, FarmStats
     from acltuner.plan import Plan
     from acltuner.tuner.in_context import ContextCheck
     from acltuner.tuner.tune import TaskReport
@@ -39,3 +40,11 @@ class TuneReporter:
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         """The plan is written; reconnects: how often the connection to the board
         dropped and was made again."""
+
+    def farm_progress(self, farm: Farm) -> None:
+        """A farm member answered a batch (farm.stats: measurements per member
+        so far); called from the farm's task threads."""
+
+    def farm_done(self, stats: FarmStats, troubles: list[str]) -> None:
+        """A farm tune ended: what each member measured, and one line for each
+        member that failed, was lost or rebooted."""

@@ -3,6 +3,7 @@ measures on it, the tuner config and the records file; a TuneReporter shows how
 it goes."""
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import check_in_context
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.pins import EngineRules, Pin
-from acltuner.tuner.tune import TaskReport, pin_nodes, tune_model
+from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 
 # A measurement of a big layer on a slow board, with its reference run, can take
@@ -63,6 +64,22 @@ def open_launcher(board: Board, host: str | None, realtime: bool = False) -> Lau
     return client
 
 
+@contextlib.contextmanager
+def _measuring(board: Board, host: str | None, members, scheduler: str | None, realtime: bool,
+               reporter: TuneReporter):
+    """(what the tuner asks as a launcher, how the tasks are tuned, the farm
+    or None): one launcher, or a farm when members or a scheduler are given."""
+    if members is None and not scheduler:
+        with open_launcher(board, host, realtime) as client:
+            yield client, tune_in_order, None
+        return
+    from acltuner.farm.cluster import open_farm
+    from acltuner.farm.tune import farm_tuning
+    with open_farm(board, members, scheduler, realtime,
+                   reporter.farm_progress) as (farm, launcher):
+        yield launcher, farm_tuning(farm), farm
+
+
 def _priority(client: LauncherClient) -> str:
     if client.scheduling == "fifo":
         return ", real-time priority"
@@ -75,10 +92,13 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
              host: str | None = None, reporter: TuneReporter | None = None,
-             pins: Sequence[Pin] = (), in_context: bool = True,
+             pins: Sequence[Pin] = (), in_context: bool = True, members=None,
+             scheduler: str | None = None,
              transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     """in_context: check the tuned plan whole against the default one after
-    tuning (check_in_context) and keep the faster."""
+    tuning (check_in_context) and keep the faster (on one board only).
+    members (farm.members.Member) or scheduler (tcp://HOST:PORT): tune on a
+    farm, embedded or of an existing Dask cluster, instead of one launcher."""
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -89,24 +109,30 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
     # The launcher too: a board the measuring machine cannot run fails before any output.
-    with open_launcher(board, host, config.measure.realtime) as client:
+    with _measuring(board, host, members, scheduler, config.measure.realtime,
+                    reporter) as (client, tune_tasks, farm):
         pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
-        if strategy != "default":  # it measures nothing
+        if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         records.parent.mkdir(parents=True, exist_ok=True)
-        reporter.started(model, board, host, strategy, config,
+        where = host if farm is None else f"a farm of {len(farm.hellos)} members"
+        reporter.started(model, board, where, strategy, config,
                          config.measure.options(client.largest_cache_bytes).label
                          + _priority(client), records)
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
-                                   pinned=pinned, transfer=transfer)
-        if in_context and strategy != "default":
+                                   pinned=pinned, tune_tasks=tune_tasks, transfer=transfer)
+        # The whole plan runs in one launcher: on a farm, not yet.
+        if in_context and strategy != "default" and farm is None:
             check = check_in_context(plan, client, progress=reporter.progress)
             reporter.in_context(check)
             if check.kept != "tuned":
                 plan = check.plan
                 save_plan(plan, plan_path)
         reconnects = getattr(client, "reconnects", 0)
+        troubles = farm.summary() if farm is not None else []
     reporter.finished(plan, reports, reconnects)
+    if farm is not None:
+        reporter.farm_done(farm.stats, troubles)
     return plan, reports

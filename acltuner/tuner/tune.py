@@ -78,10 +78,13 @@ class TaskTuner:
     def default_config(self, task: Task) -> ExecConfig:
         return rule_default(self.board, self.rules, task.shape)
 
-    def tune(self, task: Task, label: str) -> TaskReport:
+    def tune(self, task: Task, label: str, runner: Runner | None = None) -> TaskReport:
+        """runner: what measures this task (a farm gives each task its own,
+        tuned side by side); by default the tuner's one launcher."""
+        runner = runner or self.runner
         default = self.default_config(task)
         records = self.store.measured(self.board.fingerprint, self.engine, task.key,
-                                      measure=self.runner.options)
+                                      measure=runner.options)
         already = {r.config: r.result() for r in records.values()}
         if self.strategy == "default":
             return TaskReport(task, default, default, None, None, 0, len(already), 0, 0.0)
@@ -89,7 +92,7 @@ class TaskTuner:
                             list(self.ukernels), self.client.check)
         encoder = FeatureEncoder([a for a, _ in self.algorithms], self.ukernels,
                                  space.cluster_of)
-        measure = self._measurer(task, default, already, self.strategy)
+        measure = self._measurer(task, default, already, self.strategy, runner)
 
         def progress(outcome) -> None:
             done = len(already) + len(outcome.measured)
@@ -115,18 +118,20 @@ class TaskTuner:
                           len(already), space.size, outcome.model_s,
                           transferred=prior is not None)
 
-    def tune_pinned(self, task: Task, config: ExecConfig, pin: str, label: str) -> TaskReport:
+    def tune_pinned(self, task: Task, config: ExecConfig, pin: str, label: str,
+                    runner: Runner | None = None) -> TaskReport:
         """The task's nodes all pinned to `config`: nothing searched; it and
         the default are measured once each unless the records have them."""
+        runner = runner or self.runner
         default = self.default_config(task)
         records = self.store.measured(self.board.fingerprint, self.engine, task.key,
-                                      measure=self.runner.options)
+                                      measure=runner.options)
         already = {r.config: r.result() for r in records.values()}
         if self.strategy == "default":
             return TaskReport(task, default, config, None, None, 0, len(already), 0, 0.0, pin)
         todo = [c for c in dict.fromkeys([default, config]) if c not in already]
         self.reporter.progress(f"{label} pinned ({pin}): {len(todo)} to measure, not searched")
-        measured = self._measurer(task, default, already, "pinned")(todo) if todo else []
+        measured = self._measurer(task, default, already, "pinned", runner)(todo) if todo else []
         result = next(r for r in [*measured, already.get(config)] if r and r.config == config)
         if not result.ok:
             raise ValueError(f"pin {pin}: {config} failed on task {task.key}: {result.error}")
@@ -134,34 +139,36 @@ class TaskTuner:
                           result.median_ms, len(todo), len(already), 1, 0.0, pin)
 
     def _measurer(self, task: Task, default: ExecConfig, already: dict[ExecConfig, Result],
-                  strategy: str):
-        """measure(configs) -> their Results, each recorded under `strategy`."""
+                  strategy: str, runner: Runner):
+        """measure(configs) -> their Results through `runner`, each recorded under `strategy`."""
         loaded = False
 
         def measure(configs: list[ExecConfig]) -> list[Result]:
             nonlocal loaded
             if not loaded:  # only now: a task found complete in the records needs no device
-                self.runner.load(task.shape, seed=self.seed)
-                self.runner.default_ms = _time_of(default, already, [])
+                runner.load(task.shape, seed=self.seed)
+                runner.default_ms = _time_of(default, already, [])
                 loaded = True
             # The default first: its time scales the hang timeout of the rest.
             ordered = sorted(configs, key=lambda c: c != default)
-            by_config = dict(zip(ordered, self._measure_and_record(task, ordered, strategy)))
+            by_config = dict(zip(ordered, self._measure_and_record(task, runner, ordered,
+                                                                   strategy)))
             pairs = [by_config[c] for c in configs]
             # A time taken while throttled or too spread is taken again once
             # the rest of the batch has run; the second time replaces it.
-            again = [i for i, (_, m) in enumerate(pairs) if self.runner.options.needs_again(m)]
+            again = [i for i, (_, m) in enumerate(pairs) if runner.options.needs_again(m)]
             for i, pair in zip(again, self._measure_and_record(
-                    task, [configs[i] for i in again], strategy)):
+                    task, runner, [configs[i] for i in again], strategy)):
                 pairs[i] = pair
             return [r for r, _ in pairs]
         return measure
 
-    def _measure_and_record(self, task: Task, configs: list[ExecConfig], strategy: str) -> list:
-        pairs = self.runner.measure(configs)
+    def _measure_and_record(self, task: Task, runner: Runner, configs: list[ExecConfig],
+                            strategy: str) -> list:
+        pairs = runner.measure(configs)
         self.store.append([Record.from_measurement(
             self.board.fingerprint, self.engine, task.key, task.shape, c, m, strategy,
-            measure=self.runner.options) for c, (_, m) in zip(configs, pairs)])
+            measure=runner.options) for c, (_, m) in zip(configs, pairs)])
         return pairs
 
 
@@ -222,27 +229,37 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
                 board=board)
 
 
+def tune_unit(tuner: TaskTuner, task: Task, pin: PinnedNode | None, label: str,
+              runner: Runner | None = None) -> TaskReport:
+    """One of units(): a task searched, or measured with its pin."""
+    if pin:
+        return tuner.tune_pinned(task, pin.config, pin.pin.text, label, runner)
+    return tuner.tune(task, label, runner)
+
+
+def tune_in_order(tuner: TaskTuner, todo: list) -> list[TaskReport]:
+    """The units one after the other, through the tuner's one launcher."""
+    reports = []
+    for i, (task, pin) in enumerate(todo, 1):
+        reports.append(tune_unit(tuner, task, pin, f"task {i}/{len(todo)} {task.key}"))
+        tuner.reporter.task_done(reports[-1])
+    return reports
+
+
 def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: LauncherClient,
                records_path: str, config: TunerConfig, strategy: str,
                input_shapes: dict | None = None, seed: int = 0,
                reporter: TuneReporter | None = None,
                pinned: dict[str, PinnedNode] | None = None,
+               tune_tasks=tune_in_order,
                transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     """pinned: pin_nodes()'s, whose nodes are measured with their pin only;
-    transfer: auto or off (warm_start.py)."""
+    tune_tasks(tuner, units): how the units are tuned (a farm: side by side),
+    their reports in order; transfer: auto or off (warm_start.py)."""
     start = time.perf_counter()
     store = RecordStore(records_path)
     tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer)
-    reports = []
-    todo = units(taskset.tasks, pinned or {})
-    for i, (task, pin) in enumerate(todo, 1):
-        label = f"task {i}/{len(todo)} {task.key}"
-        if pin:
-            report = tuner.tune_pinned(task, pin.config, pin.pin.text, label)
-        else:
-            report = tuner.tune(task, label)
-        reports.append(report)
-        tuner.reporter.task_done(report)
+    reports = tune_tasks(tuner, units(taskset.tasks, pinned or {}))
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
                       time.perf_counter() - start)
     save_plan(plan, plan_path)

@@ -194,7 +194,10 @@ int acl_gemm_run(acl_gemm *g, const acl_exec *ex, int m, const float *a, int lda
                  float *c, int ldc, acl_stage_times *times);
 void acl_gemm_destroy(acl_gemm *g);
 
-/* CPUs this process may be pinned to, as a count of ids 0..n-1 known to the OS. */
+/* CPUs this process may be pinned to, as a count of ids 0..n-1 known to the OS;
+ * with ACL_CPUS=a,b,.. set, the engine's CPU i is the machine's CPU number i of
+ * that list (one machine standing in for several boards); 0 if that list
+ * does not parse. */
 int acl_cpu_count(void);
 
 #ifdef __cplusplus

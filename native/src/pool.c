@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -73,20 +74,71 @@ static inline void cpu_relax(void)
 static _Thread_local int caller_cpu = -1;
 static _Thread_local cpu_set_t caller_own;
 
-/* The CPUs the calling thread may use: its own affinity, also while the
- * pool keeps it pinned to one of them. */
+/* ACL_CPUS=3,5 makes the engine's CPU i this machine's CPU number i of that
+ * list, so that one machine can stand in for several smaller boards (a board
+ * farm's members, each given its own cores), every board's configs naming
+ * CPUs from 0.  Read once; a list that does not parse (cpu_map_bad) makes
+ * every execution config fail with the reason, and the count of CPUs 0. */
+static int cpu_map[ACL_MAX_CPUS];
+static int cpu_map_len;  /* 0: no map, CPU ids are the machine's */
+static int cpu_map_bad;
+static pthread_once_t cpu_map_once = PTHREAD_ONCE_INIT;
+
+static void read_cpu_map(void)
+{
+    const char *text = getenv("ACL_CPUS");
+    if (!text || !*text) return;
+    for (const char *p = text;;) {
+        char *end;
+        long cpu = strtol(p, &end, 10);
+        if (end == p || cpu < 0 || cpu >= CPU_SETSIZE || cpu_map_len == ACL_MAX_CPUS ||
+            (*end != ',' && *end != '\0')) {
+            cpu_map_bad = 1;
+            cpu_map_len = 0;
+            return;
+        }
+        cpu_map[cpu_map_len++] = (int)cpu;
+        if (*end == '\0') return;
+        p = end + 1;
+    }
+}
+
+/* This machine's id of the engine's CPU `cpu`. */
+static int machine_cpu(int cpu)
+{
+    pthread_once(&cpu_map_once, read_cpu_map);
+    return cpu < cpu_map_len ? cpu_map[cpu] : cpu;
+}
+
+/* The engine's CPUs in `machine` (a set of this machine's ids). */
+static void engine_cpus(const cpu_set_t *machine, cpu_set_t *set)
+{
+    pthread_once(&cpu_map_once, read_cpu_map);
+    if (!cpu_map_len) {
+        *set = *machine;
+        return;
+    }
+    CPU_ZERO(set);
+    for (int i = 0; i < cpu_map_len; i++)
+        if (CPU_ISSET(cpu_map[i], machine)) CPU_SET(i, set);
+}
+
+/* The CPUs the calling thread may use, in the engine's ids: its own
+ * affinity, also while the pool keeps it pinned to one of them. */
 static int allowed_cpus(cpu_set_t *set)
 {
-    if (caller_cpu >= 0) {
-        *set = caller_own;
-        return 0;
-    }
-    return sched_getaffinity(0, sizeof *set, set);
+    cpu_set_t machine;
+    if (caller_cpu >= 0) machine = caller_own;
+    else if (sched_getaffinity(0, sizeof machine, &machine) != 0) return -1;
+    engine_cpus(&machine, set);
+    return 0;
 }
 
 int acl_cpu_count(void)
 {
     cpu_set_t set;
+    machine_cpu(0);
+    if (cpu_map_bad) return 0; /* no CPU is known to be the engine's */
     if (allowed_cpus(&set) != 0) return 1;
     int last = -1;
     for (int i = 0; i < CPU_SETSIZE; i++)
@@ -105,6 +157,9 @@ static void describe_available(const cpu_set_t *set, char *buf, size_t len)
 
 int acl_exec_check(const acl_exec *ex)
 {
+    machine_cpu(0);
+    if (cpu_map_bad)
+        return acl_fail("ACL_CPUS must be a comma-separated list of CPU ids, e.g. 0,2");
     if (!ex || !ex->weights || ex->ncores <= 0)
         return acl_fail("execution config has no core weights");
     if (ex->ncores > ACL_MAX_CPUS)
@@ -210,7 +265,7 @@ static int start_worker(int cpu)
     pthread_attr_t attr;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    CPU_SET(machine_cpu(cpu), &set);
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
@@ -230,7 +285,7 @@ static int pin_caller(int cpu)
         return acl_fail("cannot read the calling thread's CPU affinity: %s", strerror(errno));
     cpu_set_t one;
     CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
+    CPU_SET(machine_cpu(cpu), &one);
     if (!(caller_cpu < 0 && CPU_EQUAL(&one, &caller_own)) &&
         sched_setaffinity(0, sizeof one, &one) != 0)
         return acl_fail("cannot pin the calling thread to CPU %d: %s", cpu, strerror(errno));

@@ -1,0 +1,79 @@
+"""Opening a farm: an embedded Dask cluster on this workstation (a
+scheduler and one single-threaded worker process per member, a Dask
+SpecCluster, the spec-driven LocalCluster), or an existing cluster's
+scheduler whose workers run `acltuner farm worker`; then every member's hello,
+which must agree on the board class and the engine."""
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import Counter
+from collections.abc import Iterator
+
+from acltuner.board.model import Board
+from acltuner.farm.dispatch import RESOURCE, Farm, FarmLauncher
+from acltuner.farm.members import MEMBER_ENV, FarmError, Member
+
+# Starting a worker process imports acltuner and opens a launcher (an ssh
+# connection, qemu): generous on a busy machine.
+START_TIMEOUT_S = 120.0
+
+
+def worker_options(member: Member) -> dict:
+    """A member's worker: one thread, the board resource once, its member in its environment."""
+    return {"nthreads": 1, "name": member.name, "resources": {RESOURCE: 1},
+            "env": {MEMBER_ENV: member.to_env()}, "memory_limit": 0}
+
+
+def embedded_cluster(members: list[Member]):
+    from distributed import Nanny, Scheduler, SpecCluster
+    # Dask's own log lines (workers starting, stopping) only on trouble.
+    workers = {m.name: {"cls": Nanny, "options": {**worker_options(m), "host": "127.0.0.1",
+                                                  "silence_logs": logging.CRITICAL}}
+               for m in members}
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}}
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL,
+                       name="acltuner-farm")
+
+
+def agree(board: Board, hellos: dict[str, dict]) -> dict:
+    """The farm's hello, once every member is of `board`'s class and all run
+    one engine; else FarmError naming the odd member."""
+    if not hellos:
+        raise FarmError("the farm has no member")
+    for name, h in sorted(hellos.items()):
+        if h["board_fingerprint"] != board.fingerprint:
+            raise FarmError(f"farm member {name} ({h['where']}) is a {h['board']} "
+                            f"({h['board_fingerprint']}), not of this tune's board class "
+                            f"{board.name} ({board.fingerprint}): refusing to tune")
+    engines = Counter(h["engine"] for h in hellos.values())
+    common = engines.most_common(1)[0][0]
+    for name, h in sorted(hellos.items()):
+        if h["engine"] != common:
+            raise FarmError(f"farm member {name} ({h['where']}) runs engine {h['engine']}, the "
+                            f"others {common}: deploy one build to every board (acltuner "
+                            f"deploy) before tuning")
+    return next(iter(hellos.values()))["hello"]
+
+
+@contextlib.contextmanager
+def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
+              realtime: bool = False, on_progress=None) -> Iterator[tuple[Farm, FarmLauncher]]:
+    """members: start them here (embedded); scheduler: tcp://HOST:PORT of a
+    running cluster instead, whose workers are already up.  realtime: the
+    launchers ask for real-time priority (tuner.yaml's measure.realtime)."""
+    from distributed import Client
+    with contextlib.ExitStack() as stack:
+        if scheduler:
+            try:
+                client = stack.enter_context(Client(scheduler, timeout=30,
+                                                    set_as_default=False))
+            except OSError as e:
+                raise FarmError(f"cannot reach the Dask scheduler {scheduler}: {e}") from None
+        else:
+            cluster = stack.enter_context(embedded_cluster(members))
+            client = stack.enter_context(Client(cluster, set_as_default=False))
+        farm = Farm(client, on_progress)
+        farm.wait_for(len(members) if members else 1, START_TIMEOUT_S)
+        hello = agree(board, farm.say_hello(realtime))
+        yield farm, FarmLauncher(farm, hello)

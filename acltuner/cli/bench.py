@@ -72,8 +72,10 @@ def bench_farm(model: str, trials: int, config_path: str | None, rounds: int) ->
 
     The boards are this machine's cpu0 and cpu1, each launcher pinned to its
     own core (ACL_CPUS), at normal priority (these cores are the tuner's
-    too), the farm embedded (a Dask scheduler and a worker per board here);
-    both runs start from empty records.  The last line,
+    too), each config timed a fixed number of runs (the noise control would
+    take more runs with two boards, which share this machine's memory and
+    caches, than with one), the farm embedded (a Dask scheduler and a worker
+    per board here); both runs start from empty records.  The last line,
     `farm_speedup: R`, is the measurements per second with two boards over
     those with one, each over the tune's own time (the cluster's start left out),
     the median over --rounds.

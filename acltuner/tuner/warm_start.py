@@ -10,6 +10,7 @@ initial batch, the task's own model alone).
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from acltuner.board.model import Board
@@ -61,6 +62,9 @@ class WarmStart:
         self.path = transfer_path(store.path)
         self._model: TransferModel | None = None
         self._boards: dict[str, list[dict]] | None = None
+        # A farm tunes tasks side by side in threads: a refresh (which may
+        # refit with other feature columns) must not run inside a prediction.
+        self._lock = threading.Lock()
 
     def _load(self) -> TransferModel:
         """The saved model, or a new one: the file is a cache of the records,
@@ -82,10 +86,15 @@ class WarmStart:
         others = {r.task for r in self.store.records if r.usable} - {task.key}
         if len(others) < self.settings.min_tasks:
             return None
-        if self._model is None:
-            self._boards = known_boards(self.board)
-            self._model = self._load()
-        if self._model.refresh(data, self._boards):
-            self._model.save(self.path)
+        with self._lock:
+            if self._model is None:
+                self._boards = known_boards(self.board)
+                self._model = self._load()
+            if self._model.refresh(data, self._boards):
+                self._model.save(self.path)
         model, clusters, shape = self._model, board_clusters(self.board), task.shape
-        return lambda configs: model.predict(clusters, shape, configs)
+
+        def predict(configs):
+            with self._lock:
+                return model.predict(clusters, shape, configs)
+        return predict

@@ -78,14 +78,18 @@ class TaskTuner:
     def default_config(self, task: Task) -> ExecConfig:
         return rule_default(self.board, self.rules, task.shape)
 
+    def _begin(self, task: Task, runner: Runner | None):
+        """The runner measuring the task (the tuner's own unless given), its
+        default config, and the results the records already hold for it."""
+        runner = runner or self.runner
+        records = self.store.measured(self.board.fingerprint, self.engine, task.key,
+                                      measure=runner.options)
+        return runner, self.default_config(task), {r.config: r.result() for r in records.values()}
+
     def tune(self, task: Task, label: str, runner: Runner | None = None) -> TaskReport:
         """runner: what measures this task (a farm gives each task its own,
         tuned side by side); by default the tuner's one launcher."""
-        runner = runner or self.runner
-        default = self.default_config(task)
-        records = self.store.measured(self.board.fingerprint, self.engine, task.key,
-                                      measure=runner.options)
-        already = {r.config: r.result() for r in records.values()}
+        runner, default, already = self._begin(task, runner)
         if self.strategy == "default":
             return TaskReport(task, default, default, None, None, 0, len(already), 0, 0.0)
         space = SearchSpace(task.shape, self.clusters, self.board.ncores, self.algorithms,
@@ -122,11 +126,7 @@ class TaskTuner:
                     runner: Runner | None = None) -> TaskReport:
         """The task's nodes all pinned to `config`: nothing searched; it and
         the default are measured once each unless the records have them."""
-        runner = runner or self.runner
-        default = self.default_config(task)
-        records = self.store.measured(self.board.fingerprint, self.engine, task.key,
-                                      measure=runner.options)
-        already = {r.config: r.result() for r in records.values()}
+        runner, default, already = self._begin(task, runner)
         if self.strategy == "default":
             return TaskReport(task, default, config, None, None, 0, len(already), 0, 0.0, pin)
         todo = [c for c in dict.fromkeys([default, config]) if c not in already]

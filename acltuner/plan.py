@@ -26,7 +26,8 @@ from acltuner.one_line import OneLineError
 from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
                              versioned)
 
-SCHEMA_VERSION = 1
+# Version 2 added a node's optional `pinned`; version 1 plans still load.
+SCHEMA_VERSION = 2
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
                "strategy", "tuning", "nodes")
 _NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned")
@@ -111,8 +112,8 @@ def _member(d: dict, key: str, allowed: tuple[str, ...]) -> dict:
     return JSON.mapping(JSON.get(d, key, "", dict), key, allowed)
 
 
-def _parse_node(value: Any, path: str) -> PlanNode:
-    d = JSON.mapping(value, path, _NODE_FIELDS)
+def _parse_node(value: Any, path: str, fields: tuple[str, ...]) -> PlanNode:
+    d = JSON.mapping(value, path, fields)
     return PlanNode(node=JSON.get(d, "node", path, str), task=JSON.get(d, "task", path, str),
                     config=exec_config(JSON.get(d, "config", path, dict), at(path, "config")),
                     default_config=exec_config(JSON.get(d, "default_config", path, dict),
@@ -124,7 +125,9 @@ def _parse_node(value: Any, path: str) -> PlanNode:
 
 
 def _parse(d: Any) -> Plan:
-    versioned(d, _TOP_FIELDS, SCHEMA_VERSION)
+    version = d.get("schema_version") if isinstance(d, dict) else None
+    versioned(d, _TOP_FIELDS, 1 if version == 1 else SCHEMA_VERSION)
+    node_fields = tuple(f for f in _NODE_FIELDS if f != "pinned") if version == 1 else _NODE_FIELDS
     model = _member(d, "model", ("path", "sha256"))
     model_path = JSON.get(model, "path", "model", str)
     sha = JSON.get(model, "sha256", "model", str)
@@ -154,7 +157,7 @@ def _parse(d: Any) -> Plan:
     tuning = Tuning(wall_s=JSON.get(spent, "wall_s", "tuning", float, minimum=0),
                     tuner_s=JSON.get(spent, "tuner_s", "tuning", float, minimum=0),
                     measurements=JSON.get(spent, "measurements", "tuning", int, minimum=0))
-    nodes = tuple(_parse_node(value, at("nodes", i))
+    nodes = tuple(_parse_node(value, at("nodes", i), node_fields)
                   for i, value in enumerate(JSON.get(d, "nodes", "", list)))
     seen: set[str] = set()
     for i, node in enumerate(nodes):

@@ -48,8 +48,21 @@ def test_save_and_load_round_trip(tmp_path, model):
     path = tmp_path / "plan.json"
     save_plan(plan, path)
     assert load_plan(path) == plan
-    assert json.loads(path.read_text())["schema_version"] == 1
+    assert json.loads(path.read_text())["schema_version"] == 2
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_a_version_1_plan_loads_without_pins_only(tmp_path, model):
+    plan = make_plan(model)
+    data = plan.to_dict()
+    data["schema_version"] = 1
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    assert load_plan(path) == plan
+    data["nodes"][0]["pinned"] = "im2col"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlanError, match=r"nodes\[0\] has unknown field\(s\) pinned"):
+        load_plan(path)
 
 
 def test_a_crash_before_the_rename_keeps_the_old_plan(tmp_path, model, monkeypatch):
@@ -91,7 +104,7 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     (set_field("input_shapes.input[1]", 0), "input_shapes.input[1] must be >= 1, got 0"),
     (set_field("tuning.measurements", "4000"), "tuning.measurements must be an integer, got '4000'"),
     (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (set_field("schema_version", 2), "schema_version 2 is not supported (this acltuner reads 1)"),
+    (set_field("schema_version", 3), "schema_version 3 is not supported (this acltuner reads 2)"),
     (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
 ])
 def test_a_bad_field_is_one_error_naming_file_and_field(tmp_path, model, change, message):

@@ -48,6 +48,16 @@ def test_bench_gemm_prints_ratio_line():
     assert re.fullmatch(r"gemm_vs_blas: \d+\.\d+", out.strip().splitlines()[-1])
 
 
+def test_bench_gemv_checks_results_and_prints_ratio_line(monkeypatch):
+    from acltuner.bench import gemv
+    monkeypatch.setattr(gemv, "SHAPES", [("small", 64, 96)])
+    monkeypatch.setattr(gemv, "_STREAM_MB", 8)
+    monkeypatch.setattr(gemv, "_RUNS", 2)
+    lines = _invoke("bench", "gemv").output.strip().splitlines()
+    assert lines[-2].startswith("small") and re.search(r"/w\d+$", lines[-2])
+    assert re.fullmatch(r"gemv_fraction_of_stream: \d+\.\d+", lines[-1])
+
+
 def test_bench_conv_prints_ratio_line():
     out = _invoke("bench", "conv", "--quick", "--layers", "resnet18.layer4").output
     assert re.fullmatch(r"winograd4x4_vs_im2col: \d+\.\d+", out.strip().splitlines()[-1])

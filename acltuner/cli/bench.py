@@ -28,6 +28,20 @@ def bench_gemm(cpu: int, size: int, kernels: str) -> None:
     gemm.run(cpu, size, [k for k in kernels.split(",") if k])
 
 
+@bench.command("gemv")
+def bench_gemv() -> None:
+    """Batch-1 fully connected layers (M = 1) against the memory's streaming bandwidth.
+
+    AlexNet's fc6 and fc7 (151 and 67 MB of weights, more than any cache)
+    on all cores, beside numpy summing a 512 MB array (the streaming-read
+    ceiling) and onnxruntime's MatMul.  The last line,
+    `gemv_fraction_of_stream: F`, is our GB/s over the streaming read's,
+    geometric mean over the two layers.
+    """
+    from acltuner.bench import gemv
+    gemv.run()
+
+
 @bench.command("conv")
 @click.option("--quick", is_flag=True, help="Try one micro-kernel per packing style only.")
 @click.option("--layers", default="", help="Comma-separated layer names (default: all).")

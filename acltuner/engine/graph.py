@@ -3,7 +3,7 @@
 A Graph owns one float arena; every tensor is a Tensor(offset, dims) region of
 it (NHWC for 4-D activations), constants included.  Operations are added by
 name with add(kind, inputs, out, **attrs), their attributes those of the
-kind's line in the engine's ACL_GRAPH_OPS (schema.py builds the ctypes struct
+kind's line in the engine's ACL_GRAPH_OPS (op_schema.py builds the ctypes struct
 from the engine's own description); they are checked and their weights packed
 when added, then run in order by run(), which allocates nothing and returns
 each node's time.  Weights are copied or packed by the engine, so the caller

@@ -20,7 +20,7 @@ import numpy as np
 
 from acltuner.engine.graph import Tensor
 from acltuner.engine.launcher import LauncherClient
-from acltuner.engine.schema import Schema, floats_base64, to_json
+from acltuner.engine.op_schema import Schema, floats_base64, to_json
 
 
 def _tensor(t: Tensor) -> dict:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.engine.schema import CtypesLayout, Schema
+from acltuner.engine.op_schema import CtypesLayout, Schema
 
 _LIB_NAME = "libaclengine.so"
 

@@ -11,7 +11,7 @@ from acltuner.engine import native
 from acltuner.engine.config import ACTIVATIONS, ConvShape
 from acltuner.engine.graph import Graph, Tensor
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
-from acltuner.engine.schema import Field, Schema, SchemaError, ctypes_struct, to_json
+from acltuner.engine.op_schema import Field, Schema, SchemaError, ctypes_struct, to_json
 
 
 def test_conv_shape_dataclass_mirrors_the_engine_fields():

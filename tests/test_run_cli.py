@@ -239,6 +239,17 @@ def test_compare_ort_maps_onnxruntime_names_back_to_onnx_nodes():
     assert [r.node for r in rows.values()] == ["conv", "(host copies)", "sig", "ReorderOutput"]
 
 
+def test_compare_ort_matches_names_holding_slashes():
+    """TensorFlow exports name nodes and tensors with "/" inside."""
+    ours = [NodeTime("model/conv2d/Conv2D", "conv im2col", 2.0, 1.0, "conv")]
+    ort = OrtProfile(2.0, 1, {"model/conv2d/Conv2D:0_nchwc": ("Conv", 0.5),
+                              "model/conv2d/Conv2D/FusedConv/": ("FusedConv", 0.25),
+                              "model/other/Reshape": ("Reshape", 0.125)})
+    rows = {r.node: r for r in compare(ours, ort, {"model/conv2d/Conv2D:0": "model/conv2d/Conv2D"})}
+    assert rows["model/conv2d/Conv2D"].ort_ms == 0.75
+    assert rows["model/other/Reshape"].kind == "onnxruntime only: Reshape"
+
+
 def test_compare_ort_matches_onnxruntime_nodes_to_ours(small):
     _, plan = small
     result = invoke("run", plan, "--repeat", "3", "--warmup", "1", "--compare-ort", "--json")

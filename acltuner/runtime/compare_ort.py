@@ -25,11 +25,14 @@ from acltuner.runtime.profile import NodeTime
 _KERNEL = "_kernel_time"
 
 
-def _onnx_name(ort_name: str) -> str:
+def _onnx_name(ort_name: str, known: set[str]) -> str:
     """The ONNX node (or output tensor) an onnxruntime node came from: its
     optimisers name a fusion "<node>/<Fusion>/" and a node of the NCHWc layout
-    "<output>_nchwc"."""
-    return ort_name.split("/")[0].removesuffix("_nchwc")
+    "<output>_nchwc".  ONNX names may hold "/" themselves (TensorFlow exports:
+    "model/conv2d/Conv2D:0"), so the longest known "/"-prefix wins."""
+    parts = ort_name.removesuffix("_nchwc").split("/")
+    prefixes = ("/".join(parts[:end]) for end in range(len(parts), 0, -1))
+    return next((p for p in prefixes if p in known), ort_name)
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,9 @@ def compare(ours: list[NodeTime], ort: OrtProfile, aliases: dict[str, str]
         for name in row.node.split(", "):  # a delegated segment lists its nodes
             owner[name] = row.node
     ort_ms: dict[str, float] = defaultdict(float)
+    known = set(owner) | set(aliases)
     for name, (operator, ms) in ort.nodes.items():
-        onnx_name = _onnx_name(name)
+        onnx_name = _onnx_name(name, known)
         key = owner.get(aliases.get(onnx_name, onnx_name), name)
         ort_ms[key] += ms
         kinds.setdefault(key, f"onnxruntime only: {operator}")

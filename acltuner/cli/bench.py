@@ -33,8 +33,8 @@ def bench_gemv() -> None:
     """Batch-1 fully connected layers (M = 1) against the memory's streaming bandwidth.
 
     AlexNet's fc6 and fc7 (151 and 67 MB of weights, more than any cache)
-    on all cores, beside numpy summing a 512 MB array (the streaming-read
-    ceiling) and onnxruntime's MatMul.  The last line,
+    on all cores, beside numpy's max over a 512 MB array (streaming reads),
+    onnxruntime's MatMul and numpy's BLAS (sgemv).  The last line,
     `gemv_fraction_of_stream: F`, is our GB/s over the streaming read's,
     geometric mean over the two layers.
     """

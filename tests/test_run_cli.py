@@ -225,11 +225,13 @@ def test_text_report_and_profile(small):
 
 def test_compare_ort_maps_onnxruntime_names_back_to_onnx_nodes():
     """onnxruntime names an NCHWc node after its output tensor and a fusion
-    "<node>/<Fusion>/"; an absorbed BatchNormalization counts for its Conv."""
+    "<node>/<Fusion>/" or "fused <node>"; an absorbed BatchNormalization counts
+    for its Conv."""
     ours = [NodeTime("conv", "conv im2col", 3.0, 0.6, "conv"),
             NodeTime("sig", "unary", 1.0, 0.2, "unary"),
             NodeTime("(host copies)", "copies", 1.0, 0.2, "copies")]
-    ort = OrtProfile(4.0, 1, {"bn_out_nchwc": ("Conv", 1.0), "sig/QuickGeluFusion/": ("X", 0.5),
+    ort = OrtProfile(4.0, 1, {"bn_out_nchwc": ("Conv", 0.75), "sig/QuickGeluFusion/": ("X", 0.5),
+                              "fused conv": ("FusedConv", 0.25),
                               "ReorderOutput": ("ReorderOutput", 0.25)})
     rows = {r.node: r for r in compare(ours, ort, {"bn": "conv", "bn_out": "conv",
                                                    "sig_out": "sig"})}

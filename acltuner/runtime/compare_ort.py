@@ -27,10 +27,11 @@ _KERNEL = "_kernel_time"
 
 def _onnx_name(ort_name: str, known: set[str]) -> str:
     """The ONNX node (or output tensor) an onnxruntime node came from: its
-    optimisers name a fusion "<node>/<Fusion>/" and a node of the NCHWc layout
-    "<output>_nchwc".  ONNX names may hold "/" themselves (TensorFlow exports:
-    "model/conv2d/Conv2D:0"), so the longest known "/"-prefix wins."""
-    parts = ort_name.removesuffix("_nchwc").split("/")
+    optimisers name a fusion "<node>/<Fusion>/" or "fused <node>" (Gemm with
+    its activation) and a node of the NCHWc layout "<output>_nchwc".  ONNX
+    names may hold "/" themselves (TensorFlow exports: "model/conv2d/Conv2D:0"),
+    so the longest known "/"-prefix wins."""
+    parts = ort_name.removeprefix("fused ").removesuffix("_nchwc").split("/")
     prefixes = ("/".join(parts[:end]) for end in range(len(parts), 0, -1))
     return next((p for p in prefixes if p in known), ort_name)
 

@@ -15,7 +15,7 @@ from acltuner.plan import load_plan, save_plan
 from acltuner.runtime.load import load
 from acltuner.runtime.measure import check
 from acltuner.tuner import session
-from acltuner.tuner.in_context import check_in_context
+from acltuner.tuner.in_context import MARGIN, check_in_context, choose
 
 
 def _model(path, extra_node: bool = False) -> None:
@@ -84,3 +84,12 @@ def test_a_plan_of_defaults_or_one_the_launcher_cannot_run_is_kept(tmp_path):
         result = check_in_context(tuned, client)
     assert result.kept == "tuned" and result.plan is tuned
     assert "Sin" in result.skipped
+
+
+def test_a_plan_replaces_the_default_only_when_clearly_faster():
+    clearly, barely = 1 - 2 * MARGIN, 1 - MARGIN / 2
+    assert choose({"tuned": clearly, "default": 1.0}) == "tuned"
+    assert choose({"tuned": barely, "default": 1.0}) == "default"
+    assert choose({"tuned": 1.1, "default": 1.0}) == "default"
+    assert choose({"tuned": clearly, "default": 1.0, "mixed": clearly - 0.01}) == "mixed"
+    assert choose({"tuned": 1.2, "default": 1.0, "mixed": barely}) == "default"

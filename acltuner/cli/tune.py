@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 @click.option("--in-context/--no-in-context", default=True, show_default=True,
               help="After tuning, run the whole model with the tuned and the default plans in "
                    "turns on the board; nodes faster with their default in the model take it, "
-                   "and the fastest plan is written (the whole model must run natively; on "
-                   "one board, a farm skips it).")
+                   "and the default plan is written unless another is 3% faster (the whole "
+                   "model must run natively; on one board, a farm skips it).")
 @click.option("--transfer", type=click.Choice(("auto", "off")), default="auto",
               show_default=True,
               help="auto: when the records hold enough other tasks (configs/tuner.yaml "
@@ -89,8 +89,9 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     A task's winner is measured alone; in the whole model it can lose to
     its default.  So after tuning, the whole model runs on the board with the
     tuned and the default plans in turns; a node that is faster in the model
-    with its default takes it back, and the fastest of the tuned plan, the
-    default plan and that mix is written (--no-in-context skips this).
+    with its default takes it back, and the faster of the tuned plan and that
+    mix is written if it beats the default plan by 3%, else the default plan
+    (--no-in-context skips this).
 
     Every measurement is saved to the records file as it is taken: after
     Ctrl-C or a crash, run the same command again and it resumes without

@@ -3,8 +3,9 @@ in the whole model (other layers around it, their data in the caches) it can
 lose to its default.  So the whole model runs in the launcher that measured
 the tasks, tuned and default plans alternating; a node that is slower in the
 model with its tuned config than with its default takes the default, and the
-plan kept is the fastest of tuned, default and that mix.  A tuned plan is then
-never slower than the default one, as far as the measurement can tell."""
+plan kept is the faster of tuned and that mix if it beats the default plan by
+a margin, else the default plan.  A tuned plan is then never slower than the
+default one, as far as the measurement can tell."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,9 @@ from acltuner.runtime.inputs import random_inputs
 from acltuner.runtime.remote import RemoteProgram
 
 # A node keeps its tuned config unless the default is this much faster in the
-# model, and the tuned plan stays unless another is: within it, the two are
-# the same as far as runs on a shared machine can tell.
+# model, and a plan replaces the default plan only if it is this much faster:
+# within it, two plans are the same as far as runs on a shared machine can
+# tell, and the default is the one known not to lose.
 MARGIN = 0.03
 
 
@@ -114,6 +116,12 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
             # The mix against the tuned plan of the same rounds, scaled to the first.
             ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")
             candidates["mixed"] = mixed
-    best = min(ms, key=ms.get)
-    kept = best if ms[best] < ms["tuned"] * (1 - MARGIN) else "tuned"
+    kept = choose(ms)
     return ContextCheck(kept, ms, tuple(reverted), candidates[kept])
+
+
+def choose(ms: dict[str, float]) -> str:
+    """The plan to keep from whole-model medians ("default" and the others):
+    the fastest other if it beats the default by MARGIN, else the default."""
+    challenger = min((name for name in ms if name != "default"), key=ms.get)
+    return challenger if ms[challenger] < ms["default"] * (1 - MARGIN) else "default"

@@ -25,7 +25,7 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
         {"schema": 1, "models": {"tiny": {"input": [1, 3, 12, 10]}}}))
     out = tmp_path / "out"
     result = invoke("bench", "compare", "--model-dir", models, "--trials", "1", "--repeat", "2",
-                    "--rounds", "2", "--out", out)
+                    "--rounds", "2", "--round-ms", "0", "--out", out)
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-2].startswith("slowest vs onnxruntime: tiny ")
     assert result.stdout.splitlines()[-1].startswith("geomean_vs_onnxruntime: ")
@@ -33,6 +33,13 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert row["model"] == "tiny"
     assert all(float(row[k]) > 0 for k in ("onnxruntime_ms", "default_ms", "tuned_ms"))
+
+
+def test_a_fast_model_gets_enough_runs_to_fill_a_round():
+    assert compare.runs_per_round(50.0, 20, 300.0) == 20
+    assert compare.runs_per_round(0.04, 20, 300.0) == 5000
+    assert compare.runs_per_round(1.5, 20, 300.0) == 200
+    assert compare.runs_per_round(1.5, 20, 0.0) == 20
 
 
 def test_an_empty_folder_is_one_line(tmp_path):

@@ -130,8 +130,20 @@ def folder_models(folder: Path) -> list[tuple[str, Path, dict]]:
     return models
 
 
+# A round of a model of tens of microseconds would otherwise be a millisecond
+# of timing, and its ratios noise.
+_MAX_RUNS = 5000
+
+
+def runs_per_round(ms: float, repeat: int, round_ms: float) -> int:
+    """Timed runs per round for a model taking about `ms`: at least `repeat`,
+    and enough to fill round_ms (at most _MAX_RUNS)."""
+    return max(repeat, min(_MAX_RUNS, math.ceil(round_ms / max(ms, 1e-3))))
+
+
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
-        board: str, records: Path, rounds: int = 3, realtime: bool = True) -> float:
+        board: str, records: Path, rounds: int = 3, realtime: bool = True,
+        round_ms: float = 300.0) -> float:
     out_dir.mkdir(parents=True, exist_ok=True)
     if realtime and not realtime_allowed():
         click.echo("real-time priority refused here: timing at normal priority", err=True)
@@ -147,9 +159,12 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
         _call(_acltuner("tune", str(model), "-o", str(tuned_plan), "--trials", str(trials),
                         *common))
         tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
-        timing = ["--json", "--repeat", str(repeat), "--warmup", "3"]
+        probe = _json_run(_acltuner("run", str(default_plan), "--json", "--repeat", "3",
+                                    "--warmup", "1"), realtime)["median_ms"]
+        runs = runs_per_round(probe, repeat, round_ms)
+        timing = ["--json", "--repeat", str(runs), "--warmup", "3"]
         times = _rounds({
-            "ort": lambda: onnxruntime_best(model, repeat, 3, shapes, realtime),
+            "ort": lambda: onnxruntime_best(model, runs, 3, shapes, realtime),
             "default": lambda: _json_run(_acltuner("run", str(default_plan), *timing), realtime),
             "tuned": lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime),
         }, rounds)
@@ -161,7 +176,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
             "onnxruntime_rss_mb": ort["peak_rss_mb"], "default_rss_mb": default["peak_rss_mb"],
             "tuned_rss_mb": tuned["peak_rss_mb"]})
         click.echo(f"  {name}: onnxruntime {ort['median_ms']:.1f} ms, default "
-                   f"{default['median_ms']:.1f} ms, tuned {tuned['median_ms']:.1f} ms", err=True)
+                   f"{default['median_ms']:.1f} ms, tuned {tuned['median_ms']:.1f} ms "
+                   f"({runs} runs per round)", err=True)
     with (out_dir / "compare.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -149,7 +149,10 @@ def bench_search(seeds: int, replay_dir: str | None, record_dir: str | None,
 @click.option("--trials", default=100, show_default=True, type=click.IntRange(1),
               help="Measurements per task for the tuned plans.")
 @click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
-              help="Timed runs per model and engine.")
+              help="Timed runs per model, engine and round, at least.")
+@click.option("--round-ms", default=300.0, show_default=True, type=click.FloatRange(0),
+              help="More timed runs for a fast model, to fill this many milliseconds per "
+                   "engine and round (at most 5000 runs).")
 @click.option("--board", "board_name", default="host", show_default=True,
               help="Board to tune for (this machine).")
 @click.option("--out", "out_dir", default="bench-results", show_default=True,
@@ -163,8 +166,8 @@ def bench_search(seeds: int, replay_dir: str | None, record_dir: str | None,
               help="Time all three at the lowest real-time priority (SCHED_FIFO) where the "
                    "system allows it, so that other load on the machine stays out of the "
                    "comparison.")
-def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, records_path, rounds,
-                  realtime) -> None:
+def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_dir,
+                  records_path, rounds, realtime) -> None:
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
     For each zoo model, or each model in --model-dir (input shapes from the
@@ -182,7 +185,8 @@ def bench_compare(models, model_dir, trials, repeat, board_name, out_dir, record
     chosen = (compare.folder_models(Path(model_dir)) if model_dir
               else compare.zoo_models([m for m in models.split(",") if m], out))
     compare.run(chosen, trials, repeat, out, board_name,
-                Path(records_path) if records_path else out / "records.jsonl", rounds, realtime)
+                Path(records_path) if records_path else out / "records.jsonl", rounds, realtime,
+                round_ms)
 
 
 @bench.command("fuzz")

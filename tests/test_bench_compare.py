@@ -33,6 +33,8 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert row["model"] == "tiny"
     assert all(float(row[k]) > 0 for k in ("onnxruntime_ms", "default_ms", "tuned_ms"))
+    # A model of microseconds keeps its digits in the table.
+    assert "| 0.0 |" not in (out / "compare.md").read_text()
 
 
 def test_a_fast_model_gets_enough_runs_to_fill_a_round():

@@ -101,6 +101,11 @@ def _rounds(timers: dict, rounds: int) -> dict[str, dict]:
                    "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)} for name, rs in runs.items()}
 
 
+def _ms(ms: float) -> str:
+    """Three significant digits at most, so a 40 µs model does not read 0.0."""
+    return f"{ms:.1f}" if ms >= 10 else f"{ms:.3g}"
+
+
 def _geomean(xs: list[float]) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
@@ -175,8 +180,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
             "tuned_vs_default": default["median_ms"] / tuned["median_ms"], "tuning_s": tuning_s,
             "onnxruntime_rss_mb": ort["peak_rss_mb"], "default_rss_mb": default["peak_rss_mb"],
             "tuned_rss_mb": tuned["peak_rss_mb"]})
-        click.echo(f"  {name}: onnxruntime {ort['median_ms']:.1f} ms, default "
-                   f"{default['median_ms']:.1f} ms, tuned {tuned['median_ms']:.1f} ms "
+        click.echo(f"  {name}: onnxruntime {_ms(ort['median_ms'])} ms, default "
+                   f"{_ms(default['median_ms'])} ms, tuned {_ms(tuned['median_ms'])} ms "
                    f"({runs} runs per round)", err=True)
     with (out_dir / "compare.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -187,8 +192,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     lines = ["| model | onnxruntime ms | default plan ms | tuned ms | tuned vs ORT | tuned vs "
              "default | tuning s | ORT peak MB | default peak MB | tuned peak MB |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['model']} | {r['onnxruntime_ms']:.1f} | {r['default_ms']:.1f} | "
-              f"{r['tuned_ms']:.1f} | {r['tuned_vs_onnxruntime']:.2f}x | "
+    lines += [f"| {r['model']} | {_ms(r['onnxruntime_ms'])} | {_ms(r['default_ms'])} | "
+              f"{_ms(r['tuned_ms'])} | {r['tuned_vs_onnxruntime']:.2f}x | "
               f"{r['tuned_vs_default']:.2f}x | {r['tuning_s']:.0f} | "
               f"{r['onnxruntime_rss_mb']:.0f} | {r['default_rss_mb']:.0f} | "
               f"{r['tuned_rss_mb']:.0f} |" for r in rows]

@@ -7,16 +7,15 @@ shapes are AlexNet's fc6 and fc7, whose weights (151 and 67 MB) are larger
 than any cache here, so every run reads them from memory as a whole model does."""
 from __future__ import annotations
 
-import statistics
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import click
 import numpy as np
 
 from acltuner.engine import native
+from acltuner.engine.timing import median_ms
 
 # (label, K, N): y[1, N] = x[1, K] W[K, N]
 SHAPES = [("alexnet.fc6 9216x4096", 9216, 4096), ("alexnet.fc7 4096x4096", 4096, 4096)]
@@ -24,14 +23,8 @@ _STREAM_MB = 512
 _RUNS = 15
 
 
-def _median_s(fn, runs: int = _RUNS) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+def _median_s(fn) -> float:
+    return median_ms(fn, min_repeats=_RUNS, min_repeat_ms=0.0) / 1e3
 
 
 def stream_read_gbps(threads: int) -> float:

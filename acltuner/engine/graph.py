@@ -136,6 +136,7 @@ class Graph:
 
     def __init__(self, arena_floats: int, core_weights: Sequence[int], workloads: int):
         self._handle = None
+        self._times = None  # run()'s per-node times, one buffer for every run
         ex, _keep = native._exec_c(tuple(core_weights), workloads)
         handle = ctypes.c_void_p()
         _ok(_lib().acl_graph_create(arena_floats, ctypes.byref(ex), ctypes.byref(handle)))
@@ -191,9 +192,11 @@ class Graph:
 
     def run(self) -> list[float]:
         """Runs every node in order; returns each one's wall time in ms."""
-        times = (ctypes.c_double * max(self.node_count, 1))()
-        _ok(_lib().acl_graph_run(self._h(), times))
-        return list(times[:self.node_count])
+        n = self.node_count
+        if self._times is None or len(self._times) != max(n, 1):
+            self._times = (ctypes.c_double * max(n, 1))()
+        _ok(_lib().acl_graph_run(self._h(), self._times))
+        return self._times[:n]
 
     def close(self) -> None:
         if self._handle is not None:

@@ -38,12 +38,15 @@ class DelegatedRunner:
         self.session = session(segment_model(model, g, seg), threads)
         self._entry = (", ".join(self.node_names), f"{DELEGATED}: {', '.join(self.op_types)}")
 
-    def run(self, env: dict, profile: list[ProfileEntry]) -> float:
-        """Runs the segment, its time into `profile`; returns the time spent
-        copying (none: onnxruntime reads and writes the host's arrays)."""
+    def run(self, env: dict) -> float:
+        """Runs the segment; returns the time spent copying (none: onnxruntime
+        reads and writes the host's arrays)."""
         start = time.perf_counter()
         results = self.session.run(self.outputs, {t: env[t] for t in self.inputs})
         env.update(zip(self.outputs, results))
-        profile.append(ProfileEntry(*self._entry, (time.perf_counter() - start) * 1e3,
-                                    DELEGATED_OP))
+        self._ms = (time.perf_counter() - start) * 1e3
         return 0.0
+
+    def profile(self) -> list[ProfileEntry]:
+        """The latest run's time, one entry for the segment."""
+        return [ProfileEntry(*self._entry, self._ms, DELEGATED_OP)]

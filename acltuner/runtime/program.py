@@ -62,11 +62,11 @@ class NativeRunner:
         self._exports = [(name, self.graph.view(t).transpose(back))
                          for name, t, back in self.exports]
 
-    def run(self, env: dict, profile: list[ProfileEntry]) -> float:
-        """Runs the stage, its time per operation into `profile`; returns the
-        milliseconds spent copying tensors in and out.  An import that keeps
-        its layout is a numpy copy: the engine's parallel transpose is for the
-        others, and its call costs more than a small tensor's copy."""
+    def run(self, env: dict) -> float:
+        """Runs the stage; returns the milliseconds spent copying tensors in and
+        out.  An import that keeps its layout is a numpy copy: the engine's
+        parallel transpose is for the others, and its call costs more than a
+        small tensor's copy."""
         start = time.perf_counter()
         if not hasattr(self, "_imports"):
             self._bind()
@@ -77,15 +77,18 @@ class NativeRunner:
             else:
                 self.graph.write_transposed(x, perm, t)
         copies = time.perf_counter() - start
-        node_ms = self.graph.run()
+        self._node_ms = self.graph.run()
         start = time.perf_counter()
         for name, view in self._exports:
             # A copy, never the arena itself: the next run overwrites it.
             env[name] = view.copy(order="C")
         copies += time.perf_counter() - start
-        profile.extend(ProfileEntry(node, what, ms, kind)
-                       for (node, what, kind), ms in zip(self.labels, node_ms))
         return copies * 1e3
+
+    def profile(self) -> list[ProfileEntry]:
+        """The latest run's time per operation."""
+        return [ProfileEntry(node, what, ms, kind)
+                for (node, what, kind), ms in zip(self.labels, self._node_ms)]
 
 
 def _weight_bytes(op: Op) -> int:
@@ -114,7 +117,7 @@ def expected(dims, dtype) -> str:
 
 class Program:
     """run(inputs) -> outputs: numpy arrays by name, in and out as in the ONNX
-    model (NCHW); last_profile holds the latest run's time per operation."""
+    model (NCHW); last_profile is the latest run's time per operation."""
 
     def __init__(self, model: onnx.ModelProto, g: OnnxGraph, stages: list[Stage], board: Board,
                  warnings: list[str] | None = None, plan: Plan | None = None, make_graph=Graph):
@@ -137,7 +140,7 @@ class Program:
                           if isinstance(s, DelegatedRunner)]
         self.arena_bytes = FLOAT_BYTES * sum(s.arena_floats for s in self._stages
                                              if isinstance(s, NativeRunner))
-        self.last_profile: list[ProfileEntry] = []
+        self._copies_ms: float | None = None
 
     def _feed(self, inputs) -> dict:
         if isinstance(inputs, np.ndarray):
@@ -162,8 +165,16 @@ class Program:
 
     def run(self, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, np.ndarray]:
         env = self._feed(inputs)
-        profile: list[ProfileEntry] = []
-        copies = sum(stage.run(env, profile) for stage in self._stages)
-        self.last_profile = [*profile, ProfileEntry(HOST_COPIES, "copies into and out of arenas",
-                                                    copies, COPIES_OP)]
+        self._copies_ms = sum(stage.run(env) for stage in self._stages)
         return {name: env[name] for name in self.outputs}
+
+    @property
+    def last_profile(self) -> list[ProfileEntry]:
+        """The latest run's time per operation, built when asked for: a model
+        of a hundred small layers would otherwise pay tens of microseconds a
+        run for entries nobody reads."""
+        if self._copies_ms is None:
+            return []
+        return [*(e for stage in self._stages for e in stage.profile()),
+                ProfileEntry(HOST_COPIES, "copies into and out of arenas", self._copies_ms,
+                             COPIES_OP)]

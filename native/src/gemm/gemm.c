@@ -8,6 +8,7 @@
 #include "gemm.h"
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "activation.h"
@@ -213,31 +214,61 @@ typedef struct {
 } a_operand;
 
 static void call_ukernel(const acl_ukernel *uk, size_t kc, const a_operand *a, const float *b,
-                         float *c, size_t ldc, int accumulate)
+                         float *c, size_t ldc, const acl_ukr_epilogue *ep)
 {
     if (uk->style == ACL_STYLE_INTERLEAVED)
-        uk->interleaved(kc, a->packed, b, c, ldc, accumulate);
+        uk->interleaved(kc, a->packed, b, c, ldc, ep);
     else
-        uk->hybrid(kc, a->rows, b, c, ldc, accumulate);
+        uk->hybrid(kc, a->rows, b, c, ldc, ep);
 }
 
-/* One K step of one tile; an edge tile goes through an aligned MR x NR stack
- * tile so the kernel never writes outside C. */
-static void tile_step(const acl_ukernel *uk, size_t kc, const a_operand *a, const float *b,
-                      float *c, ptrdiff_t ldc, int rows, int cols, int accumulate)
+/* The part of a job's epilogue that a full tile's micro-kernel call fuses:
+ * the bias when the call starts the tile; the residual and a ReLU or Clip
+ * when it ends it.  apply_epilogue does the rest afterwards. */
+static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int col0, int first,
+                                       int last)
 {
+    const acl_epilogue *ep = &job->ep;
+    acl_ukr_epilogue f = {.accumulate = !first};
+    if (first && ep->bias) f.bias = ep->bias + col0;
+    if (last && ep->residual) f.residual = ep->residual + row0 * job->ldc + col0;
+    if (last && (ep->act == ACL_ACT_RELU || ep->act == ACL_ACT_CLIP)) {
+        f.clamp = 1;
+        f.lo = ep->act == ACL_ACT_RELU ? 0.0f : ep->act_a;
+        f.hi = ep->act == ACL_ACT_RELU ? INFINITY : ep->act_b;
+    }
+    return f;
+}
+
+/* One K step of one tile, through the epilogue.  A full tile fuses what it
+ * can; an edge tile goes through an aligned MR x NR stack tile, so the kernel
+ * never touches memory outside C, the bias or the residual, and gets its
+ * whole epilogue afterwards. */
+static void tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
+                      int row0, int col0, int rows, int cols, int first, int last)
+{
+    const acl_ukernel *uk = job->b->uk;
     const int mr = uk->mr, nr = uk->nr;
+    const ptrdiff_t ldc = job->ldc;
+    float *c = job->c + row0 * ldc + col0;
+    acl_epilogue rest = job->ep;
     if (rows == mr && cols == nr) {
-        call_ukernel(uk, kc, a, b, c, (size_t)ldc, accumulate);
-        return;
+        const acl_ukr_epilogue f = fused_epilogue(job, row0, col0, first, last);
+        call_ukernel(uk, kc, a, b, c, (size_t)ldc, &f);
+        rest.bias = NULL;
+        rest.residual = NULL;
+        if (f.clamp) rest.act = ACL_ACT_NONE;
+    } else {
+        float tile[ACL_UKR_MAX_TILE_FLOATS] __attribute__((aligned(ACL_ALIGN)));
+        const acl_ukr_epilogue f = {.accumulate = !first};
+        if (!first) {
+            memset(tile, 0, (size_t)mr * nr * sizeof(float));
+            copy_block(tile, nr, c, ldc, rows, cols);
+        }
+        call_ukernel(uk, kc, a, b, tile, (size_t)nr, &f);
+        copy_block(c, ldc, tile, nr, rows, cols);
     }
-    float tile[ACL_UKR_MAX_TILE_FLOATS] __attribute__((aligned(ACL_ALIGN)));
-    if (accumulate) {
-        memset(tile, 0, (size_t)mr * nr * sizeof(float));
-        copy_block(tile, nr, c, ldc, rows, cols);
-    }
-    call_ukernel(uk, kc, a, b, tile, (size_t)nr, accumulate);
-    copy_block(c, ldc, tile, nr, rows, cols);
+    if (last && !epilogue_is_identity(&rest)) apply_epilogue(&rest, c, ldc, row0, col0, rows, cols);
 }
 
 /* Computes tiles [t0, t1) x N panels [p0, p1) of a job: row blocks of MC_ROWS,
@@ -253,7 +284,6 @@ static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, i
     const int kc_cap = uk->style == ACL_STYLE_SMALLK ? seg.len : KC_TARGET;
     const int kblock = acl_div_up(acl_div_up(seg.len, acl_div_up(seg.len, kc_cap)), K_GRAIN) * K_GRAIN;
     const int mc_tiles = acl_max(1, MC_ROWS / mr);
-    const int identity_epilogue = epilogue_is_identity(&job->ep);
 
     for (int blk0 = t0; blk0 < t1; blk0 += mc_tiles) {
         const int blk1 = acl_min(blk0 + mc_tiles, t1);
@@ -276,10 +306,7 @@ static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, i
                             for (int r = 0; r < mr; r++)
                                 a.rows[r] = a_segment(job, row0 + acl_min(r, rows - 1), s) + c0;
                         }
-                        float *c = job->c + row0 * job->ldc + col0;
-                        tile_step(uk, (size_t)kc, &a, bp, c, job->ldc, rows, cols, !first);
-                        if (last && !identity_epilogue)
-                            apply_epilogue(&job->ep, c, job->ldc, row0, col0, rows, cols);
+                        tile_step(job, (size_t)kc, &a, bp, row0, col0, rows, cols, first, last);
                     }
                 }
             }

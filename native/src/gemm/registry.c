@@ -48,9 +48,8 @@
 #define UKR_STYLE_interleaved ACL_STYLE_INTERLEAVED
 #define UKR_STYLE_hybrid ACL_STYLE_HYBRID
 #define UKR_STYLE_smallk ACL_STYLE_SMALLK
-#define UKR_TYPE_interleaved void(size_t, const float *, const float *, float *, size_t, int)
-#define UKR_TYPE_hybrid \
-    void(size_t, const float *const *, const float *, float *, size_t, int)
+#define UKR_TYPE_interleaved __typeof__(*(acl_ukr_interleaved_fn)0)
+#define UKR_TYPE_hybrid __typeof__(*(acl_ukr_hybrid_fn)0)
 #define UKR_TYPE_smallk UKR_TYPE_hybrid
 
 /* typeof keeps the declaration's signature in one place per style. */

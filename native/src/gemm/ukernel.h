@@ -8,7 +8,7 @@
  *   hybrid       A read in place through MR row pointers, each row kc
  *                contiguous floats (ACL's hybrid / indirect arrangement);
  *   smallk       hybrid, specialised for a small whole K (kmin < K <= kmax).
- * accumulate == 0 overwrites the tile, 1 adds to what C holds.
+ * What a call does around its K loop is acl_ukr_epilogue.
  */
 #ifndef ACL_UKERNEL_H
 #define ACL_UKERNEL_H
@@ -17,10 +17,22 @@
 
 typedef enum { ACL_STYLE_INTERLEAVED, ACL_STYLE_HYBRID, ACL_STYLE_SMALLK } acl_style;
 
+/* A tile starts from zero, or from `bias` (NR floats: the first K block of a
+ * tile), and is written to C, or added to what C holds when `accumulate`
+ * (later K blocks).  The last K block may add `residual` (an MR x NR block
+ * with C's ldc) and clamp to [lo, hi] (ReLU, Clip) before the store, so that
+ * a small-K layer's epilogue costs no second pass over its output. */
+typedef struct {
+    const float *bias;
+    const float *residual;
+    int accumulate, clamp;
+    float lo, hi;
+} acl_ukr_epilogue;
+
 typedef void (*acl_ukr_interleaved_fn)(size_t kc, const float *a_packed, const float *b_packed,
-                                       float *c, size_t ldc, int accumulate);
+                                       float *c, size_t ldc, const acl_ukr_epilogue *ep);
 typedef void (*acl_ukr_hybrid_fn)(size_t kc, const float *const *a_rows, const float *b_packed,
-                                  float *c, size_t ldc, int accumulate);
+                                  float *c, size_t ldc, const acl_ukr_epilogue *ep);
 
 typedef struct {
     const char *name;  /* "MRxNR-style-isa", e.g. "6x16-hybrid-avx512" */

@@ -18,7 +18,7 @@
 #endif
 
 void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *restrict b,
-                  float *restrict c, size_t ldc, int accumulate)
+                  float *restrict c, size_t ldc, const acl_ukr_epilogue *restrict ep)
 {
 #ifdef KMAX
     /* The bound GCC needs to unroll the K loop completely. */
@@ -26,7 +26,7 @@ void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *r
 #endif
     const float *a[MR];
     UNROLL for (int i = 0; i < MR; i++) a[i] = a_rows[i];
-    TILE_DECLARE();
+    TILE_DECLARE(ep->bias);
     size_t k = 0;
     K_UNROLL for (; k + A_LANES <= kc; k += A_LANES) {
         va av[MR];
@@ -35,5 +35,5 @@ void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *r
     }
     /* The last kc % A_LANES steps: A vectors would read past the rows. */
     UNROLL for (int r = 0; r < A_LANES - 1 && k < kc; r++, k++) TILE_STEP(b + k * NR, A_ROW);
-    TILE_STORE(c, ldc, accumulate);
+    TILE_STORE(c, ldc, ep);
 }

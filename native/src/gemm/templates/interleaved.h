@@ -9,9 +9,9 @@
 #define A_PACKED(i) A_LANE(av[(i) / A_LANES], (i) % A_LANES)
 
 void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, float *restrict c,
-                  size_t ldc, int accumulate)
+                  size_t ldc, const acl_ukr_epilogue *restrict ep)
 {
-    TILE_DECLARE();
+    TILE_DECLARE(ep->bias);
     for (size_t k = 0; k < kc; k++) {
         va av[MR / A_LANES];
         UNROLL for (int q = 0; q < MR / A_LANES; q++) av[q] = A_LOAD(a + q * A_LANES);
@@ -19,5 +19,5 @@ void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, f
         a += MR;
         b += NR;
     }
-    TILE_STORE(c, ldc, accumulate);
+    TILE_STORE(c, ldc, ep);
 }

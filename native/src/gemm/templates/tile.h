@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "ukernel.h"
+
 #if !defined(MR) || !defined(NR) || !defined(VEC_FLOATS) || !defined(UKERNEL_NAME)
 #error "define MR, NR, VEC_FLOATS and UKERNEL_NAME before including a micro-kernel template"
 #endif
@@ -52,14 +54,23 @@ typedef float va;
 #define A_LANE(v, l) (v)
 #endif
 
-/* The accumulators, zeroed. */
-#define TILE_DECLARE()                                          \
-    vf acc[MR][NV];                                             \
-    vh acch[MR][NH];                                            \
-    UNROLL for (int i_ = 0; i_ < MR; i_++) {                    \
-        UNROLL for (int j_ = 0; j_ < NV; j_++) acc[i_][j_] = (vf){0}; \
-        UNROLL for (int j_ = 0; j_ < NH; j_++) acch[i_][j_] = (vh){0}; \
-    }
+/* The accumulators, each column vector starting from the bias row or zero. */
+#define TILE_DECLARE(bias)                                                      \
+    vf acc[MR][NV];                                                             \
+    vh acch[MR][NH];                                                            \
+    do {                                                                        \
+        const float *b0_ = (bias);                                              \
+        UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
+            vf v_ = (vf){0};                                                    \
+            if (b0_) v_ = *(const vf_u *)(b0_ + j_ * VEC_FLOATS);               \
+            UNROLL for (int i_ = 0; i_ < MR; i_++) acc[i_][j_] = v_;             \
+        }                                                                       \
+        UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
+            vh v_ = (vh){0};                                                    \
+            if (b0_) v_ = *(const vh_u *)(b0_ + NV * VEC_FLOATS);               \
+            UNROLL for (int i_ = 0; i_ < MR; i_++) acch[i_][j_] = v_;            \
+        }                                                                       \
+    } while (0)
 
 /* The rank-1 update of one k step: tile += A column x B row, where A_AT(i)
  * is row i's A value and bptr the packed B row (NR floats).  The loop order
@@ -95,18 +106,44 @@ typedef float va;
     } while (0)
 #endif
 
-/* Writes the tile to C, or adds it to what C holds. */
-#define TILE_STORE(c, ldc, accumulate)                                          \
-    UNROLL for (int i_ = 0; i_ < MR; i_++) {                                    \
-        float *ci_ = (c) + (size_t)i_ * (ldc);                                  \
-        UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
-            vf_u *p_ = (vf_u *)(ci_ + j_ * VEC_FLOATS);                         \
-            if (accumulate) *p_ += acc[i_][j_]; else *p_ = acc[i_][j_];          \
+/* v clamped to [lo, hi] as ONNX Clip does (NaN passes through).  C has no
+ * vector ?:, so a compare and a masked select: two instructions a bound. */
+typedef int vf_mask __attribute__((vector_size(VEC_FLOATS * sizeof(float))));
+typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
+#define TILE_CLAMP(v, lo, hi, mask_t)                                           \
+    do {                                                                        \
+        mask_t m_ = (v) < (lo);                                                 \
+        (v) = (__typeof__(v))((m_ & (mask_t)(lo)) | (~m_ & (mask_t)(v)));       \
+        m_ = (v) > (hi);                                                        \
+        (v) = (__typeof__(v))((m_ & (mask_t)(hi)) | (~m_ & (mask_t)(v)));       \
+    } while (0)
+
+/* One vector of the tile on its way to C: C's old value when accumulating,
+ * the residual, the clamp (see acl_ukr_epilogue). */
+#define TILE_STORE_VEC(p, v, res, vec_t, ptr_t, mask_t, ep, lo_v, hi_v)       \
+    do {                                                                        \
+        vec_t s_ = (v);                                                         \
+        if ((ep)->accumulate) s_ += *(p);                                       \
+        if ((ep)->residual) s_ += *(const ptr_t *)(res);                        \
+        if ((ep)->clamp) TILE_CLAMP(s_, lo_v, hi_v, mask_t);                    \
+        *(p) = s_;                                                              \
+    } while (0)
+
+/* Writes the tile to C through the epilogue ep. */
+#define TILE_STORE(c, ldc, ep)                                                  \
+    do {                                                                        \
+        const vf lo_ = (ep)->lo - (vf){0}, hi_ = (ep)->hi - (vf){0};           \
+        const vh lo_h_ = (ep)->lo - (vh){0}, hi_h_ = (ep)->hi - (vh){0};       \
+        UNROLL for (int i_ = 0; i_ < MR; i_++) {                                \
+            float *ci_ = (c) + (size_t)i_ * (ldc);                              \
+            const float *ri_ = (ep)->residual + (size_t)i_ * (ldc);             \
+            UNROLL for (int j_ = 0; j_ < NV; j_++)                              \
+                TILE_STORE_VEC((vf_u *)(ci_ + j_ * VEC_FLOATS), acc[i_][j_],    \
+                               ri_ + j_ * VEC_FLOATS, vf, vf_u, vf_mask, ep, lo_, hi_); \
+            UNROLL for (int j_ = 0; j_ < NH; j_++)                              \
+                TILE_STORE_VEC((vh_u *)(ci_ + NV * VEC_FLOATS), acch[i_][j_],   \
+                               ri_ + NV * VEC_FLOATS, vh, vh_u, vh_mask, ep, lo_h_, hi_h_); \
         }                                                                       \
-        UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
-            vh_u *p_ = (vh_u *)(ci_ + NV * VEC_FLOATS);                         \
-            if (accumulate) *p_ += acch[i_][j_]; else *p_ = acch[i_][j_];        \
-        }                                                                       \
-    }
+    } while (0)
 
 #endif

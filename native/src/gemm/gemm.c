@@ -222,14 +222,14 @@ static void call_ukernel(const acl_ukernel *uk, size_t kc, const a_operand *a, c
         uk->hybrid(kc, a->rows, b, c, ldc, ep);
 }
 
-/* The part of a job's epilogue that a full tile's micro-kernel call fuses:
- * the bias when the call starts the tile; the residual and a ReLU or Clip
- * when it ends it.  apply_epilogue does the rest afterwards. */
-static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int col0, int first,
-                                       int last)
+/* The part of a job's epilogue that a micro-kernel call writing C in place
+ * fuses: the bias when the call starts the tile; the residual and a ReLU or
+ * Clip when it ends it.  apply_epilogue does the rest afterwards. */
+static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int col0, int cols,
+                                       int first, int last)
 {
     const acl_epilogue *ep = &job->ep;
-    acl_ukr_epilogue f = {.accumulate = !first};
+    acl_ukr_epilogue f = {.cols = cols, .accumulate = !first};
     if (first && ep->bias) f.bias = ep->bias + col0;
     if (last && ep->residual) f.residual = ep->residual + row0 * job->ldc + col0;
     if (last && (ep->act == ACL_ACT_RELU || ep->act == ACL_ACT_CLIP)) {
@@ -240,35 +240,47 @@ static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int co
     return f;
 }
 
-/* One K step of one tile, through the epilogue.  A full tile fuses what it
- * can; an edge tile goes through an aligned MR x NR stack tile, so the kernel
- * never touches memory outside C, the bias or the residual, and gets its
- * whole epilogue afterwards. */
+/* One K step of the last tile of an M that is no multiple of MR: the kernel
+ * writes every row, so it goes through an aligned MR x NR stack tile and gets
+ * its whole epilogue afterwards. */
+static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a,
+                           const float *b, int row0, int col0, int rows, int cols, int first,
+                           int last)
+{
+    const acl_ukernel *uk = job->b->uk;
+    const int mr = uk->mr, nr = uk->nr;
+    float *c = job->c + row0 * job->ldc + col0;
+    float tile[ACL_UKR_MAX_TILE_FLOATS] __attribute__((aligned(ACL_ALIGN)));
+    const acl_ukr_epilogue f = {.cols = nr, .accumulate = !first};
+    if (!first) {
+        memset(tile, 0, (size_t)mr * nr * sizeof(float));
+        copy_block(tile, nr, c, job->ldc, rows, cols);
+    }
+    call_ukernel(uk, kc, a, b, tile, (size_t)nr, &f);
+    copy_block(c, job->ldc, tile, nr, rows, cols);
+    if (last && !epilogue_is_identity(&job->ep))
+        apply_epilogue(&job->ep, c, job->ldc, row0, col0, rows, cols);
+}
+
+/* One K step of one tile, through the epilogue.  A tile of MR rows is written
+ * in place (its last columns masked when N ends inside it) and fuses what it
+ * can; an activation other than ReLU or Clip is a pass over it afterwards. */
 static void tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
                       int row0, int col0, int rows, int cols, int first, int last)
 {
     const acl_ukernel *uk = job->b->uk;
-    const int mr = uk->mr, nr = uk->nr;
-    const ptrdiff_t ldc = job->ldc;
-    float *c = job->c + row0 * ldc + col0;
-    acl_epilogue rest = job->ep;
-    if (rows == mr && cols == nr) {
-        const acl_ukr_epilogue f = fused_epilogue(job, row0, col0, first, last);
-        call_ukernel(uk, kc, a, b, c, (size_t)ldc, &f);
-        rest.bias = NULL;
-        rest.residual = NULL;
-        if (f.clamp) rest.act = ACL_ACT_NONE;
-    } else {
-        float tile[ACL_UKR_MAX_TILE_FLOATS] __attribute__((aligned(ACL_ALIGN)));
-        const acl_ukr_epilogue f = {.accumulate = !first};
-        if (!first) {
-            memset(tile, 0, (size_t)mr * nr * sizeof(float));
-            copy_block(tile, nr, c, ldc, rows, cols);
-        }
-        call_ukernel(uk, kc, a, b, tile, (size_t)nr, &f);
-        copy_block(c, ldc, tile, nr, rows, cols);
+    if (rows < uk->mr) {
+        edge_tile_step(job, kc, a, b, row0, col0, rows, cols, first, last);
+        return;
     }
-    if (last && !epilogue_is_identity(&rest)) apply_epilogue(&rest, c, ldc, row0, col0, rows, cols);
+    float *c = job->c + row0 * job->ldc + col0;
+    const acl_ukr_epilogue f = fused_epilogue(job, row0, col0, cols, first, last);
+    call_ukernel(uk, kc, a, b, c, (size_t)job->ldc, &f);
+    if (last && !f.clamp && job->ep.act != ACL_ACT_NONE) {
+        const acl_epilogue act = {.act = job->ep.act, .act_a = job->ep.act_a,
+                                  .act_b = job->ep.act_b};
+        apply_epilogue(&act, c, job->ldc, row0, col0, rows, cols);
+    }
 }
 
 /* Computes tiles [t0, t1) x N panels [p0, p1) of a job: row blocks of MC_ROWS,

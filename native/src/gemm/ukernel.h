@@ -21,11 +21,14 @@ typedef enum { ACL_STYLE_INTERLEAVED, ACL_STYLE_HYBRID, ACL_STYLE_SMALLK } acl_s
  * tile), and is written to C, or added to what C holds when `accumulate`
  * (later K blocks).  The last K block may add `residual` (an MR x NR block
  * with C's ldc) and clamp to [lo, hi] (ReLU, Clip) before the store, so that
- * a small-K layer's epilogue costs no second pass over its output. */
+ * a small-K layer's epilogue costs no second pass over its output.  Only the
+ * first `cols` columns (1..NR) of C, the bias and the residual are read or
+ * written: the last panel of an N that is no multiple of NR is stored in
+ * place, with masked edges. */
 typedef struct {
     const float *bias;
     const float *residual;
-    int accumulate, clamp;
+    int cols, accumulate, clamp;
     float lo, hi;
 } acl_ukr_epilogue;
 

@@ -26,7 +26,7 @@ void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *r
 #endif
     const float *a[MR];
     UNROLL for (int i = 0; i < MR; i++) a[i] = a_rows[i];
-    TILE_DECLARE(ep->bias);
+    TILE_DECLARE(ep->bias, ep->cols);
     size_t k = 0;
     K_UNROLL for (; k + A_LANES <= kc; k += A_LANES) {
         va av[MR];

@@ -11,7 +11,7 @@
 void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, float *restrict c,
                   size_t ldc, const acl_ukr_epilogue *restrict ep)
 {
-    TILE_DECLARE(ep->bias);
+    TILE_DECLARE(ep->bias, ep->cols);
     for (size_t k = 0; k < kc; k++) {
         va av[MR / A_LANES];
         UNROLL for (int q = 0; q < MR / A_LANES; q++) av[q] = A_LOAD(a + q * A_LANES);

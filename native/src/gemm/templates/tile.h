@@ -54,20 +54,66 @@ typedef float va;
 #define A_LANE(v, l) (v)
 #endif
 
-/* The accumulators, each column vector starting from the bias row or zero. */
-#define TILE_DECLARE(bias)                                                      \
+/* Loads and stores of the first `lanes` floats of a vector at p: the whole
+ * vector when lanes covers it, nothing when lanes <= 0, a masked access in
+ * between, so a tile cut short at column `cols` (a grouped convolution's 34
+ * output channels) never touches memory past it.  Called with constant lanes
+ * in a full tile, they fold to plain vector accesses. */
+#if defined(__AVX512F__) && VEC_FLOATS == 16
+#include <immintrin.h>
+static inline vf vf_load_lanes(const float *p, int lanes)
+{
+    if (lanes >= VEC_FLOATS) return *(const vf_u *)p;
+    return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << (lanes > 0 ? lanes : 0)) - 1), p);
+}
+static inline void vf_store_lanes(float *p, vf v, int lanes)
+{
+    if (lanes >= VEC_FLOATS) *(vf_u *)p = v;
+    else if (lanes > 0) _mm512_mask_storeu_ps(p, (__mmask16)((1u << lanes) - 1), (__m512)v);
+}
+#else
+static inline vf vf_load_lanes(const float *p, int lanes)
+{
+    if (lanes >= VEC_FLOATS) return *(const vf_u *)p;
+    vf v = {0};
+    for (int l = 0; l < lanes; l++) v[l] = p[l];
+    return v;
+}
+static inline void vf_store_lanes(float *p, vf v, int lanes)
+{
+    if (lanes >= VEC_FLOATS) *(vf_u *)p = v;
+    else for (int l = 0; l < lanes; l++) p[l] = v[l];
+}
+#endif
+static inline vh vh_load_lanes(const float *p, int lanes)
+{
+    if (lanes >= VH_FLOATS) return *(const vh_u *)p;
+    vh v = {0};
+    for (int l = 0; l < lanes; l++) v[l] = p[l];
+    return v;
+}
+static inline void vh_store_lanes(float *p, vh v, int lanes)
+{
+    if (lanes >= VH_FLOATS) *(vh_u *)p = v;
+    else for (int l = 0; l < lanes; l++) p[l] = v[l];
+}
+
+/* The accumulators, each column vector starting from the bias row (its first
+ * `cols` floats) or zero. */
+#define TILE_DECLARE(bias, cols)                                                \
     vf acc[MR][NV];                                                             \
     vh acch[MR][NH];                                                            \
     do {                                                                        \
         const float *b0_ = (bias);                                              \
+        const int n0_ = b0_ ? ((cols) >= NR ? NR : (cols)) : 0;                 \
         UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
             vf v_ = (vf){0};                                                    \
-            if (b0_) v_ = *(const vf_u *)(b0_ + j_ * VEC_FLOATS);               \
+            if (n0_) v_ = vf_load_lanes(b0_ + j_ * VEC_FLOATS, n0_ - j_ * VEC_FLOATS); \
             UNROLL for (int i_ = 0; i_ < MR; i_++) acc[i_][j_] = v_;             \
         }                                                                       \
         UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
             vh v_ = (vh){0};                                                    \
-            if (b0_) v_ = *(const vh_u *)(b0_ + NV * VEC_FLOATS);               \
+            if (n0_) v_ = vh_load_lanes(b0_ + NV * VEC_FLOATS, n0_ - NV * VEC_FLOATS); \
             UNROLL for (int i_ = 0; i_ < MR; i_++) acch[i_][j_] = v_;            \
         }                                                                       \
     } while (0)
@@ -118,31 +164,49 @@ typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
         (v) = (__typeof__(v))((m_ & (mask_t)(hi)) | (~m_ & (mask_t)(v)));       \
     } while (0)
 
-/* One vector of the tile on its way to C: C's old value when accumulating,
- * the residual, the clamp (see acl_ukr_epilogue). */
-#define TILE_STORE_VEC(p, v, res, vec_t, ptr_t, mask_t, ep, lo_v, hi_v)       \
+/* One vector (type v, vf or vh) of the tile on its way to C, its first
+ * `lanes` floats: C's old value when accumulating, the residual, the clamp
+ * (see acl_ukr_epilogue). */
+#define TILE_STORE_VEC(v, p, val, res, lanes, acc_on, res_on, clamp_on)      \
     do {                                                                        \
-        vec_t s_ = (v);                                                         \
-        if ((ep)->accumulate) s_ += *(p);                                       \
-        if ((ep)->residual) s_ += *(const ptr_t *)(res);                        \
-        if ((ep)->clamp) TILE_CLAMP(s_, lo_v, hi_v, mask_t);                    \
-        *(p) = s_;                                                              \
+        v s_ = (val);                                                           \
+        if (acc_on) s_ += v##_load_lanes(p, lanes);                         \
+        if (res_on) s_ += v##_load_lanes(res, lanes);                         \
+        if (clamp_on) TILE_CLAMP(s_, lo_##v, hi_##v, v##_mask);                    \
+        v##_store_lanes(p, s_, lanes);                                          \
     } while (0)
 
-/* Writes the tile to C through the epilogue ep. */
+/* The tile's first `cols` columns to C.  TILE_STORE passes constants where it
+ * can: in the unrolled code a runtime flag would cost a test per vector, a few
+ * percent of a GEMM whose K fits one block. */
+#define TILE_STORE_COLS(c, ldc, ep, cols, acc_on, res_on, clamp_on)          \
+    UNROLL for (int i_ = 0; i_ < MR; i_++) {                                    \
+        float *ci_ = (c) + (size_t)i_ * (ldc);                                  \
+        const float *ri_ = (ep)->residual + (size_t)i_ * (ldc);                 \
+        UNROLL for (int j_ = 0; j_ < NV; j_++)                                  \
+            TILE_STORE_VEC(vf, ci_ + j_ * VEC_FLOATS, acc[i_][j_], ri_ + j_ * VEC_FLOATS, \
+                           (cols) - j_ * VEC_FLOATS, acc_on, res_on, clamp_on); \
+        UNROLL for (int j_ = 0; j_ < NH; j_++)                                  \
+            TILE_STORE_VEC(vh, ci_ + NV * VEC_FLOATS, acch[i_][j_], ri_ + NV * VEC_FLOATS, \
+                           (cols) - NV * VEC_FLOATS, acc_on, res_on, clamp_on); \
+    }
+
+/* Writes the tile to C through the epilogue ep: the plain stores of a full
+ * tile without a fused residual or clamp as their own code, every other case
+ * with runtime flags and masked edges. */
 #define TILE_STORE(c, ldc, ep)                                                  \
     do {                                                                        \
-        const vf lo_ = (ep)->lo - (vf){0}, hi_ = (ep)->hi - (vf){0};           \
-        const vh lo_h_ = (ep)->lo - (vh){0}, hi_h_ = (ep)->hi - (vh){0};       \
-        UNROLL for (int i_ = 0; i_ < MR; i_++) {                                \
-            float *ci_ = (c) + (size_t)i_ * (ldc);                              \
-            const float *ri_ = (ep)->residual + (size_t)i_ * (ldc);             \
-            UNROLL for (int j_ = 0; j_ < NV; j_++)                              \
-                TILE_STORE_VEC((vf_u *)(ci_ + j_ * VEC_FLOATS), acc[i_][j_],    \
-                               ri_ + j_ * VEC_FLOATS, vf, vf_u, vf_mask, ep, lo_, hi_); \
-            UNROLL for (int j_ = 0; j_ < NH; j_++)                              \
-                TILE_STORE_VEC((vh_u *)(ci_ + NV * VEC_FLOATS), acch[i_][j_],   \
-                               ri_ + NV * VEC_FLOATS, vh, vh_u, vh_mask, ep, lo_h_, hi_h_); \
+        const vf lo_vf = (ep)->lo - (vf){0}, hi_vf = (ep)->hi - (vf){0};       \
+        const vh lo_vh = (ep)->lo - (vh){0}, hi_vh = (ep)->hi - (vh){0};       \
+        if ((ep)->cols >= NR && !(ep)->residual && !(ep)->clamp) {              \
+            if ((ep)->accumulate) {                                             \
+                TILE_STORE_COLS(c, ldc, ep, NR, 1, 0, 0);                       \
+            } else {                                                            \
+                TILE_STORE_COLS(c, ldc, ep, NR, 0, 0, 0);                       \
+            }                                                                   \
+        } else {                                                                \
+            TILE_STORE_COLS(c, ldc, ep, (ep)->cols, (ep)->accumulate, (ep)->residual, \
+                            (ep)->clamp);                                       \
         }                                                                       \
     } while (0)
 

@@ -58,7 +58,22 @@ typedef float va;
  * vector when lanes covers it, nothing when lanes <= 0, a masked access in
  * between, so a tile cut short at column `cols` (a grouped convolution's 34
  * output channels) never touches memory past it.  Called with constant lanes
- * in a full tile, they fold to plain vector accesses. */
+ * in a full tile, they fold to plain vector accesses.  AVX-512 masks its
+ * accesses; TILE_LANE_ACCESS is the portable pair for a vector type v of
+ * `width` floats, a lane loop. */
+#define TILE_LANE_ACCESS(v, width)                                              \
+    static inline v v##_load_lanes(const float *p, int lanes)                  \
+    {                                                                           \
+        if (lanes >= (width)) return *(const v##_u *)p;                         \
+        v r = {0};                                                              \
+        for (int l = 0; l < lanes; l++) r[l] = p[l];                            \
+        return r;                                                               \
+    }                                                                           \
+    static inline void v##_store_lanes(float *p, v x, int lanes)               \
+    {                                                                           \
+        if (lanes >= (width)) *(v##_u *)p = x;                                  \
+        else for (int l = 0; l < lanes; l++) p[l] = x[l];                       \
+    }
 #if defined(__AVX512F__) && VEC_FLOATS == 16
 #include <immintrin.h>
 static inline vf vf_load_lanes(const float *p, int lanes)
@@ -72,31 +87,9 @@ static inline void vf_store_lanes(float *p, vf v, int lanes)
     else if (lanes > 0) _mm512_mask_storeu_ps(p, (__mmask16)((1u << lanes) - 1), (__m512)v);
 }
 #else
-static inline vf vf_load_lanes(const float *p, int lanes)
-{
-    if (lanes >= VEC_FLOATS) return *(const vf_u *)p;
-    vf v = {0};
-    for (int l = 0; l < lanes; l++) v[l] = p[l];
-    return v;
-}
-static inline void vf_store_lanes(float *p, vf v, int lanes)
-{
-    if (lanes >= VEC_FLOATS) *(vf_u *)p = v;
-    else for (int l = 0; l < lanes; l++) p[l] = v[l];
-}
+TILE_LANE_ACCESS(vf, VEC_FLOATS)
 #endif
-static inline vh vh_load_lanes(const float *p, int lanes)
-{
-    if (lanes >= VH_FLOATS) return *(const vh_u *)p;
-    vh v = {0};
-    for (int l = 0; l < lanes; l++) v[l] = p[l];
-    return v;
-}
-static inline void vh_store_lanes(float *p, vh v, int lanes)
-{
-    if (lanes >= VH_FLOATS) *(vh_u *)p = v;
-    else for (int l = 0; l < lanes; l++) p[l] = v[l];
-}
+TILE_LANE_ACCESS(vh, VH_FLOATS)
 
 /* The accumulators, each column vector starting from the bias row (its first
  * `cols` floats) or zero. */

@@ -409,7 +409,7 @@ static void pool_case(int big)
                    .sh = rnd(1, 3), .sw = rnd(1, 3), .dh = rnd(1, 2), .dw = rnd(1, 2),
                    .include_pad = rnd(0, 1)};
     const int ceil_mode = rnd(0, 1);
-    int in[4] = {rnd(1, 2), rnd(1, big ? 40 : 12), rnd(1, big ? 40 : 12), rnd(1, big ? 48 : 20)};
+    int in[4] = {rnd(1, 2), rnd(1, big ? 40 : 12), rnd(1, big ? 40 : 12), rnd(1, big ? 96 : 20)};
     int out[4];
     do {
         for (int i = 0; i < 4; i++) s.pads[i] = rnd(0, 2);

@@ -12,6 +12,17 @@
  * few channels still spreads over the cores). */
 #define GAP_CHANNEL_BLOCK 32
 #define GAP_PIXEL_CHUNK 1024
+/* A pooling window's channels are taken POOL_VECS vectors at a time, held
+ * in registers over its taps: a GNU C vector that each ISA lowers to its own
+ * registers (one AVX-512 register; one AVX2 or two NEON registers). */
+#if defined(__AVX512F__)
+#define POOL_LANES 16
+#else
+#define POOL_LANES 8
+#endif
+#define POOL_VECS 4
+typedef float pool_vec __attribute__((vector_size(POOL_LANES * sizeof(float))));
+typedef int pool_mask __attribute__((vector_size(POOL_LANES * sizeof(float))));
 
 typedef struct {
     int max;  /* ACL_POOL_MAX, else average */
@@ -48,28 +59,94 @@ static void window_axis(const pool_params *p, int start, int len, int pad_lo, in
     }
 }
 
+/* One output pixel's window: the taps [th0, th1) x [tw0, tw1) that land
+ * inside the image, from input row ih0 and column iw0. */
+typedef struct {
+    const float *image;
+    int ih0, th0, th1, iw0, tw0, tw1;
+} pool_window;
+
+static inline const float *pool_tap(const pool_params *p, const pool_window *win, int th, int tw)
+{
+    return win->image +
+           ((size_t)(win->ih0 + th * p->dil_h) * p->w + win->iw0 + tw * p->dil_w) * p->c;
+}
+
+static inline pool_vec pool_load(const float *x)
+{
+    pool_vec v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+/* NaN-compatible with the scalar x > a ? x : a: a NaN tap is skipped. */
+static inline pool_vec pool_max(pool_vec a, pool_vec x)
+{
+    const pool_mask take = x > a;
+    return (pool_vec)(((pool_mask)x & take) | ((pool_mask)a & ~take));
+}
+
+/* `vecs` vectors of channels from c0, maxed (or summed) over the window in
+ * registers: with constant `max` and `vecs` the loops have no branch, unroll
+ * fully and the accumulators never touch memory. */
+static inline __attribute__((always_inline)) void pool_vectors(
+    const pool_params *p, const pool_window *win, int max, int vecs, float scale, int c0,
+    float *restrict y)
+{
+    pool_vec acc[POOL_VECS];
+    for (int v = 0; v < vecs; v++) acc[v] = (pool_vec){0} + (max ? -INFINITY : 0.0f);
+    for (int th = win->th0; th < win->th1; th++)
+        for (int tw = win->tw0; tw < win->tw1; tw++) {
+            const float *x = pool_tap(p, win, th, tw) + c0;
+            for (int v = 0; v < vecs; v++) {
+                const pool_vec xv = pool_load(x + v * POOL_LANES);
+                acc[v] = max ? pool_max(acc[v], xv) : acc[v] + xv;
+            }
+        }
+    for (int v = 0; v < vecs; v++) {
+        const pool_vec out = acc[v] * scale;
+        memcpy(y + c0 + v * POOL_LANES, &out, sizeof out);
+    }
+}
+
+/* Channels [c0, c) one at a time: fewer than a vector's worth. */
+static void pool_scalars(const pool_params *p, const pool_window *win, float scale, int c0,
+                         float *restrict y)
+{
+    for (int ch = c0; ch < p->c; ch++) {
+        float acc = p->max ? -INFINITY : 0.0f;
+        for (int th = win->th0; th < win->th1; th++)
+            for (int tw = win->tw0; tw < win->tw1; tw++) {
+                const float x = pool_tap(p, win, th, tw)[ch];
+                acc = p->max ? (x > acc ? x : acc) : acc + x;
+            }
+        y[ch] = acc * scale;
+    }
+}
+
 static void pool_pixel(const pool_params *p, const float *image, int ih0, int th0, int th1,
                        int count_h, int ox, float *restrict y)
 {
-    const int iw0 = ox * p->stride_w - p->pad_left, c = p->c;
-    int tw0, tw1, count_w;
-    window_axis(p, iw0, p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, &tw0, &tw1, &count_w);
-    const float init = p->max ? -INFINITY : 0.0f;
-    for (int ch = 0; ch < c; ch++) y[ch] = init;
-    for (int th = th0; th < th1; th++)
-        for (int tw = tw0; tw < tw1; tw++) {
-            const float *restrict x =
-                image + ((size_t)(ih0 + th * p->dil_h) * p->w + iw0 + tw * p->dil_w) * c;
-            if (p->max)
-                for (int ch = 0; ch < c; ch++) y[ch] = x[ch] > y[ch] ? x[ch] : y[ch];
-            else
-                for (int ch = 0; ch < c; ch++) y[ch] += x[ch];
-        }
+    pool_window win = {image, ih0, th0, th1, ox * p->stride_w - p->pad_left, 0, 0};
+    int count_w;
+    window_axis(p, win.iw0, p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, &win.tw0,
+                &win.tw1, &count_w);
     /* A window with no taps inside the input averages to 0. */
-    if (!p->max && count_h * count_w > 0) {
-        const float scale = 1.0f / (float)(count_h * count_w);
-        for (int ch = 0; ch < c; ch++) y[ch] *= scale;
+    const float scale =
+        p->max || count_h * count_w == 0 ? 1.0f : 1.0f / (float)(count_h * count_w);
+    const int c = p->c;
+    int c0 = 0;
+#define POOL_CHANNELS(max)                                                     \
+    for (; c0 + POOL_VECS * POOL_LANES <= c; c0 += POOL_VECS * POOL_LANES)      \
+        pool_vectors(p, &win, max, POOL_VECS, scale, c0, y);                    \
+    for (; c0 + POOL_LANES <= c; c0 += POOL_LANES) pool_vectors(p, &win, max, 1, scale, c0, y);
+    if (p->max) {
+        POOL_CHANNELS(1)
+    } else {
+        POOL_CHANNELS(0)
     }
+#undef POOL_CHANNELS
+    pool_scalars(p, &win, scale, c0, y);
 }
 
 /* Rows are (image, output row) pairs. */

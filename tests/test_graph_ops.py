@@ -243,7 +243,8 @@ def test_transpose(perm):
 
 @pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("shape,perm", [
-    ((1, 3, 37, 41), NHWC),    # an image: rows of 3 channels, many blocks of rows
+    ((1, 3, 37, 41), NHWC),    # an image: rows of 3 channels, interleaved whole
+    ((1, 4, 37, 41), NHWC),    # rows of 4 channels: many blocks of rows
     ((2, 5, 9, 7), NHWC),      # batched: the general walk
     ((70, 17), (1, 0)),        # rows longer than the short-row path takes
     ((4, 6, 8), (0, 1, 2)),    # identity: a plain copy

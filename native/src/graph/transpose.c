@@ -30,6 +30,16 @@ static void transpose_2d_rows(const void *arg, size_t begin, size_t end)
     const transpose_params *p = arg;
     const size_t cols = p->walk.dims[1];
     const ptrdiff_t step = p->walk.stride[0][1];
+    if (cols == 3) { /* an RGB image: the compiler interleaves whole vectors */
+        const float *restrict x0 = p->x, *restrict x1 = x0 + step, *restrict x2 = x1 + step;
+        float *restrict y = p->y;
+        for (size_t r = begin; r < end; r++) {
+            y[3 * r] = x0[r];
+            y[3 * r + 1] = x1[r];
+            y[3 * r + 2] = x2[r];
+        }
+        return;
+    }
     for (size_t r0 = begin; r0 < end; r0 += BLOCK_ROWS) {
         const size_t rows = end - r0 < BLOCK_ROWS ? end - r0 : BLOCK_ROWS;
         for (size_t c = 0; c < cols; c++) {

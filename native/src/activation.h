@@ -5,6 +5,7 @@
 #ifndef ACL_ACTIVATION_H
 #define ACL_ACTIVATION_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -76,6 +77,17 @@ static inline void acl_activate(int act, float a, float b, const float *x, float
         }
         return;
     }
+}
+
+/* A ReLU or Clip as the bounds [*lo, *hi] that a kernel applies to its sums
+ * in registers, with a and b as acl_activate takes them; 0 for the other
+ * activations, which stay a pass of acl_activate over the output. */
+static inline int acl_act_bounds(int act, float a, float b, float *lo, float *hi)
+{
+    if (act != ACL_ACT_RELU && act != ACL_ACT_CLIP) return 0;
+    *lo = act == ACL_ACT_RELU ? 0.0f : a;
+    *hi = act == ACL_ACT_RELU ? INFINITY : b;
+    return 1;
 }
 
 /* A convolution's activation parameters as acl_activate takes them. */

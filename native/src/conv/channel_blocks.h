@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conv_impl.h"
+#include "vector_select.h"
 
 /* Output channels per block, as a GNU C vector that each ISA lowers to its
  * own registers: one AVX-512 register, or one AVX2 / two NEON registers.
@@ -21,11 +22,36 @@
 #define PIXEL_RUN 4
 #endif
 typedef float channel_vec __attribute__((vector_size(CHANNEL_BLOCK * sizeof(float))));
+typedef int channel_mask __attribute__((vector_size(CHANNEL_BLOCK * sizeof(float))));
 
 static inline channel_vec load_vec(const float *p)
 {
     channel_vec v;
     memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The bounds of a convolution's ReLU or Clip, applied to the sums in
+ * registers before the store; 0 for other activations, which stay a pass
+ * over the output. */
+typedef struct {
+    int on;
+    channel_vec lo, hi;
+} channel_clamp;
+
+static inline channel_clamp channel_clamp_of(const acl_conv_shape *s)
+{
+    float a, b, lo = 0.0f, hi = 0.0f;
+    acl_conv_act_params(s, &a, &b);
+    channel_clamp c = {.on = acl_act_bounds(s->act, a, b, &lo, &hi)};
+    c.lo = lo - (channel_vec){0};
+    c.hi = hi - (channel_vec){0};
+    return c;
+}
+
+static inline channel_vec channel_clamp_apply(const channel_clamp *c, channel_vec v)
+{
+    if (c->on) VEC_CLAMP(v, c->lo, c->hi, channel_mask);
     return v;
 }
 

@@ -138,6 +138,7 @@ typedef struct {
     float *y;               /* the row's output at the block */
     const float *weight;    /* the block's packed taps */
     channel_vec bias;
+    channel_clamp clamp;    /* a ReLU or Clip, applied in registers */
     int oy, ky0, ky1, len;
 } block_row;
 
@@ -169,6 +170,7 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
         channel_vec v = acc[p] + r->bias;
         const size_t at = (size_t)(ox + p) * s->oc;
         if (r->residual) v += load_block(r->residual + at, len, r->r_end);
+        v = channel_clamp_apply(&r->clamp, v);
         memcpy(r->y + at, &v, (size_t)len * sizeof(float));
     }
 }
@@ -199,7 +201,8 @@ static void block_row_run(const block_row *r, int ow, int lo, int hi)
 }
 
 /* Rows outer, channel blocks inner: a row's input rows stay in cache while
- * its blocks are done; the activation then runs over the whole row at once. */
+ * its blocks are done; an activation other than ReLU or Clip then runs over
+ * the whole row at once. */
 static void channel_block_rows(void *arg, int begin, int end, int worker)
 {
     const depthwise_ctx *ctx = arg;
@@ -209,12 +212,13 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
     const int ow = conv->d.ow, oh = conv->d.oh, oc = s->oc;
     const float *x_end = ctx->io->x + (size_t)s->n * s->h * s->w * s->c;
     const float *r_end = ctx->io->residual ? ctx->io->residual + (size_t)conv->d.m * oc : NULL;
+    const channel_clamp clamp = channel_clamp_of(s);
     int lo, hi;
     conv_interior_columns(s, ow, &lo, &hi);
     for (int row = begin; row < end; row++) {
         const int b = row / oh;
         const size_t out_at = (size_t)row * ow * oc;
-        block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .oy = row % oh};
+        block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .clamp = clamp, .oy = row % oh};
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
         for (int o0 = 0; o0 < oc; o0 += CHANNEL_BLOCK) {
             r.x = ctx->io->x + (size_t)b * s->h * s->w * s->c + o0;
@@ -225,7 +229,7 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
             r.len = acl_min(CHANNEL_BLOCK, oc - o0);
             block_row_run(&r, ow, lo, hi);
         }
-        conv_activate_in_place(s, ctx->io->y + out_at, (size_t)ow * oc);
+        if (!clamp.on) conv_activate_in_place(s, ctx->io->y + out_at, (size_t)ow * oc);
     }
 }
 

@@ -44,11 +44,13 @@ static int direct_create(acl_conv *conv, const float *weight)
  * input value feeds DIRECT_BLOCKS multiply-adds and each weight vector
  * DIRECT_RUN pixels, so loads stay well below the multiply-adds (one block
  * at a time needed a broadcast per multiply-add and ran at 0.6x onnxruntime
- * on a first layer).  AVX-512: 4 x 6 sums of its 32 registers; elsewhere
- * 2 x 4, which is 8 of AVX2's 16 registers or 16 of NEON's 32. */
+ * on a first layer).  AVX-512: 4 x 5 sums of its 32 registers (4 x 6 left no
+ * room for the weights, which were then re-read per multiply-add: 8-18%
+ * slower on first layers); elsewhere 2 x 4, which is 8 of AVX2's 16
+ * registers or 16 of NEON's 32. */
 #if defined(__AVX512F__)
 #define DIRECT_BLOCKS 4
-#define DIRECT_RUN 6
+#define DIRECT_RUN 5
 #else
 #define DIRECT_BLOCKS 2
 #define DIRECT_RUN 4
@@ -64,16 +66,19 @@ typedef struct {
     const float *bias;      /* the pass's first channel's bias */
     size_t block_floats;    /* packed floats per block */
     float act_a, act_b;     /* the activation's parameters (acl_conv_act_params) */
+    channel_clamp clamp;    /* a ReLU or Clip, applied in registers */
     int oy, ky0, ky1, len;  /* len: the pass's output channels */
 } block_row;
 
 /* Output pixels [ox, ox + count) of nb blocks of a row; `checked`: their
- * column taps are bounded per pixel (count 1), else all lie inside the input.
- * Inlined with constant count, c, checked and nb so the sums stay in
- * registers. */
+ * column taps are bounded per pixel (count 1), else all lie inside the input;
+ * `full`: every block is whole.  Inlined with constant count, c, checked, nb
+ * and full so the sums stay in registers and go to the output without a
+ * round trip through the stack. */
 static inline __attribute__((always_inline)) void row_pixels(const block_row *r, int ox,
                                                              const int count, const int c,
-                                                             const int checked, const int nb)
+                                                             const int checked, const int nb,
+                                                             const int full)
 {
     const acl_conv_shape *s = r->s;
     const int kw = s->kw;
@@ -102,10 +107,12 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
     for (int p = 0; p < count; p++) {
         const size_t at = (size_t)(ox + p) * s->oc;
         for (int b = 0; b < nb; b++) {
-            const int o = b * CHANNEL_BLOCK, len = acl_min(CHANNEL_BLOCK, r->len - o);
+            const int o = b * CHANNEL_BLOCK;
+            const int len = full ? CHANNEL_BLOCK : acl_min(CHANNEL_BLOCK, r->len - o);
             channel_vec v = acc[p][b] + load_vec(r->bias + o);
             if (len == CHANNEL_BLOCK) {  /* whole vectors: no copy of a variable length */
                 if (r->residual) v += load_vec(r->residual + at + o);
+                v = channel_clamp_apply(&r->clamp, v);
                 memcpy(r->y + at + o, &v, sizeof v);
                 continue;
             }
@@ -113,11 +120,15 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
             memcpy(sums, &v, sizeof sums);
             if (r->residual)
                 for (int i = 0; i < len; i++) sums[i] += r->residual[at + o + i];
-            memcpy(r->y + at + o, sums, (size_t)len * sizeof(float));
+            memcpy(&v, sums, sizeof sums);
+            v = channel_clamp_apply(&r->clamp, v);
+            memcpy(r->y + at + o, &v, (size_t)len * sizeof(float));
         }
     }
-    /* while the run's outputs are in L1, not in a pass over the row; not on
-     * the sums in registers, where the switch made the compiler spill them */
+    /* Other activations while the run's outputs are in L1, not in a pass over
+     * the row; not on the sums in registers, where the switch made the
+     * compiler spill them. */
+    if (r->clamp.on || s->act == ACL_ACT_NONE) return;
     for (int p = 0; p < count; p++) {
         float *y = r->y + (size_t)(ox + p) * s->oc;
         acl_activate(s->act, r->act_a, r->act_b, y, y, (size_t)r->len);
@@ -130,10 +141,14 @@ static inline __attribute__((always_inline)) void block_row_run(const block_row 
                                                                 const int nb)
 {
     int ox = 0;
-    for (; ox < lo; ox++) row_pixels(r, ox, 1, c, 1, nb);
-    for (; ox + DIRECT_RUN <= hi; ox += DIRECT_RUN) row_pixels(r, ox, DIRECT_RUN, c, 0, nb);
-    for (; ox < hi; ox++) row_pixels(r, ox, 1, c, 0, nb);
-    for (; ox < ow; ox++) row_pixels(r, ox, 1, c, 1, nb);
+    const int full = r->len == nb * CHANNEL_BLOCK;
+    for (; ox < lo; ox++) row_pixels(r, ox, 1, c, 1, nb, 0);
+    if (full)
+        for (; ox + DIRECT_RUN <= hi; ox += DIRECT_RUN)
+            row_pixels(r, ox, DIRECT_RUN, c, 0, nb, 1);
+    for (; ox + DIRECT_RUN <= hi; ox += DIRECT_RUN) row_pixels(r, ox, DIRECT_RUN, c, 0, nb, 0);
+    for (; ox < hi; ox++) row_pixels(r, ox, 1, c, 0, nb, 0);
+    for (; ox < ow; ox++) row_pixels(r, ox, 1, c, 1, nb, 0);
 }
 
 static inline __attribute__((always_inline)) void block_row_blocks(const block_row *r, int ow,
@@ -181,6 +196,7 @@ static void direct_rows(void *arg, int begin, int end, int worker)
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
         const size_t block_floats = (size_t)conv->d.taps * s->c * CHANNEL_BLOCK;
         acl_conv_act_params(s, &r.act_a, &r.act_b);
+        r.clamp = channel_clamp_of(s);
         for (int o0 = 0; o0 < oc; o0 += DIRECT_BLOCKS * CHANNEL_BLOCK) {
             r.residual = ctx->io->residual ? ctx->io->residual + out_at + o0 : NULL;
             r.y = ctx->io->y + out_at + o0;

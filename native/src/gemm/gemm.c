@@ -232,11 +232,7 @@ static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int co
     acl_ukr_epilogue f = {.cols = cols, .accumulate = !first};
     if (first && ep->bias) f.bias = ep->bias + col0;
     if (last && ep->residual) f.residual = ep->residual + row0 * job->ldc + col0;
-    if (last && (ep->act == ACL_ACT_RELU || ep->act == ACL_ACT_CLIP)) {
-        f.clamp = 1;
-        f.lo = ep->act == ACL_ACT_RELU ? 0.0f : ep->act_a;
-        f.hi = ep->act == ACL_ACT_RELU ? INFINITY : ep->act_b;
-    }
+    if (last) f.clamp = acl_act_bounds(ep->act, ep->act_a, ep->act_b, &f.lo, &f.hi);
     return f;
 }
 

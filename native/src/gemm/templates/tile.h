@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "ukernel.h"
+#include "vector_select.h"
 
 #if !defined(MR) || !defined(NR) || !defined(VEC_FLOATS) || !defined(UKERNEL_NAME)
 #error "define MR, NR, VEC_FLOATS and UKERNEL_NAME before including a micro-kernel template"
@@ -145,17 +146,8 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
     } while (0)
 #endif
 
-/* v clamped to [lo, hi] as ONNX Clip does (NaN passes through).  C has no
- * vector ?:, so a compare and a masked select: two instructions a bound. */
 typedef int vf_mask __attribute__((vector_size(VEC_FLOATS * sizeof(float))));
 typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
-#define TILE_CLAMP(v, lo, hi, mask_t)                                           \
-    do {                                                                        \
-        mask_t m_ = (v) < (lo);                                                 \
-        (v) = (__typeof__(v))((m_ & (mask_t)(lo)) | (~m_ & (mask_t)(v)));       \
-        m_ = (v) > (hi);                                                        \
-        (v) = (__typeof__(v))((m_ & (mask_t)(hi)) | (~m_ & (mask_t)(v)));       \
-    } while (0)
 
 /* One vector (type v, vf or vh) of the tile on its way to C, its first
  * `lanes` floats: C's old value when accumulating, the residual, the clamp
@@ -165,7 +157,7 @@ typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
         v s_ = (val);                                                           \
         if (acc_on) s_ += v##_load_lanes(p, lanes);                         \
         if (res_on) s_ += v##_load_lanes(res, lanes);                         \
-        if (clamp_on) TILE_CLAMP(s_, lo_##v, hi_##v, v##_mask);                    \
+        if (clamp_on) VEC_CLAMP(s_, lo_##v, hi_##v, v##_mask);                    \
         v##_store_lanes(p, s_, lanes);                                          \
     } while (0)
 

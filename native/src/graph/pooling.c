@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph_impl.h"
+#include "vector_select.h"
 
 /* A global-average-pool unit: a block of channels (enough to vectorise, few
  * enough to stay in registers) over a chunk of pixels (so that an image of
@@ -79,11 +80,10 @@ static inline pool_vec pool_load(const float *x)
     return v;
 }
 
-/* NaN-compatible with the scalar x > a ? x : a: a NaN tap is skipped. */
+/* As the scalar x > a ? x : a: a NaN tap is skipped. */
 static inline pool_vec pool_max(pool_vec a, pool_vec x)
 {
-    const pool_mask take = x > a;
-    return (pool_vec)(((pool_mask)x & take) | ((pool_mask)a & ~take));
+    return VEC_SELECT(x > a, x, a, pool_mask);
 }
 
 /* `vecs` vectors of channels from c0, maxed (or summed) over the window in

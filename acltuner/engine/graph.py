@@ -154,8 +154,9 @@ class Graph:
         return self.arena[t.offset:t.end].reshape(t.dims)
 
     def write_transposed(self, x: np.ndarray, perm: Sequence[int], t: Tensor) -> None:
-        """view(t)[...] = x.transpose(perm), on the program's cores (numpy copies
-        an image's NCHW -> NHWC element by element)."""
+        """view(t)[...] = x.transpose(perm), by the engine (numpy copies an
+        image's NCHW -> NHWC element by element), waking the program's cores
+        for the run that follows."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         if tuple(x.shape[p] for p in perm) != t.dims:
             raise ValueError(f"cannot write an array of shape {x.shape} transposed by "

@@ -261,9 +261,10 @@ const acl_op_info *acl_graph_op_info(int op);
 /* The op code of `name`, or -1. */
 int acl_graph_op_find(const char *name);
 
-/* Writes transpose(x, perm) into out now, on the program's default split: x is
- * a dense row-major array outside the arena with dims[perm[i]] = out->dims[i]
- * (a model input in ONNX layout, copied into the layout the program keeps). */
+/* Writes transpose(x, perm) into out now, on the calling thread, and wakes the
+ * program's sleeping workers meanwhile for the run that follows: x is a dense
+ * row-major array outside the arena with dims[perm[i]] = out->dims[i] (a
+ * model input in ONNX layout, copied into the layout the program keeps). */
 int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_tensor *out);
 
 int acl_graph_node_count(const acl_graph *g);

@@ -40,6 +40,7 @@ typedef struct {
     atomic_ullong job;
     unsigned long long seen;
     atomic_int sleeping;
+    atomic_int nudged;  /* woken without a job by acl_pool_wake */
     pthread_cond_t wake;
 } worker;
 
@@ -248,9 +249,12 @@ static void *worker_main(void *arg)
         if (!spin_until(job_arrived, w)) {
             pthread_mutex_lock(&pool.lock);
             atomic_exchange(&w->sleeping, 1);
-            while (atomic_load(&w->job) == w->seen) pthread_cond_wait(&w->wake, &pool.lock);
+            while (atomic_load(&w->job) == w->seen && !atomic_load(&w->nudged))
+                pthread_cond_wait(&w->wake, &pool.lock);
+            atomic_store(&w->nudged, 0);
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
+            if (atomic_load(&w->job) == w->seen) continue; /* nudged: poll again */
         }
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
@@ -353,6 +357,21 @@ static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
         pthread_mutex_unlock(&pool.lock);
     }
     return 0;
+}
+
+void acl_pool_wake(const acl_exec *ex)
+{
+    if (!ex || !ex->weights) return;
+    pthread_mutex_lock(&pool.submit); /* `started` is written under it */
+    for (int cpu = 0; cpu < ex->ncores && cpu < ACL_MAX_CPUS; cpu++) {
+        worker *w = &pool.workers[cpu];
+        if (ex->weights[cpu] == 0 || !w->started || !atomic_load(&w->sleeping)) continue;
+        pthread_mutex_lock(&pool.lock);
+        atomic_store(&w->nudged, 1);
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    pthread_mutex_unlock(&pool.submit);
 }
 
 int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)

@@ -27,6 +27,13 @@ int acl_exec_check(const acl_exec *ex);
 /* The number of CPUs with a non-zero weight. */
 int acl_exec_active(const acl_exec *ex);
 
+/* Wakes the sleeping workers of ex's CPUs without giving them work: they
+ * poll for the next job a while, then sleep again.  A run calls it first, so
+ * that the wake-up (tens of microseconds on a VM) overlaps the caller's own
+ * work instead of delaying the first job that needs them.  Best effort: a
+ * worker just going to sleep may miss it. */
+void acl_pool_wake(const acl_exec *ex);
+
 /* Runs fn over [0, units) split by ex; returns when every range is done. */
 int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx);
 

@@ -97,7 +97,9 @@ static void count_units(void *ctx, int begin, int end, int worker)
 
 /* Jobs spaced so that the workers go to sleep between them (the pool spins
  * 50 us first): every one must be woken, and a wake-up lost would hang here.
- * Without stealing, nothing else would run a sleeping worker's share. */
+ * Without stealing, nothing else would run a sleeping worker's share.  Some
+ * are preceded by acl_pool_wake, right before the job or long enough before
+ * it that the nudged workers have gone back to sleep. */
 static void check_wakeups(int ncores, const int *cpus, int ncpus, int jobs)
 {
     int weights[CPU_SETSIZE] = {0};
@@ -108,6 +110,7 @@ static void check_wakeups(int ncores, const int *cpus, int ncpus, int jobs)
         atomic_int done = 0;
         if (acl_parallel(&ex, ncpus, count_units, &done) != 0 || atomic_load(&done) != ncpus)
             lost++;
+        if (j % 3 == 0) acl_pool_wake(&ex);
         if (j % 2) nanosleep(&(struct timespec){0, 200000}, NULL);
     }
     check(lost == 0, "%d of %d jobs did not run every share", lost, jobs);

@@ -122,6 +122,7 @@ int graph_add(acl_graph *g, graph_run_fn run, graph_release_fn release, void *pa
 int acl_graph_run(acl_graph *g, double *node_ms)
 {
     if (!g) return acl_fail("graph: acl_graph_run needs a program");
+    acl_pool_wake(&g->ex);
     int rc = 0;
     for (int i = 0; rc == 0 && i < g->count; i++) {
         const double start = acl_now_ms();

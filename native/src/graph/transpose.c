@@ -10,6 +10,7 @@
 
 #include "graph_impl.h"
 #include "walk.h"
+#include "pool.h"
 
 typedef struct {
     const float *x;
@@ -109,9 +110,13 @@ int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_te
     for (int i = 0; i < out->rank; i++) in_dims[perm[i]] = out->dims[i];
     transpose_params p = {.x = x, .y = graph_ptr(g, out), .count = count};
     transpose_walk(&p.walk, out->rank, in_dims, perm, out->dims);
-    const int rc = transpose_run(&p, &g->ex);
-    acl_release_caller();
-    return rc;
+    /* On the calling thread alone, while the workers wake up for the run: a
+     * copy this size is bound by memory, not by cores (a 224x224 image took
+     * as long on two threads, plus the wake-up when they slept). */
+    acl_pool_wake(&g->ex);
+    if (is_short_2d(&p.walk)) transpose_2d_rows(&p, 0, p.walk.dims[0]);
+    else transpose_rows(&p, 0, p.count);
+    return 0;
 }
 
 int graph_op_transpose(acl_graph *g, const acl_transpose_attrs *a, int nin, const acl_tensor *in,

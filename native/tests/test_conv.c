@@ -57,7 +57,7 @@ static acl_conv_shape random_shape(int family)
     s.n = rnd(1, 2);
     s.h = rnd(1, 13);
     s.w = rnd(1, 13);
-    s.c = wide ? rnd(33, 80) : rnd(1, 20);
+    s.c = wide ? rnd(32, 80) : rnd(1, 20);
     /* also few input channels into many outputs: a first layer's several
      * output channel blocks per pass (direct_nhwc) */
     s.oc = wide || rnd(0, 7) == 0 ? rnd(33, 80) : rnd(1, 20);

@@ -183,8 +183,13 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
     int ox = 0;
     for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1);
     for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) block_pixels(r, ox, PIXEL_RUN, kw, len, 0);
-    for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0);
-    for (; ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1);
+    /* The pixels a whole run does not reach: one more run ending at hi,
+     * recomputing some pixels to the values they hold, rather than one at a
+     * time (up to 7 of a 56-pixel row). */
+    if (ox < hi && hi - lo >= PIXEL_RUN) block_pixels(r, hi - PIXEL_RUN, PIXEL_RUN, kw, len, 0);
+    else
+        for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0);
+    for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1);
 }
 
 /* Specialised for the common kernel widths and for full blocks. */

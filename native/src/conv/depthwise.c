@@ -166,12 +166,18 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
                 acc[p] += load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end) * wv;
         }
     }
+    /* Locals, as in direct_nhwc.c: the stores may alias *r for all the
+     * compiler knows. */
+    const channel_clamp clamp = r->clamp;
+    const channel_vec bias = r->bias;
+    const float *const residual = r->residual, *const r_end = r->r_end;
+    float *const y = r->y;
     for (int p = 0; p < count; p++) {
-        channel_vec v = acc[p] + r->bias;
+        channel_vec v = acc[p] + bias;
         const size_t at = (size_t)(ox + p) * s->oc;
-        if (r->residual) v += load_block(r->residual + at, len, r->r_end);
-        v = channel_clamp_apply(&r->clamp, v);
-        memcpy(r->y + at, &v, (size_t)len * sizeof(float));
+        if (residual) v += load_block(residual + at, len, r_end);
+        v = channel_clamp_apply(&clamp, v);
+        memcpy(y + at, &v, (size_t)len * sizeof(float));
     }
 }
 

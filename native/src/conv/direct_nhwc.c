@@ -108,25 +108,32 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
             }
         }
     }
+    /* Locals: the stores below may alias *r for all the compiler knows, and
+     * it reloaded the clamp bounds and residual pointer for every vector
+     * (a third of a first layer's time). */
+    const channel_clamp clamp = r->clamp;
+    const float *const residual = r->residual, *const bias = r->bias;
+    float *const y = r->y;
+    const int row_len = r->len;
     for (int p = 0; p < count; p++) {
         const size_t at = (size_t)(ox + p) * s->oc;
         for (int b = 0; b < nb; b++) {
             const int o = b * CHANNEL_BLOCK;
-            const int len = full ? CHANNEL_BLOCK : acl_min(CHANNEL_BLOCK, r->len - o);
-            channel_vec v = acc[p][b] + load_vec(r->bias + o);
+            const int len = full ? CHANNEL_BLOCK : acl_min(CHANNEL_BLOCK, row_len - o);
+            channel_vec v = acc[p][b] + load_vec(bias + o);
             if (len == CHANNEL_BLOCK) {  /* whole vectors: no copy of a variable length */
-                if (r->residual) v += load_vec(r->residual + at + o);
-                v = channel_clamp_apply(&r->clamp, v);
-                memcpy(r->y + at + o, &v, sizeof v);
+                if (residual) v += load_vec(residual + at + o);
+                v = channel_clamp_apply(&clamp, v);
+                memcpy(y + at + o, &v, sizeof v);
                 continue;
             }
             float sums[CHANNEL_BLOCK];
             memcpy(sums, &v, sizeof sums);
-            if (r->residual)
-                for (int i = 0; i < len; i++) sums[i] += r->residual[at + o + i];
+            if (residual)
+                for (int i = 0; i < len; i++) sums[i] += residual[at + o + i];
             memcpy(&v, sums, sizeof sums);
-            v = channel_clamp_apply(&r->clamp, v);
-            memcpy(r->y + at + o, &v, (size_t)len * sizeof(float));
+            v = channel_clamp_apply(&clamp, v);
+            memcpy(y + at + o, &v, (size_t)len * sizeof(float));
         }
     }
     /* Other activations while the run's outputs are in L1, not in a pass over

@@ -55,6 +55,8 @@ static const float *a_segment(const acl_gemm_job *job, int row, int seg)
     return a->base + row * a->lda;
 }
 
+int acl_gemm_whole_k(const acl_ukernel *uk, int m) { return m <= uk->mr; }
+
 size_t acl_gemm_packed_a_floats(const acl_ukernel *uk, int m, int k)
 {
     if (uk->style != ACL_STYLE_INTERLEAVED || m <= 0 || k <= 0) return 0;
@@ -289,7 +291,7 @@ static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, i
     const int k = job_k(job), mr = uk->mr, nr = uk->nr, n = b->n;
     const int interleaved = uk->style == ACL_STYLE_INTERLEAVED;
     const k_segments seg = call_segments(job);
-    const int kc_cap = uk->style == ACL_STYLE_SMALLK ? seg.len : KC_TARGET;
+    const int kc_cap = uk->style == ACL_STYLE_SMALLK || job->whole_k ? seg.len : KC_TARGET;
     const int kblock = acl_div_up(acl_div_up(seg.len, acl_div_up(seg.len, kc_cap)), K_GRAIN) * K_GRAIN;
     const int mc_tiles = acl_max(1, MC_ROWS / mr);
 

@@ -62,6 +62,7 @@ int acl_gemm_run(acl_gemm *g, const acl_exec *ex, int m, const float *a, int lda
         .c = c,
         .ldc = ldc,
         .a_packed = g->a_packed,
+        .whole_k = acl_gemm_whole_k(g->b.uk, m),
     };
     acl_gemm_batch batch;
     acl_stage_times t = {0};

@@ -92,6 +92,7 @@ int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_
             .ldc = n,
             .ep = {.bias = p->bias, .act = ACL_ACT_NONE},
             .a_packed = p->a_packed,
+            .whole_k = acl_gemm_whole_k(uk, (int)m),
         };
         /* The batch points at p->job: params never move once allocated. */
         rc = acl_gemm_batch_init(&p->batch, &p->job, 1, g->ex.workloads);

@@ -77,12 +77,24 @@ static void transpose_rows(const void *arg, size_t begin, size_t end)
     }
 }
 
+/* The row function of p, its rows and floats per row. */
+static graph_rows_fn transpose_split(const transpose_params *p, size_t *rows, size_t *floats)
+{
+    if (is_short_2d(&p->walk)) {
+        *rows = (size_t)p->walk.dims[0];
+        *floats = (size_t)p->walk.dims[1];
+        return transpose_2d_rows;
+    }
+    *rows = p->count;
+    *floats = 1;
+    return transpose_rows;
+}
+
 static int transpose_run(const void *arg, const acl_exec *ex)
 {
-    const transpose_params *p = arg;
-    if (is_short_2d(&p->walk))
-        return graph_parallel(ex, p->walk.dims[0], p->walk.dims[1], transpose_2d_rows, p);
-    return graph_parallel(ex, p->count, 1, transpose_rows, p);
+    size_t rows, floats;
+    const graph_rows_fn fn = transpose_split(arg, &rows, &floats);
+    return graph_parallel(ex, rows, floats, fn, arg);
 }
 
 /* The walk of out = transpose(x, perm) for x of dims in_dims. */
@@ -114,8 +126,8 @@ int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_te
      * copy this size is bound by memory, not by cores (a 224x224 image took
      * as long on two threads, plus the wake-up when they slept). */
     acl_pool_wake(&g->ex);
-    if (is_short_2d(&p.walk)) transpose_2d_rows(&p, 0, p.walk.dims[0]);
-    else transpose_rows(&p, 0, p.count);
+    size_t rows, floats;
+    transpose_split(&p, &rows, &floats)(&p, 0, rows);
     return 0;
 }
 

@@ -7,6 +7,11 @@ import pytest
 
 from engine_backends import HostEngine, QemuLauncherEngine, aarch64_launcher
 
+# The suite names this machine's CPUs; an ACL_CPUS left in the user's shell
+# would renumber them for the in-process engine and every launcher.  Tests
+# of the mapping set it on the commands they start.
+os.environ.pop("ACL_CPUS", None)
+
 _ENGINES: dict[str, object] = {}
 
 

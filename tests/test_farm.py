@@ -74,6 +74,36 @@ def test_acl_cpus_puts_the_engine_cpus_on_the_listed_ones():
         assert client.hello_info["cpus"] == 1
 
 
+def _recorded_machine(root: Path, khz: dict[int, int], temp_c: float, trip_c: float) -> Path:
+    for cpu, value in khz.items():
+        freq = root / "sys" / "devices" / "system" / "cpu" / f"cpu{cpu}" / "cpufreq"
+        freq.mkdir(parents=True)
+        (freq / "scaling_cur_freq").write_text(f"{value}\n")
+    zone = root / "sys" / "class" / "thermal" / "thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "temp").write_text(f"{int(temp_c * 1000)}\n")
+    (zone / "trip_point_0_type").write_text("passive\n")
+    (zone / "trip_point_0_temp").write_text(f"{int(trip_c * 1000)}\n")
+    return root
+
+
+@TWO_CPUS
+@pytest.mark.parametrize("temp_c, throttled", [(50.0, False), (91.0, True)])
+def test_clock_check_reads_the_machine_cpu_acl_cpus_names(tmp_path, temp_c, throttled):
+    """ACL_CPUS=1: the engine's cpu0 is the machine's cpu1, so the clock read
+    around a measurement is cpu1's (a recorded machine, ACL_MACHINE_ROOT), and
+    a zone at its trip point marks the time throttled."""
+    root = _recorded_machine(tmp_path, {0: 1_200_000, 1: 2_400_000}, temp_c, trip_c=90.0)
+    command = ["env", "ACL_CPUS=1", f"ACL_MACHINE_ROOT={root}", default_launcher_path()]
+    with LauncherClient(command) as client:
+        client.load(ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3), seed=1)
+        config = ExecConfig("reference", None, (1,), 1).to_dict()
+        answer = client.request({"cmd": "measure", "config": config, "min_repeats": 1,
+                                 "max_repeats": 1, "min_repeat_ms": 0})
+    assert (answer["before_mhz"], answer["after_mhz"]) == ([2400], [2400])
+    assert answer["after_temp_c"] == temp_c and answer["throttled"] is throttled
+
+
 def test_acl_cpus_that_does_not_parse_fails_every_config():
     with LauncherClient(["env", "ACL_CPUS=zero", default_launcher_path()]) as client:
         assert client.hello_info["cpus"] == 0  # no cpu is known to be the engine's

@@ -200,6 +200,10 @@ void acl_gemm_destroy(acl_gemm *g);
  * does not parse. */
 int acl_cpu_count(void);
 
+/* This machine's id of the engine's CPU `cpu`: its entry in ACL_CPUS, or
+ * `cpu` itself where that list is unset or shorter. */
+int acl_machine_cpu(int cpu);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,9 +1,13 @@
 #define _GNU_SOURCE
 #include "machine_state.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "aclengine.h"
 
 /* A clock this much lower after a measurement than before is a drop, not
  * the rounding of a governor's steps. */
@@ -30,21 +34,32 @@ static int read_word(const char *path, char *buf, size_t len)
     return ok ? 0 : -1;
 }
 
+/* ACL_MACHINE_ROOT: a folder holding a recorded machine's sys/ (as `board
+ * doctor`'s ROOT), read instead of this machine's own. */
+static const char *machine_root(void)
+{
+    const char *root = getenv("ACL_MACHINE_ROOT");
+    return root ? root : "";
+}
+
 static void read_zones(machine_state *s)
 {
     s->temp_c = NAN;
     s->trip_c = NAN;
-    char path[128], kind[32];
+    const char *root = machine_root();
+    char path[PATH_MAX], kind[32];
     for (int z = 0; z < MAX_ZONES; z++) {
         long milli;
-        snprintf(path, sizeof path, "/sys/class/thermal/thermal_zone%d/temp", z);
+        snprintf(path, sizeof path, "%s/sys/class/thermal/thermal_zone%d/temp", root, z);
         if (read_long(path, &milli)) break;
         if (isnan(s->temp_c) || milli / 1000.0 > s->temp_c) s->temp_c = milli / 1000.0;
         for (int t = 0; t < MAX_TRIPS; t++) {
-            snprintf(path, sizeof path, "/sys/class/thermal/thermal_zone%d/trip_point_%d_type", z, t);
+            snprintf(path, sizeof path, "%s/sys/class/thermal/thermal_zone%d/trip_point_%d_type",
+                     root, z, t);
             if (read_word(path, kind, sizeof kind)) break;
             if (strcmp(kind, "passive") && strcmp(kind, "hot")) continue;
-            snprintf(path, sizeof path, "/sys/class/thermal/thermal_zone%d/trip_point_%d_temp", z, t);
+            snprintf(path, sizeof path, "%s/sys/class/thermal/thermal_zone%d/trip_point_%d_temp",
+                     root, z, t);
             if (read_long(path, &milli) == 0 && milli > 0 &&
                 (isnan(s->trip_c) || milli / 1000.0 < s->trip_c))
                 s->trip_c = milli / 1000.0;
@@ -55,11 +70,14 @@ static void read_zones(machine_state *s)
 void machine_state_read(const int *weights, int ncores, machine_state *s)
 {
     s->ncpus = 0;
-    char path[96];
+    const char *root = machine_root();
+    char path[PATH_MAX];
     for (int cpu = 0; cpu < ncores && s->ncpus < MAX_CORES; cpu++) {
         if (!weights[cpu]) continue;
         long khz = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_cur_freq", cpu);
+        /* Under ACL_CPUS the engine's cpu is another of this machine's. */
+        snprintf(path, sizeof path, "%s/sys/devices/system/cpu/cpu%d/cpufreq/scaling_cur_freq",
+                 root, acl_machine_cpu(cpu));
         if (read_long(path, &khz)) khz = 0;
         s->cpus[s->ncpus] = cpu;
         s->mhz[s->ncpus++] = (int)(khz / 1000);

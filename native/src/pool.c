@@ -104,8 +104,7 @@ static void read_cpu_map(void)
     }
 }
 
-/* This machine's id of the engine's CPU `cpu`. */
-static int machine_cpu(int cpu)
+int acl_machine_cpu(int cpu)
 {
     pthread_once(&cpu_map_once, read_cpu_map);
     return cpu < cpu_map_len ? cpu_map[cpu] : cpu;
@@ -138,7 +137,7 @@ static int allowed_cpus(cpu_set_t *set)
 int acl_cpu_count(void)
 {
     cpu_set_t set;
-    machine_cpu(0);
+    acl_machine_cpu(0);
     if (cpu_map_bad) return 0; /* no CPU is known to be the engine's */
     if (allowed_cpus(&set) != 0) return 1;
     int last = -1;
@@ -158,7 +157,7 @@ static void describe_available(const cpu_set_t *set, char *buf, size_t len)
 
 int acl_exec_check(const acl_exec *ex)
 {
-    machine_cpu(0);
+    acl_machine_cpu(0);
     if (cpu_map_bad)
         return acl_fail("ACL_CPUS must be a comma-separated list of CPU ids, e.g. 0,2");
     if (!ex || !ex->weights || ex->ncores <= 0)
@@ -269,7 +268,7 @@ static int start_worker(int cpu)
     pthread_attr_t attr;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(machine_cpu(cpu), &set);
+    CPU_SET(acl_machine_cpu(cpu), &set);
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
@@ -289,7 +288,7 @@ static int pin_caller(int cpu)
         return acl_fail("cannot read the calling thread's CPU affinity: %s", strerror(errno));
     cpu_set_t one;
     CPU_ZERO(&one);
-    CPU_SET(machine_cpu(cpu), &one);
+    CPU_SET(acl_machine_cpu(cpu), &one);
     if (!(caller_cpu < 0 && CPU_EQUAL(&one, &caller_own)) &&
         sched_setaffinity(0, sizeof one, &one) != 0)
         return acl_fail("cannot pin the calling thread to CPU %d: %s", cpu, strerror(errno));

@@ -4,7 +4,9 @@ time is asserted)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
+import shutil
 import sys
 
 import onnx
@@ -12,8 +14,9 @@ import pytest
 import yaml
 
 from acltuner.bench import compare
+from acltuner.plan import load_plan, save_plan
 from acltuner.zoo.builder import GraphBuilder
-from cli_checks import assert_one_line_error, invoke
+from cli_checks import assert_one_line_error, default_plan, invoke
 
 
 def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
@@ -33,8 +36,29 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert row["model"] == "tiny"
     assert all(float(row[k]) > 0 for k in ("onnxruntime_ms", "default_ms", "tuned_ms"))
+    same = compare.same_configs(out / "tiny.tuned.json", out / "tiny.default.json")
+    assert row["tuned_is_default"] == str(same)
+    # A tuned plan that is the default plan is never "slower than default".
+    summary = result.stdout.splitlines()[-2]
+    assert ("tuned plan is the default plan: tiny" in summary) == same
+    assert "tuned slower than default: none" in summary or not same
     # A model of microseconds keeps its digits in the table.
     assert "| 0.0 |" not in (out / "compare.md").read_text()
+
+
+def test_plans_are_the_same_only_when_every_node_has_the_same_config(tmp_path):
+    model = tmp_path / "two.onnx"
+    b = GraphBuilder(input_shape=(1, 8, 12, 12))
+    onnx.save(b.model(b.conv(b.conv(b.input, "a", 8, 3, pads=1), "b", 8, 1), "two"), model)
+    plan = default_plan(model, tmp_path)
+    copy = shutil.copy(plan, tmp_path / "copy.json")
+    assert compare.same_configs(plan, copy)
+    p = load_plan(copy)
+    first = p.nodes[0]
+    other = dataclasses.replace(first.config, workloads=first.config.workloads + 1)
+    save_plan(dataclasses.replace(p, nodes=(dataclasses.replace(first, config=other),
+                                            *p.nodes[1:])), copy)
+    assert not compare.same_configs(plan, copy)
 
 
 def test_a_fast_model_gets_enough_runs_to_fill_a_round():

@@ -193,10 +193,12 @@ POOLS = [  # op, kernel, strides, dilations, pads (t, l, b, r), ceil_mode, count
 ]
 
 
+# 85 channels: blocks of 4 vectors, single vectors and a last vector overlapping
+# the one before (AVX-512 and AVX2); 5: single channels, fewer than a vector.
+@pytest.mark.parametrize("channels", [85, 5])
 @pytest.mark.parametrize("op,kernel,strides,dilations,pads,ceil_mode,include", POOLS)
-def test_pool(op, kernel, strides, dilations, pads, ceil_mode, include):
-    # 85 channels: blocks of 4 vectors, single vectors and single channels (AVX-512 and AVX2)
-    x = _uniform(_rng(4), (2, 11, 13, 85))
+def test_pool(op, kernel, strides, dilations, pads, ceil_mode, include, channels):
+    x = _uniform(_rng(4), (2, 11, 13, channels))
     attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dilations,
              "pads": [pads[0], pads[1], pads[2], pads[3]], "ceil_mode": ceil_mode}
     if op == "average":

@@ -109,7 +109,7 @@ static inline __attribute__((always_inline)) void pool_vectors(
     }
 }
 
-/* Channels [c0, c) one at a time: fewer than a vector's worth. */
+/* Channels [c0, c) one at a time: an image of fewer channels than a vector. */
 static void pool_scalars(const pool_params *p, const pool_window *win, float scale, int c0,
                          float *restrict y)
 {
@@ -136,10 +136,18 @@ static void pool_pixel(const pool_params *p, const float *image, int ih0, int th
         p->max || count_h * count_w == 0 ? 1.0f : 1.0f / (float)(count_h * count_w);
     const int c = p->c;
     int c0 = 0;
+    /* The last channels as one whole vector that overlaps the ones before
+     * (24 channels: 0-15, then 8-23): a channel computed twice gets the same
+     * value, and one vector of taps costs less than the scalar loop's. */
 #define POOL_CHANNELS(max)                                                     \
     for (; c0 + POOL_VECS * POOL_LANES <= c; c0 += POOL_VECS * POOL_LANES)      \
         pool_vectors(p, &win, max, POOL_VECS, scale, c0, y);                    \
-    for (; c0 + POOL_LANES <= c; c0 += POOL_LANES) pool_vectors(p, &win, max, 1, scale, c0, y);
+    for (; c0 + POOL_LANES <= c; c0 += POOL_LANES)                              \
+        pool_vectors(p, &win, max, 1, scale, c0, y);                            \
+    if (c0 < c && c >= POOL_LANES) {                                            \
+        pool_vectors(p, &win, max, 1, scale, c - POOL_LANES, y);                \
+        c0 = c;                                                                 \
+    }
     if (p->max) {
         POOL_CHANNELS(1)
     } else {

@@ -42,11 +42,10 @@ static const char *machine_root(void)
     return root ? root : "";
 }
 
-static void read_zones(machine_state *s)
+static void read_zones(const char *root, machine_state *s)
 {
     s->temp_c = NAN;
     s->trip_c = NAN;
-    const char *root = machine_root();
     char path[PATH_MAX], kind[32];
     for (int z = 0; z < MAX_ZONES; z++) {
         long milli;
@@ -82,7 +81,7 @@ void machine_state_read(const int *weights, int ncores, machine_state *s)
         s->cpus[s->ncpus] = cpu;
         s->mhz[s->ncpus++] = (int)(khz / 1000);
     }
-    read_zones(s);
+    read_zones(root, s);
 }
 
 int machine_state_throttled(const machine_state *before, const machine_state *after)

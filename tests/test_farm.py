@@ -144,21 +144,23 @@ def test_a_member_of_another_board_class_is_refused_by_name(tmp_path):
 @TWO_CPUS
 def test_a_member_of_another_engine_build_is_refused_by_name(tmp_path):
     """The odd member's launcher really runs, behind a wrapper that makes its
-    hello claim another build's fingerprint."""
+    hello claim another build's fingerprint.  Every member has the wrapper
+    (it is part of the board class), which only the odd one's cores trigger."""
     host_board = Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml"
-    board = _one_core(tmp_path / "one.yaml", host_board)
     script = tmp_path / "other-build.sh"
-    script.write_text('"$@" | sed -u \'s/"fingerprint":"[^"]*"/"fingerprint":"0123456789abcdef"/\'\n')
-    odd = yaml.safe_load(board.read_text())
-    odd["launcher_wrapper"] = ["sh", str(script)]
-    (tmp_path / "odd.yaml").write_text(yaml.safe_dump(odd))
+    script.write_text('case "$ACL_CPUS" in 0,1) "$@" | sed -u \'s/"fingerprint":"[^"]*"/'
+                      '"fingerprint":"0123456789abcdef"/\';; *) exec "$@";; esac\n')
+    board = _one_core(tmp_path / "one.yaml", host_board)
+    wrapped = yaml.safe_load(board.read_text())
+    wrapped["launcher_wrapper"] = ["sh", str(script)]
+    board.write_text(yaml.safe_dump(wrapped))
     farm = _farm(tmp_path / "farm.yaml", board, [
         {"name": "cpu0", "cpus": [0]}, {"name": "cpu1", "cpus": [1]},
-        {"name": "other", "cpus": [1], "board": str(tmp_path / "odd.yaml")}])
+        {"name": "other", "cpus": [0, 1]}])
     result = _cli("tune", _model(tmp_path / "m.onnx"), "-o", tmp_path / "p.json",
                   "--farm", farm, "--records", tmp_path / "r.jsonl", "--trials", "2")
     version = engine_version()
-    assert_one_line_error(result, "farm member other (this machine cpus 1) runs engine "
+    assert_one_line_error(result, "farm member other (this machine cpus 0,1) runs engine "
                                   f"{version}+0123456789abcdef, the others {version}+",
                           "deploy one build to every board")
 

@@ -5,6 +5,7 @@ wrapper runs the AArch64 launcher under qemu-aarch64 there.  Build, deploy,
 tune through it, a connection killed mid-tune, and the one-line errors."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -159,13 +160,18 @@ def sshd(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def deployed(sshd):
-    result = CliRunner().invoke(main, ["deploy", "--board", str(QEMU_BOARD), "--host", HOST])
+    result = _cli("deploy", "--board", QEMU_BOARD, "--host", HOST)
     assert result.exit_code == 0, result.output
     return result
 
 
 def _cli(*args):
-    return CliRunner().invoke(main, [*map(str, args)])
+    """The command, its boards' wrappers allowed (qemu-aarch64 is this suite's)."""
+    return CliRunner().invoke(main, ["--allow-wrapper", *map(str, args)])
+
+
+def _qemu_board():
+    return dataclasses.replace(load_board(QEMU_BOARD), wrapper_allowed=True)
 
 
 def _model(path: Path) -> Path:
@@ -189,7 +195,7 @@ def emulated_tuner_config(folder: Path) -> Path:
 
 
 def test_ssh_command_quotes_and_never_disables_host_keys(sshd, tmp_path):
-    board = load_board(QEMU_BOARD)
+    board = _qemu_board()
     cmd = remote_launcher_command(board, HOST)
     assert cmd[0] == "ssh" and "BatchMode=yes" in cmd and "ControlMaster=auto" in cmd
     assert not any("StrictHostKeyChecking" in word for word in cmd)
@@ -225,7 +231,7 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     # few enough trials that the run after the drop ends well within the wait.
     trials = 20
     config = emulated_tuner_config(tmp_path)
-    cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
+    cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model), "-o", str(plan_path),
            "--board", str(QEMU_BOARD), "--host", HOST, "--trials", str(trials),
            "--records", str(records), "--config", str(config),
            "--no-in-context"]  # the plan below holds each task's best (test_in_context: the check)
@@ -270,8 +276,11 @@ def test_run_the_plan_on_the_board_and_check_it_here(sshd, deployed, tmp_path):
     tuned = _cli("tune", model, "-o", plan_path, "--board", QEMU_BOARD, "--host", HOST,
                  "--strategy", "default")
     assert tuned.exit_code == 0, tuned.output
-    result = _cli("run", plan_path, "--host", HOST, "--check", "--json", "--profile",
-                  "--repeat", "2", "--warmup", "0")
+    args = ("run", plan_path, "--host", HOST, "--check", "--json", "--profile",
+            "--repeat", "2", "--warmup", "0")
+    # The plan's own copy of the board's wrapper never runs: the board file here does.
+    assert_one_line_error(_cli(*args), "board qemu-a53", "a plan's is never run")
+    result = _cli(*args, "--board", QEMU_BOARD)
     assert result.exit_code == 0, result.output
     report = json.loads(result.output.strip().splitlines()[-1])
     assert report["max_rel_diff"] <= 1e-4 and report["delegated"] == []
@@ -360,7 +369,7 @@ def test_remote_client_repeats_a_request_the_drop_interrupted(sshd, deployed):
     """The connection drops while a measurement is in flight: the same request is
     answered by a fresh connection with the task loaded again, not reported as
     a failed config."""
-    board = load_board(QEMU_BOARD)
+    board = _qemu_board()
     shape = ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3)
     config = ExecConfig("reference", None, (1, 1), 2)
     with RemoteLauncherClient(board, HOST, timeout_s=120, backoff_s=(0.2, 0.5)) as client:

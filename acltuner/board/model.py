@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -38,6 +39,9 @@ class Board:
     compiler_flags: list[str] = field(default_factory=list)
     launcher_wrapper: list[str] = field(default_factory=list)
     description: str = ""
+    # A wrapper is a command this machine (or the board, over ssh) runs: only
+    # one from a board file here, loaded with the user's opt-in, is ever run.
+    wrapper_allowed: bool = field(default=False, compare=False, repr=False)
 
     @property
     def ncores(self) -> int:
@@ -60,12 +64,27 @@ class Board:
 
     @property
     def fingerprint(self) -> str:
-        """Short hash of what measurements depend on; names and descriptions are only labels."""
+        """Short hash of what measurements depend on, and of the wrapper the
+        launcher runs through (left out when none, as before it counted);
+        names and descriptions are only labels."""
         canonical = {"isa": self.isa, "clusters": [
             {"core_type": c.core_type, "cpus": list(c.cpus), "max_freq_mhz": c.max_freq_mhz}
             for c in self.clusters]}
+        if self.launcher_wrapper:
+            canonical["launcher_wrapper"] = list(self.launcher_wrapper)
         text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def wrapper(self) -> list[str]:
+        """The launcher_wrapper to start the launcher through: refused in one
+        line unless it came from a board file with the user's opt-in (never
+        from a plan or a farm's answer)."""
+        if self.launcher_wrapper and not self.wrapper_allowed:
+            raise BoardError(f"board {self.name} starts its launcher through the command "
+                             f"`{shlex.join(self.launcher_wrapper)}` (launcher_wrapper): "
+                             f"it runs only from a board file on this machine, with "
+                             f"acltuner --allow-wrapper (a plan's is never run: give --board)")
+        return list(self.launcher_wrapper)
 
     def to_dict(self) -> dict:
         clusters = []

@@ -11,7 +11,11 @@ from acltuner.cli.group import Group
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="acltuner")
-def main() -> None:
+@click.option("--allow-wrapper", is_flag=True,
+              help="Let the board files this command reads (--board, configs/boards, a farm "
+                   "file's boards) start their launcher through their launcher_wrapper, a "
+                   "command shown before it runs.  A plan's wrapper never runs.")
+def main(allow_wrapper: bool) -> None:
     """Tune and run CNN convolutions for ARM big.LITTLE boards.
 
     acltuner measures every convolution algorithm x GEMM micro-kernel x per-core
@@ -33,6 +37,8 @@ def main() -> None:
       acltuner bench gemm | conv | search | compare   benchmarks (ratios, side by side)
       acltuner tune ... --hosts h1,h2 | --farm F.yaml   tune on many boards at once (a farm)
     """
+    from acltuner.board.registry import allow_wrappers
+    allow_wrappers(allow_wrapper)
 
 
 

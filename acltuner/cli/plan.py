@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import click
 
@@ -44,6 +45,9 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
     click.echo(f"model {p.model_path}\nboard {p.board_name} ({p.board_fingerprint}), engine "
                f"{p.engine_version}, strategy {p.strategy}, {t.measurements} measurements in "
                f"{t.wall_s:.1f} s")
+    if p.board is not None and p.board.launcher_wrapper:
+        click.echo(f"launcher_wrapper {shlex.join(p.board.launcher_wrapper)} (the plan's: never "
+                   f"run; a wrapper runs only from --board FILE with acltuner --allow-wrapper)")
     width = max(len(n.node) for n in p.nodes)
     for n in p.nodes:
         times = f"{n.tuned_ms:8.3f} ms" if n.tuned_ms else "not measured"

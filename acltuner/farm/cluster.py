@@ -71,6 +71,9 @@ def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
             except OSError as e:
                 raise FarmError(f"cannot reach the Dask scheduler {scheduler}: {e}") from None
         else:
+            # A wrapper not allowed is refused before any worker starts.
+            for m in members:
+                m.board.wrapper()
             cluster = stack.enter_context(embedded_cluster(members))
             client = stack.enter_context(Client(cluster, set_as_default=False))
         farm = Farm(client, on_progress)

@@ -63,11 +63,12 @@ class Member:
         if not self.cpus:
             return self.board
         pin = ["env", f"ACL_CPUS={','.join(map(str, self.cpus))}"]
-        return dataclasses.replace(self.board, launcher_wrapper=pin + list(
-            self.board.launcher_wrapper))
+        return dataclasses.replace(self.board, launcher_wrapper=pin + self.board.wrapper(),
+                                   wrapper_allowed=True)
 
     def to_env(self) -> str:
         return json.dumps({"name": self.name, "board": self.board.to_dict(),
+                           "wrapper_allowed": self.board.wrapper_allowed,
                            "host": self.host, "cpus": list(self.cpus)})
 
     @classmethod
@@ -77,8 +78,9 @@ class Member:
             raise FarmError(f"this worker serves no board: {MEMBER_ENV} is not set (start it "
                             f"with acltuner farm worker --board B --host H)")
         d = json.loads(text)
-        return cls(d["name"], Board.from_dict(d["board"], f"${MEMBER_ENV}"), d["host"],
-                   tuple(d["cpus"]))
+        board = Board.from_dict(d["board"], f"${MEMBER_ENV}")
+        return cls(d["name"], dataclasses.replace(board, wrapper_allowed=d["wrapper_allowed"]),
+                   d["host"], tuple(d["cpus"]))
 
 
 def members_from_hosts(board: Board, hosts: list[str]) -> list[Member]:

@@ -22,7 +22,7 @@ def remote_launcher_command(board: Board, host: str, version: str | None = None)
     through the board's launcher_wrapper.  The remote shell does not exec the
     launcher, so a launcher that crashes exits with its own status rather than
     ssh's 255, which then always means the connection."""
-    line = ssh.remote_shell_line([*board.launcher_wrapper, remote_launcher_path(version)])
+    line = ssh.remote_shell_line([*board.wrapper(), remote_launcher_path(version)])
     return ssh.ssh_command(host, f"{line}; exit $?")
 
 

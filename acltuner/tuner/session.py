@@ -38,10 +38,11 @@ def default_records_path() -> Path:
 
 def launcher_command(board: Board) -> list[str]:
     """How to start a launcher that measures on `board` from this machine."""
+    wrapper = board.wrapper()
     if board.isa == host_isa():
-        return [*board.launcher_wrapper, default_launcher_path()]
-    if board.launcher_wrapper:  # e.g. qemu: the board's own build, run through the wrapper
-        return [*board.launcher_wrapper, str(build_for_board(board))]
+        return [*wrapper, default_launcher_path()]
+    if wrapper:  # e.g. qemu: the board's own build, run through the wrapper
+        return [*wrapper, str(build_for_board(board))]
     raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
                      f"reach the board with --host, or give the board file a launcher_wrapper "
                      f"(e.g. qemu-aarch64) to measure it here")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -396,6 +398,53 @@ def test_malformed_requests_get_error_answers(launcher_path):
                 12: "invalid base64", 13: 'missing field "workloads"', 14: "group 3 must divide"}
     for i, part in expected.items():
         assert part in messages[i], (i, messages[i])
+
+
+BIG = 2**31 - 1
+
+
+@pytest.mark.parametrize("shape, needle", [
+    ({"h": 4, "pad_top": BIG, "pad_bottom": BIG}, "padded input height (2147483647 + 4 + "
+                                                  "2147483647 = 4294967298) is over 2147483647"),
+    ({"w": 4, "pad_left": BIG, "pad_right": 8}, "padded input width"),
+    ({"dil_h": BIG}, "dilated kernel height (2147483647 x (3 - 1) + 1 = 4294967295) is over"),
+    ({"dil_w": 2**30, "pad_left": BIG - 8}, "dilated kernel width"),
+    ({"transposed": True, "stride_h": BIG}, "transposed: the full output height (15032385532)"),
+    ({"transposed": True, "w": BIG, "kw": BIG}, "is over 2147483647"),
+    ({"h": BIG, "w": BIG, "pad_top": 1}, "is over 2147483647"),
+])
+def test_shapes_past_32_bits_are_refused_with_their_reason(launcher_path, shape, needle):
+    """Sizes are computed in 64 bits: no pad or dilation wraps around into a
+    small output that the launcher would then measure."""
+    full = {"n": 1, "h": 8, "w": 8, "c": 1, "oc": 1, "kh": 3, "kw": 3, **shape}
+    answers, code = raw_session(launcher_path, [
+        json.dumps({"cmd": "load", "shape": full}),
+        json.dumps({"cmd": "check", "shape": full, "algorithm": "reference"})])
+    assert code == 0
+    (load, check) = answers
+    assert not load["ok"] and needle in load["error"], load
+    assert check["ok"] and not check["supported"] and needle in check["reason"], check
+
+
+def test_an_oversized_json_array_costs_less_than_twice_its_size(launcher_path):
+    """A 100 MB line of one array is refused at its 2^20th value: the
+    launcher's peak RSS stays under twice the line's size, and it serves on."""
+    line = b'{"cmd": "hello", "x": [' + b"1," * (50 * 2**20) + b"1]}\n"
+    proc = subprocess.Popen([launcher_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        peak_kib = int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1))
+        proc.stdin.write(b'{"cmd": "quit"}\n')
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline()) == {"ok": True}
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert not answer["ok"] and "more than 1048576 values" in answer["error"], answer
+    assert peak_kib * 1024 < 2 * len(line), (peak_kib, len(line))
 
 
 def test_quit_and_end_of_input_exit_cleanly(launcher_path):

@@ -9,12 +9,17 @@
 /* Far deeper than any request nests; bounds the recursion so a line of
  * "[[[[..." cannot overflow the stack. */
 #define MAX_DEPTH 64
+/* Far more values than any request holds (tensors travel as base64 strings);
+ * bounds the tree, 24 bytes a value, so that a line of "[1,1,1,..." costs
+ * about its own size, not twelve times it. */
+#define MAX_VALUES ((size_t)1 << 20)
 
 typedef struct {
     const char *start, *p, *end;
     char *err;
     size_t err_size;
     int depth;
+    size_t values;
 } parser;
 
 static int fail(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -342,6 +347,7 @@ static int parse_value(parser *ps, json_value *out)
     skip_whitespace(ps);
     if (ps->p >= ps->end) return unexpected(ps, "a value");
     if (++ps->depth > MAX_DEPTH) return fail(ps, "nested deeper than %d levels", MAX_DEPTH);
+    if (++ps->values > MAX_VALUES) return fail(ps, "more than %zu values", MAX_VALUES);
     int rc;
     switch (*ps->p) {
     case '{': rc = parse_object(ps, out); break;

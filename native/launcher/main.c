@@ -217,6 +217,7 @@ static int serve_line(session *s, const char *line, size_t len, json_writer *w)
     char parse_error[256];
     int quit = 0;
     int rc;
+    request_error_clear();
     json_object_begin(w);
     json_key(w, "ok");
     json_bool(w, 1);
@@ -234,6 +235,42 @@ static int serve_line(session *s, const char *line, size_t len, json_writer *w)
     }
     if (w->out_of_memory) write_error(w, "out of memory writing the answer");
     return quit;
+}
+
+/* A request line's longest, without its newline (PROTOCOL.md): a load or
+ * graph_write carries whole tensors as base64, and a hostile line is
+ * refused before it costs more than this. */
+#define MAX_LINE_BYTES ((size_t)1 << 30)
+enum { LINE_END = -1, LINE_TOO_LONG = -2, LINE_NO_MEMORY = -3 };
+
+/* Reads one line into *buf, without its newline, so that error offsets count
+ * only the request: its length, or LINE_END at the end of input, or
+ * LINE_TOO_LONG / LINE_NO_MEMORY for a line read to its end and dropped. */
+static ssize_t read_line(FILE *in, char **buf, size_t *cap)
+{
+    size_t len = 0;
+    ssize_t dropped = 0;
+    int c;
+    while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+        if (dropped) continue;
+        if (len == MAX_LINE_BYTES) {
+            dropped = LINE_TOO_LONG;
+            continue;
+        }
+        if (len == *cap) {
+            size_t grown = *cap ? *cap * 2 : 4096;
+            char *bigger = realloc(*buf, grown < MAX_LINE_BYTES ? grown : MAX_LINE_BYTES);
+            if (!bigger) {
+                dropped = LINE_NO_MEMORY;
+                continue;
+            }
+            *buf = bigger;
+            *cap = grown < MAX_LINE_BYTES ? grown : MAX_LINE_BYTES;
+        }
+        (*buf)[len++] = (char)c;
+    }
+    if (dropped) return dropped;
+    return c == EOF && len == 0 ? LINE_END : (ssize_t)len;
 }
 
 /* The stream answers go to.  The process's own stdout is pointed at stderr,
@@ -259,12 +296,17 @@ int main(void)
     size_t line_cap = 0;
     ssize_t len;
     int quit = 0;
-    /* getline grows the buffer to any length: load lines carry whole tensors. */
-    while (!quit && (len = getline(&line, &line_cap, stdin)) >= 0) {
+    while (!quit && (len = read_line(stdin, &line, &line_cap)) != LINE_END) {
         json_writer_reset(&w);
-        /* Without its newline, so error offsets count only the request. */
-        if (len > 0 && line[len - 1] == '\n') len--;
-        quit = serve_line(&s, line, (size_t)len, &w);
+        if (len == LINE_TOO_LONG) {
+            char error[80];
+            snprintf(error, sizeof error, "the request line is longer than %zu bytes",
+                     MAX_LINE_BYTES);
+            write_error(&w, error);
+        } else if (len == LINE_NO_MEMORY)
+            write_error(&w, "out of memory reading the request line");
+        else
+            quit = serve_line(&s, line, (size_t)len, &w);
         fwrite(w.data, 1, w.len, answers);
         fputc('\n', answers);
         if (fflush(answers) != 0) {

@@ -25,7 +25,13 @@ int request_fail(const char *fmt, ...)
     return -1;
 }
 
-const char *request_error(void) { return last_error; }
+void request_error_clear(void) { last_error[0] = '\0'; }
+
+const char *request_error(void)
+{
+    /* A failure that set no message is still answered with one. */
+    return last_error[0] ? last_error : "the request failed without a message (a launcher bug)";
+}
 
 int request_check_fields(const json_value *object, const char *where, const char *const allowed[])
 {

@@ -14,7 +14,10 @@
 typedef enum { REQUIRED, OPTIONAL } presence;
 
 int request_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The last failure's message, never empty; request_error_clear() forgets it
+ * before each request, so that no request is answered with another's. */
 const char *request_error(void);
+void request_error_clear(void);
 
 /* Rejects a value that is not an object, a member not in `allowed`
  * (NULL-terminated) and a member given twice.  `where` names the object in

@@ -82,15 +82,33 @@ static int check_int_fields(const acl_conv_shape *s)
     return 0;
 }
 
+/* The padded input and the dilated kernel of one axis, in 64 bits so that no
+ * pad or dilation wraps around; each must fit an int, as the algorithms index
+ * them.  0, or -1 with the error set. */
+static int axis_extents(const char *name, int in, int pad_lo, int pad_hi, int k, int dil,
+                        int64_t *padded, int64_t *kernel)
+{
+    *padded = (int64_t)in + pad_lo + pad_hi;
+    *kernel = (int64_t)dil * (k - 1) + 1;
+    if (*padded > INT32_MAX)
+        return acl_fail("the padded input %s (%d + %d + %d = %lld) is over %d", name, pad_lo, in,
+                        pad_hi, (long long)*padded, INT32_MAX);
+    if (*kernel > INT32_MAX)
+        return acl_fail("the dilated kernel %s (%d x (%d - 1) + 1 = %lld) is over %d", name, dil,
+                        k, (long long)*kernel, INT32_MAX);
+    return 0;
+}
+
 /* One spatial axis: the output length, or -1 with the error set. */
 static int out_extent(const char *axis, int in, int pad_lo, int pad_hi, int k, int dil, int stride)
 {
-    long span = (long)in + pad_lo + pad_hi - ((long)dil * (k - 1) + 1);
-    if (span < 0)
-        return acl_fail("the dilated kernel %s (%ld) is larger than the padded input %s (%ld)",
-                        axis[0] == 'h' ? "height" : "width", (long)dil * (k - 1) + 1,
-                        axis[0] == 'h' ? "height" : "width", (long)in + pad_lo + pad_hi);
-    return (int)(span / stride + 1);
+    const char *name = axis[0] == 'h' ? "height" : "width";
+    int64_t padded, kernel;
+    if (axis_extents(name, in, pad_lo, pad_hi, k, dil, &padded, &kernel) != 0) return -1;
+    if (padded < kernel)
+        return acl_fail("the dilated kernel %s (%lld) is larger than the padded input %s (%lld)",
+                        name, (long long)kernel, name, (long long)padded);
+    return (int)((padded - kernel) / stride + 1);
 }
 
 /* The same for a transposed convolution: the full output (every input pixel's
@@ -98,11 +116,17 @@ static int out_extent(const char *axis, int in, int pad_lo, int pad_hi, int k, i
 static int transposed_extent(const char *axis, int in, int pad_lo, int pad_hi, int k, int dil,
                              int stride, int out_pad)
 {
-    long full = (long)stride * (in - 1) + out_pad + (long)dil * (k - 1) + 1;
-    if (full - pad_lo - pad_hi < 1 || full > INT32_MAX)
-        return acl_fail("transposed: the %s pads (%d + %d) leave no output of the full %s %ld",
+    const char *name = axis[0] == 'h' ? "height" : "width";
+    int64_t padded, kernel;
+    if (axis_extents(name, in, pad_lo, pad_hi, k, dil, &padded, &kernel) != 0) return -1;
+    int64_t full = (int64_t)stride * (in - 1) + out_pad + kernel;
+    if (full > INT32_MAX)
+        return acl_fail("transposed: the full output %s (%lld) is over %d", name,
+                        (long long)full, INT32_MAX);
+    if (full - pad_lo - pad_hi < 1)
+        return acl_fail("transposed: the %s pads (%d + %d) leave no output of the full %s %lld",
                         axis[0] == 'h' ? "top and bottom" : "left and right", pad_lo, pad_hi,
-                        axis[0] == 'h' ? "height" : "width", full);
+                        name, (long long)full);
     return (int)(full - pad_lo - pad_hi);
 }
 

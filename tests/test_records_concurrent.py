@@ -1,14 +1,19 @@
 """Two processes appending to one records file at once (two `tune` runs
 sharing the default records file) lose no line and mix none: each batch is
-written whole under an exclusive lock (RecordStore.append)."""
+written whole under an exclusive lock (RecordStore.append).  Two tunes of one
+records file do not measure at once: the second waits (tuning_lock)."""
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import onnx
+
 from acltuner.tuner.records import RecordStore
+from acltuner.zoo.builder import GraphBuilder
 from test_records import record
 
 BATCHES, BATCH = 60, 20
@@ -48,3 +53,29 @@ def test_two_writers_at_once_lose_no_line(tmp_path):
     order = [run[0][0] for run in runs]
     assert order.count("a") == BATCHES and "".join(order) != "a" * BATCHES + "b" * BATCHES \
         and "".join(order) != "b" * BATCHES + "a" * BATCHES
+
+
+def test_a_second_tune_of_one_records_file_waits_for_the_first(tmp_path):
+    b = GraphBuilder(seed=2, input_shape=(1, 3, 10, 10))
+    model = tmp_path / "m.onnx"
+    onnx.save(b.model(b.conv("input", "c1", 8, 3, pads=1), "lock"), model)
+    records, plan = tmp_path / "r.jsonl", tmp_path / "m.plan.json"
+    with open(f"{records}.lock", "a") as held:  # the first tune, still running
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen([sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o",
+                                 str(plan), "--strategy", "default", "--board", "split-host",
+                                 "--records", str(records)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            line = proc.stderr.readline()
+            assert line == f"another tune holds {records}.lock: waiting for it to finish\n"
+            # Blocked on the lock: nothing measured, nothing written.
+            assert proc.poll() is None and not plan.exists() and not records.exists()
+        except BaseException:
+            proc.kill()
+            raise
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert plan.exists()

@@ -190,6 +190,9 @@ class _Printer(TuneReporter):
         click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
                    f"best config (algorithm/micro-kernel/core weights/workloads)")
 
+    def records_busy(self, lock: Path) -> None:
+        click.echo(f"another tune holds {lock}: waiting for it to finish", err=True)
+
     def doctor(self, problems: list) -> None:
         for finding in problems:
             click.echo(f"warning: {finding.line()}", err=True)

@@ -19,6 +19,7 @@ record (another tool's schema, a hand edit) stops the load with its field named.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -27,7 +28,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Iterable
+from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.one_line import OneLineError
@@ -201,6 +202,21 @@ def _last_line(f: IO[bytes], size: int) -> tuple[int, bytes, bool]:
         if cut >= 0 or start == 0:
             return start + cut + 1, body[cut + 1:], terminated
         block *= 2
+
+
+@contextlib.contextmanager
+def tuning_lock(path: str | os.PathLike, on_wait) -> Iterator[None]:
+    """Held by one tune of the records file `path` at a time: an exclusive
+    flock of PATH.lock beside it (never removed, so that every tune locks the
+    one file).  A second tune calls on_wait(lock path) once, then waits."""
+    lock = Path(f"{path}.lock")
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait(lock)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 class RecordStore:

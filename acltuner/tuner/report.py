@@ -24,6 +24,9 @@ class TuneReporter:
         """The launcher is up (on `host`, None: this machine) and the first task
         is next; caches: the measurements' caches, e.g. "cold (8 MiB evicted)"."""
 
+    def records_busy(self, lock: Path) -> None:
+        """Another tune holds the records file's lock: this one waits for it."""
+
     def doctor(self, problems: list) -> None:
         """What `board doctor` found wrong with the measuring machine (Findings),
         checked before tuning starts; the tune goes on."""

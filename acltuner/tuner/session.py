@@ -18,6 +18,7 @@ from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import check_in_context
+from acltuner.tuner.records import tuning_lock
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.pins import EngineRules, Pin
 from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
@@ -109,13 +110,16 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     shapes = parse_input_shapes(input_shapes)
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
-    # The launcher too: a board the measuring machine cannot run fails before any output.
-    with _measuring(board, host, members, scheduler, config.measure.realtime,
-                    reporter) as (client, tune_tasks, farm):
+    records.parent.mkdir(parents=True, exist_ok=True)
+    # One tune of a records file at a time (they would measure the same configs
+    # on the same cores); the launcher too: a board the measuring machine cannot
+    # run fails before any output.
+    with tuning_lock(records, reporter.records_busy), \
+            _measuring(board, host, members, scheduler, config.measure.realtime,
+                       reporter) as (client, tune_tasks, farm):
         pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
         if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
-        records.parent.mkdir(parents=True, exist_ok=True)
         where = host if farm is None else f"a farm of {len(farm.hellos)} members"
         reporter.started(model, board, where, strategy, config,
                          config.measure.options(client.largest_cache_bytes).label

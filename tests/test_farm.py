@@ -206,8 +206,8 @@ def test_three_member_farm_loses_a_member_and_tunes_every_task(sshd, deployed, t
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
     trials = 8
     config = emulated_tuner_config(tmp_path)
-    cmd = [sys.executable, "-m", "acltuner.cli", "tune", str(model), "-o", str(plan_path),
-           "--board", str(board), "--farm", str(farm), "--trials", str(trials),
+    cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model), "-o",
+           str(plan_path), "--board", str(board), "--farm", str(farm), "--trials", str(trials),
            "--records", str(records), "--config", str(config)]
     log = tmp_path / "tune.log"
     with log.open("w") as out:

@@ -64,6 +64,7 @@ def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
     launchers ask for real-time priority (tuner.yaml's measure.realtime)."""
     from distributed import Client
     with contextlib.ExitStack() as stack:
+        admitted = None  # a standing farm's scheduler admits its workers
         if scheduler:
             try:
                 client = stack.enter_context(Client(scheduler, timeout=30,
@@ -76,7 +77,10 @@ def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
                 m.board.wrapper()
             cluster = stack.enter_context(embedded_cluster(members))
             client = stack.enter_context(Client(cluster, set_as_default=False))
-        farm = Farm(client, on_progress)
+
+            def admitted():  # the workers this farm started, at their current addresses
+                return {n.worker_address for n in list(cluster.workers.values())}
+        farm = Farm(client, board, on_progress, admitted=admitted)
         farm.wait_for(len(members) if members else 1, START_TIMEOUT_S)
         hello = agree(board, farm.say_hello(realtime))
         yield farm, FarmLauncher(farm, hello)

@@ -3,7 +3,11 @@ members through a Dask client and takes the faults.
 
 Every member is a single-threaded Dask worker holding the resource `board`
 once, so it measures one batch at a time; a batch may go to any member of
-the farm (they are all of one board class, checked by `agree`).  A worker
+the farm (they are all of one board class, checked by `agree`).  A member is
+the worker at the address the scheduler assigned it: an answer is that
+worker's whatever member it names, and only the workers started for this farm
+(`admitted`) are members.  A measured time faster than the board could
+possibly run the task is that member's failure, and quarantines it at once.  A worker
 that dies with a batch in flight has it re-sent by Dask's scheduler; a
 member whose launcher cannot be brought back answers with an error, and the
 batch goes to the others.  After QUARANTINE_AFTER failures in a row a member
@@ -16,6 +20,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from acltuner.board.model import Board
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import Measurement
 from acltuner.farm import worker
@@ -33,6 +38,22 @@ NONE_UP_S = 120.0
 # Sending a batch that every member fails, again and again, is a farm that
 # cannot measure: give up after this many attempts in a row.
 MAX_ATTEMPTS = 12
+# A physical bound on a board's speed, never reached: the most float32 flops
+# any core does per clock (two 512-bit FMA units, AVX-512 or SVE), at a clock
+# above any core's for a board file that gives none, with an algorithm that
+# does this many times fewer flops than the direct convolution (Winograd's
+# F(6x6, 3x3) about 5x).
+PEAK_FLOPS_PER_CLOCK = 64
+UNKNOWN_CLOCK_MHZ = 6000
+FAST_ALGORITHM_GAIN = 8
+
+
+def fastest_ms(board: Board, flops: int) -> float:
+    """The least time `flops` of a convolution can take on `board`: a measured
+    time below it is invented."""
+    peak = sum(len(c.cpus) * (c.max_freq_mhz or UNKNOWN_CLOCK_MHZ) * 1e6 * PEAK_FLOPS_PER_CLOCK
+               for c in board.clusters)
+    return 1e3 * flops / (peak * FAST_ALGORITHM_GAIN)
 
 
 @dataclass
@@ -59,10 +80,16 @@ class FarmStats:
 
 
 class Farm:
-    """The members of one Dask cluster: their agreed hello, and measuring on them."""
+    """The members of one Dask cluster: their agreed hello, and measuring on them.
+    admitted: the addresses of the workers started for this farm, asked
+    afresh each time (an embedded cluster's); None: every worker of the
+    cluster (a standing farm, whose scheduler admits workers: TLS)."""
 
-    def __init__(self, client, on_progress=None, backoff_s=BACKOFF_S):
+    def __init__(self, client, board: Board, on_progress=None, backoff_s=BACKOFF_S,
+                 admitted=None):
         self.client = client
+        self.board = board
+        self.admitted = admitted
         self.on_progress = on_progress or (lambda farm: None)
         self.backoff_s = tuple(backoff_s)
         self.health: dict[str, MemberHealth] = {}
@@ -83,7 +110,8 @@ class Farm:
             if not fresh and time.monotonic() - self._members_at < MEMBERS_EVERY_S:
                 return dict(self._addresses)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
-        now = {str(w["name"]): address for address, w in workers.items()}
+        ours = self.admitted() if self.admitted else set(workers)
+        now = {str(w["name"]): address for address, w in workers.items() if address in ours}
         with self._lock:
             self._members_at = time.monotonic()
             for name, address in self._addresses.items():
@@ -110,6 +138,8 @@ class Farm:
                    for name, address in self.members(fresh=True).items()}
         hellos = {name: f.result() for name, f in futures.items()}
         broken = [f"{name}: {h['error']}" for name, h in hellos.items() if "error" in h]
+        broken += [f"{name}: its worker answered as member {h.get('member')!r}"
+                   for name, h in hellos.items() if "error" not in h and h.get("member") != name]
         if broken:
             raise FarmError("farm member " + "; ".join(broken))
         self.hellos = hellos
@@ -134,11 +164,13 @@ class Farm:
             time.sleep(max(wait, 0.1))
             up = self.members(fresh=True)
 
-    def call(self, fn, *args, prefer: str | None = None) -> dict:
+    def call(self, fn, *args, prefer: str | None = None, check=None) -> dict:
         """fn(*args) on some member (not one left out), on `prefer` while it
         is up and in (the member that holds the task: a launcher loading
-        another task computes its reference output again); an error answer or
-        a lost worker sends it again, to whoever is free."""
+        another task computes its reference output again); an error answer, a
+        lost worker, or an answer that check(answer) finds wrong (a line, None
+        if right; the member is quarantined at once) sends it again, to
+        whoever is free."""
         last = ""
         for _ in range(MAX_ATTEMPTS):
             if self._stopped.is_set():
@@ -149,18 +181,38 @@ class Farm:
             future = self.client.submit(fn, *args, workers=chosen, pure=False,
                                         allow_other_workers=prefer in allowed,
                                         resources={RESOURCE: 1})
+            member, wrong = None, None
             try:
                 answer = future.result()
+                member, wrong = self._answered_by(future, answer)
             except Exception as e:  # the worker died too often (KilledWorker) or the like
-                answer = {"member": None, "error": " ".join(f"{type(e).__name__}: {e}".split())}
+                answer = {"error": " ".join(f"{type(e).__name__}: {e}".split())}
             finally:
                 future.release()
-            if "error" not in answer:
-                self._succeeded(answer)
+            if wrong is None and "error" not in answer and check is not None:
+                wrong = check(answer)
+            if wrong is None and "error" not in answer:
+                self._succeeded(member, answer)
                 return answer
-            last = f"{answer['member'] or 'a member'}: {answer['error']}"
-            self._failed(answer["member"], answer["error"])
+            error = wrong or answer["error"]
+            last = f"{member or 'a member'}: {error}"
+            self._failed(member, error, quarantine=wrong is not None)
         raise FarmError(f"{MAX_ATTEMPTS} attempts in a row failed; the last, {last}")
+
+    def _answered_by(self, future, answer) -> tuple[str | None, str | None]:
+        """The member whose worker ran `future` (by the address the scheduler
+        has it at, not by what the answer says) and why its answer is not to
+        be trusted (None: it is)."""
+        addresses = set(self.client.who_has([future]).get(future.key, ()))
+        names = [name for name, address in self.members().items() if address in addresses] or \
+            [name for name, address in self.members(fresh=True).items() if address in addresses]
+        if not names:
+            where = ", ".join(sorted(addresses)) or "an unknown address"
+            return None, f"the worker at {where} is not a member of this farm"
+        named = answer.get("member") if isinstance(answer, dict) else None
+        if named != names[0]:
+            return names[0], f"its worker answered as member {named!r}"
+        return names[0], None
 
     def stop(self) -> None:
         """No batch is sent from now on (Ctrl-C, or another task failed):
@@ -185,16 +237,16 @@ class Farm:
             with self._lock:
                 self._homed[member] -= 1
 
-    def _succeeded(self, answer: dict) -> None:
+    def _succeeded(self, member: str, answer: dict) -> None:
         with self._lock:
-            self.health[answer["member"]].failures = 0
+            self.health[member].failures = 0
             if answer.get("rebooted"):
-                self.stats.rebooted[answer["member"]] += 1
-            self.stats.measured[answer["member"]] += len(answer.get("measurements", ()))
-            self.stats.busy_s[answer["member"]] += answer.get("busy_s", 0.0)
+                self.stats.rebooted[member] += 1
+            self.stats.measured[member] += len(answer.get("measurements", ()))
+            self.stats.busy_s[member] += answer.get("busy_s", 0.0)
         self.on_progress(self)
 
-    def _failed(self, member: str | None, error: str) -> None:
+    def _failed(self, member: str | None, error: str, quarantine: bool = False) -> None:
         with self._lock:
             self.stats.resent += 1
             if member is None:
@@ -203,7 +255,7 @@ class Farm:
             self.stats.failures[member] += 1
             h.failures += 1
             h.last_error = error
-            if h.failures >= QUARANTINE_AFTER:
+            if quarantine or h.failures >= QUARANTINE_AFTER:
                 h.until = time.monotonic() + self.backoff_s[min(h.quarantines,
                                                                 len(self.backoff_s) - 1)]
                 h.quarantines += 1
@@ -285,8 +337,21 @@ class FarmRunner(Runner):
         self.home = self.farm.home(self.home)
         answer = self.farm.call(worker.measure, shape.to_dict(), seed,
                                 [c.to_dict() for c in configs], self.options.to_dict(),
-                                self.default_ms, prefer=self.home)
+                                self.default_ms, prefer=self.home,
+                                check=lambda answer: self._impossible(shape, answer))
         if self.default_ms is None:
             self.default_ms = answer["default_ms"]
         measurements = [Measurement(**m) for m in answer["measurements"]]
         return [(result_of(c, m), m) for c, m in zip(configs, measurements)]
+
+    def _impossible(self, shape: ConvShape, answer: dict) -> str | None:
+        """Why a member's times cannot be true (faster than the board's peak), or None."""
+        floor = fastest_ms(self.farm.board, shape.flops)
+        times = [t for m in answer["measurements"] if m.get("ok")
+                 for t in (m.get("median_ms"), m.get("min_ms"), *m.get("times_ms", ()))
+                 if t is not None]
+        if times and min(times) < floor:
+            return (f"measured {min(times):.3g} ms for {shape.flops:,} flops, faster than "
+                    f"board {self.farm.board.name} can run them ({floor:.3g} ms at its peak): "
+                    f"its measurements are dropped")
+        return None

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from acltuner.cli.farm import tls_options
 from acltuner.cli.progress import Progress, farm_bars
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
@@ -55,7 +56,8 @@ if TYPE_CHECKING:
                    "with its board file (README: Board farms).")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A farm on a running Dask cluster, whose workers were started with "
-                   "'acltuner farm worker'.")
+                   "'acltuner farm worker' (tls://HOST:PORT with the --tls options).")
+@tls_options
 @click.option("--pin", "pin_texts", multiple=True, metavar="NODE=ALG[/KERNEL]",
               help="Run the Conv node NODE (its ONNX name) with algorithm ALG (and micro-kernel "
                    "KERNEL, else the ArmNN rule's for ALG) instead of searching it; or "
@@ -74,8 +76,8 @@ if TYPE_CHECKING:
                    "the records as NAME.transfer.json) picks each task's first configs and "
                    "guides its search; off: every task starts from random picks.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
-         input_shapes, config_path, seed, host, hosts, farm_path, scheduler, pin_texts, pins_file,
-         in_context, transfer):
+         input_shapes, config_path, seed, host, hosts, farm_path, scheduler, tls_ca_file,
+         tls_cert, tls_key, pin_texts, pins_file, in_context, transfer):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -122,6 +124,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune model.onnx -o plan.json --farm farm.yaml
       acltuner tune model.onnx -o plan.json --pin conv1=im2col --pin 'kind=depthwise:depthwise_pixel'
     """
+    from acltuner.farm.cluster import farm_security
     from acltuner.tuner.pins import load_pins, parse_pin
     from acltuner.tuner.session import run_tune
     farm_ways = [o for o, v in (("--host", host), ("--hosts", hosts), ("--farm", farm_path),
@@ -130,11 +133,13 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         raise click.UsageError(f"{' and '.join(farm_ways)} cannot be given together")
     board_name, members = _farm_members(board_name, hosts, farm_path)
     pins = [parse_pin(text) for text in pin_texts] + (load_pins(pins_file) if pins_file else [])
+    security = farm_security(tls_ca_file, tls_cert, tls_key)
     try:
         run_tune(model, plan_path, board_name=board_name, trials=trials,
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
-                 members=members, scheduler=scheduler, reporter=_Printer(plan_path), pins=pins,
+                 members=members, scheduler=scheduler, security=security,
+                 reporter=_Printer(plan_path), pins=pins,
                  in_context=in_context, transfer=transfer)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "

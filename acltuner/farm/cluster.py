@@ -6,9 +6,11 @@ which must agree on the board class and the engine."""
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 from collections import Counter
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from acltuner.board.model import Board
 from acltuner.farm.dispatch import RESOURCE, Farm, FarmLauncher
@@ -25,15 +27,56 @@ def worker_options(member: Member) -> dict:
             "env": {MEMBER_ENV: member.to_env()}, "memory_limit": 0}
 
 
-def embedded_cluster(members: list[Member]):
+def listen_host(scheduler: str, listen_address: str | None) -> str:
+    """The interface a worker of `scheduler` (tcp:// or tls://HOST:PORT)
+    listens on: `listen_address`, else 127.0.0.1 for a scheduler on this
+    machine's loopback; a scheduler elsewhere needs listen_address."""
+    parts = urlsplit(scheduler)
+    if parts.scheme not in ("tcp", "tls") or not parts.hostname:
+        raise FarmError(f"scheduler {scheduler}: expected tcp://HOST:PORT or tls://HOST:PORT")
+    if listen_address:
+        return listen_address
+    try:
+        loopback = parts.hostname == "localhost" or ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if not loopback:
+        raise FarmError(f"scheduler {scheduler} is not on this machine's loopback: give "
+                        f"--listen-address with the address of the interface that reaches it "
+                        f"(the worker listens there only)")
+    return "127.0.0.1"
+
+
+def farm_security(ca_file: str | None, cert: str | None, key: str | None):
+    """Dask's TLS for every role (scheduler, workers, client) from one CA and
+    one certificate with its key, or None when none is given."""
+    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
+    if not any(given.values()):
+        return None
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise FarmError(f"TLS needs --tls-ca-file, --tls-cert and --tls-key: "
+                        f"{', '.join(missing)} missing")
+    from distributed import Security
+    return Security(tls_ca_file=ca_file, require_encryption=True,
+                    **{f"tls_{role}_{part}": value for role in ("client", "scheduler", "worker")
+                       for part, value in (("cert", cert), ("key", key))})
+
+
+def embedded_cluster(members: list[Member], security=None):
+    """The farm's scheduler and a worker per member, all on 127.0.0.1 (over
+    TLS with `security`)."""
     from distributed import Nanny, Scheduler, SpecCluster
+    on = {"host": "127.0.0.1", "protocol": "tls" if security else "tcp",
+          "security": security}
     # Dask's own log lines (workers starting, stopping) only on trouble.
-    workers = {m.name: {"cls": Nanny, "options": {**worker_options(m), "host": "127.0.0.1",
+    workers = {m.name: {"cls": Nanny, "options": {**worker_options(m), **on,
+                                                  "dashboard_address": "127.0.0.1:0",
                                                   "silence_logs": logging.CRITICAL}}
                for m in members}
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}}
+    scheduler = {"cls": Scheduler, "options": {**on, "dashboard_address": None}}
     return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.CRITICAL,
-                       name="acltuner-farm")
+                       name="acltuner-farm", security=security)
 
 
 def agree(board: Board, hellos: dict[str, dict]) -> dict:
@@ -58,16 +101,18 @@ def agree(board: Board, hellos: dict[str, dict]) -> dict:
 
 @contextlib.contextmanager
 def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
-              realtime: bool = False, on_progress=None) -> Iterator[tuple[Farm, FarmLauncher]]:
-    """members: start them here (embedded); scheduler: tcp://HOST:PORT of a
-    running cluster instead, whose workers are already up.  realtime: the
-    launchers ask for real-time priority (tuner.yaml's measure.realtime)."""
+              realtime: bool = False, on_progress=None,
+              security=None) -> Iterator[tuple[Farm, FarmLauncher]]:
+    """members: start them here (embedded); scheduler: tcp:// or tls://HOST:PORT
+    of a running cluster instead, whose workers are already up.  realtime: the
+    launchers ask for real-time priority (tuner.yaml's measure.realtime).
+    security: Dask's TLS (farm_security) for the scheduler, workers and client."""
     from distributed import Client
     with contextlib.ExitStack() as stack:
         admitted = None  # a standing farm's scheduler admits its workers
         if scheduler:
             try:
-                client = stack.enter_context(Client(scheduler, timeout=30,
+                client = stack.enter_context(Client(scheduler, timeout=30, security=security,
                                                     set_as_default=False))
             except OSError as e:
                 raise FarmError(f"cannot reach the Dask scheduler {scheduler}: {e}") from None
@@ -75,8 +120,9 @@ def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
             # A wrapper not allowed is refused before any worker starts.
             for m in members:
                 m.board.wrapper()
-            cluster = stack.enter_context(embedded_cluster(members))
-            client = stack.enter_context(Client(cluster, set_as_default=False))
+            cluster = stack.enter_context(embedded_cluster(members, security))
+            client = stack.enter_context(Client(cluster, security=security,
+                                                set_as_default=False))
 
             def admitted():  # the workers this farm started, at their current addresses
                 return {n.worker_address for n in list(cluster.workers.values())}

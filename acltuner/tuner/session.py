@@ -68,7 +68,7 @@ def open_launcher(board: Board, host: str | None, realtime: bool = False) -> Lau
 
 @contextlib.contextmanager
 def _measuring(board: Board, host: str | None, members, scheduler: str | None, realtime: bool,
-               reporter: TuneReporter):
+               reporter: TuneReporter, security):
     """(what the tuner asks as a launcher, how the tasks are tuned, the farm
     or None): one launcher, or a farm when members or a scheduler are given."""
     if members is None and not scheduler:
@@ -77,8 +77,8 @@ def _measuring(board: Board, host: str | None, members, scheduler: str | None, r
         return
     from acltuner.farm.cluster import open_farm
     from acltuner.farm.tune import farm_tuning
-    with open_farm(board, members, scheduler, realtime,
-                   reporter.farm_progress) as (farm, launcher):
+    with open_farm(board, members, scheduler, realtime, reporter.farm_progress,
+                   security) as (farm, launcher):
         yield launcher, farm_tuning(farm), farm
 
 
@@ -95,12 +95,13 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
              host: str | None = None, reporter: TuneReporter | None = None,
              pins: Sequence[Pin] = (), in_context: bool = True, members=None,
-             scheduler: str | None = None,
+             scheduler: str | None = None, security=None,
              transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     """in_context: check the tuned plan whole against the default one after
     tuning (check_in_context) and keep the faster (on one board only).
-    members (farm.members.Member) or scheduler (tcp://HOST:PORT): tune on a
-    farm, embedded or of an existing Dask cluster, instead of one launcher."""
+    members (farm.members.Member) or scheduler (tcp:// or tls://HOST:PORT):
+    tune on a farm, embedded or of an existing Dask cluster, instead of one
+    launcher; security: the farm's Dask TLS (farm.cluster.farm_security)."""
     reporter = reporter or TuneReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -116,7 +117,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     # run fails before any output.
     with tuning_lock(records, reporter.records_busy), \
             _measuring(board, host, members, scheduler, config.measure.realtime,
-                       reporter) as (client, tune_tasks, farm):
+                       reporter, security) as (client, tune_tasks, farm):
         pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
         if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))

@@ -39,6 +39,20 @@ def _one_core(path: Path, base: Path, **changes) -> Path:
     return path
 
 
+def wrapped_one_core(tmp_path: Path, cpus: str, sed: str) -> Path:
+    """split-host's cpu 0 as a board file whose launcher_wrapper passes the
+    answers of a member on `cpus` (ACL_CPUS) through `sed`, the others' as they are."""
+    script = tmp_path / "wrapper.sh"
+    script.write_text(f'case "$ACL_CPUS" in {cpus}) "$@" | sed -u \'{sed}\';; '
+                      f'*) exec "$@";; esac\n')
+    board = _one_core(tmp_path / "one.yaml", Path(__file__).parents[1] / "configs" / "boards" /
+                      "split-host.yaml")
+    wrapped = yaml.safe_load(board.read_text())
+    wrapped["launcher_wrapper"] = ["sh", str(script)]
+    board.write_text(yaml.safe_dump(wrapped))
+    return board
+
+
 def _farm(path: Path, board: Path, members: list[dict]) -> Path:
     path.write_text(yaml.safe_dump({"schema_version": 1, "board": str(board),
                                     "members": members}))
@@ -146,14 +160,8 @@ def test_a_member_of_another_engine_build_is_refused_by_name(tmp_path):
     """The odd member's launcher really runs, behind a wrapper that makes its
     hello claim another build's fingerprint.  Every member has the wrapper
     (it is part of the board class), which only the odd one's cores trigger."""
-    host_board = Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml"
-    script = tmp_path / "other-build.sh"
-    script.write_text('case "$ACL_CPUS" in 0,1) "$@" | sed -u \'s/"fingerprint":"[^"]*"/'
-                      '"fingerprint":"0123456789abcdef"/\';; *) exec "$@";; esac\n')
-    board = _one_core(tmp_path / "one.yaml", host_board)
-    wrapped = yaml.safe_load(board.read_text())
-    wrapped["launcher_wrapper"] = ["sh", str(script)]
-    board.write_text(yaml.safe_dump(wrapped))
+    board = wrapped_one_core(tmp_path, "0,1",
+                             's/"fingerprint":"[^"]*"/"fingerprint":"0123456789abcdef"/')
     farm = _farm(tmp_path / "farm.yaml", board, [
         {"name": "cpu0", "cpus": [0]}, {"name": "cpu1", "cpus": [1]},
         {"name": "other", "cpus": [0, 1]}])

@@ -3,10 +3,7 @@ started, whatever their answers say; times no board could measure are
 refused and their member quarantined, never written to the records."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from acltuner.board.registry import load_board
 from acltuner.engine.config import ConvShape, ExecConfig
@@ -14,7 +11,7 @@ from acltuner.farm.dispatch import Farm, FarmRunner, fastest_ms
 from acltuner.farm.members import FarmError
 from acltuner.tuner.runner import MeasureOptions
 from records_checks import read_records
-from test_farm import TWO_CPUS, _farm, _one_core
+from test_farm import TWO_CPUS, _farm, wrapped_one_core
 from test_remote import _cli, _model
 
 BOARD = load_board("split-host")
@@ -103,14 +100,7 @@ def test_a_member_whose_times_are_invented_never_reaches_the_records(tmp_path):
     """Member cpu1's launcher answers every time as 1e-6 ms: each of its
     batches is refused, it is quarantined and the tune ends on cpu0 alone,
     with none of cpu1's times in the records."""
-    host_board = Path(__file__).parents[1] / "configs" / "boards" / "split-host.yaml"
-    script = tmp_path / "liar.sh"
-    script.write_text('case "$ACL_CPUS" in 1) "$@" | sed -u \'s/"median_ms":[^,}]*/'
-                      '"median_ms":1e-06/g\';; *) exec "$@";; esac\n')
-    board = _one_core(tmp_path / "one.yaml", host_board)
-    wrapped = yaml.safe_load(board.read_text())
-    wrapped["launcher_wrapper"] = ["sh", str(script)]
-    board.write_text(yaml.safe_dump(wrapped))
+    board = wrapped_one_core(tmp_path, "1", 's/"median_ms":[^,}]*/"median_ms":1e-06/g')
     farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
                                                 {"name": "cpu1", "cpus": [1]}])
     records = tmp_path / "r.jsonl"

@@ -46,7 +46,7 @@ def ort_node(op: str, inputs: list[np.ndarray], consts: dict[str, np.ndarray] | 
 
 
 def run_node(add, inputs: list[np.ndarray], out_dims: list[tuple[int, ...]],
-             split=SPLITS[0], in_place: bool = False) -> list[np.ndarray]:
+             split=SPLITS[0], in_place: bool = False, balance: str = "strict") -> list[np.ndarray]:
     """Lays the inputs and outputs out in a fresh arena (a few floats apart, or
     output 0 over input 0 when in_place), adds one node with add(g, ins, outs)
     and returns the outputs after a run."""
@@ -65,6 +65,7 @@ def run_node(add, inputs: list[np.ndarray], out_dims: list[tuple[int, ...]],
         for t, a in zip(ins, inputs):
             g.view(t)[...] = a
         add(g, ins, outs)
+        g.set_balance(balance)
         times = g.run()
         assert g.node_count == 1 and len(times) == 1 and times[0] >= 0
         return [g.view(t).copy() for t in outs]
@@ -701,8 +702,8 @@ def _big_cases():
         "batch_matmul": ([x, _uniform(rng, (2, 1, 32, 40))], [(2, 40, 40, 40)],
                          lambda g, i, o: g.add("batch_matmul", i, o[0],
                                                ukernel=batch_matmul_ukernel(32, 40))),
-        "gather": ([x], [(2, 40, 3, 32)],
-                   lambda g, i, o: g.add("gather", i, o[0], axis=2, indices=(5, -1, 0))),
+        "gather": ([x], [(2, 40, 12, 32)],
+                   lambda g, i, o: g.add("gather", i, o[0], axis=2, indices=(5, -1, 0) * 4)),
     }
 
 
@@ -718,6 +719,47 @@ def test_core_splits_give_identical_output(name):
     for other in results[1:]:
         assert np.array_equal(results[0], other, equal_nan=True)
     assert not np.isnan(results[0]).any()
+
+
+def _conv_cases():
+    """A 3x3 convolution through every algorithm and micro-kernel that takes
+    it, but the reference (the oracle, on one thread)."""
+    shape = ConvShape(1, 24, 24, 16, 32, 3, 3, pad_top=1, pad_left=1, pad_bottom=1,
+                      pad_right=1, act="relu")
+    rng = _rng(15)
+    x, w, bias = (_uniform(rng, shape.input_shape), _uniform(rng, shape.weight_shape),
+                  _uniform(rng, (shape.oc,)))
+    cases = {}
+    for a in (a for a in native.algorithms() if a != "reference"):
+        for uk in native.ukernels() if native.uses_ukernel(a) else [None]:
+            name = uk.name if uk else None
+            if native.check(shape, a, name) is None:
+                config = ExecConfig(a, name, (1, 1), 16)
+                cases[f"conv_{a}_{name}"] = (
+                    [x], [shape.output_shape],
+                    lambda g, i, o, c=config: g.add("conv", i, o[0],
+                                                    **conv_attrs(shape, c, w, bias)))
+    return cases
+
+
+@pytest.mark.skipif(native.cpu_count() < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("name", [*_big_cases(), *_conv_cases()])
+def test_adaptive_balance_gives_identical_output_when_a_core_is_held_back(name):
+    """CPU 1's worker sleeps before each of its jobs (a core another thread
+    holds): in the adaptive balance the caller takes over its units, and the
+    output is bit for bit the strict one."""
+    inputs, outs, add = {**_big_cases(), **_conv_cases()}[name]
+    strict = run_node(add, inputs, outs, ((1, 1), 16))[0]
+    lib = native.library()
+    before = lib.acl_pool_units_taken_over()
+    lib.acl_pool_test_stall(1, 3.0)
+    try:
+        adaptive = run_node(add, inputs, outs, ((1, 1), 16), balance="adaptive")[0]
+    finally:
+        lib.acl_pool_test_stall(-1, 0.0)
+    assert np.array_equal(strict, adaptive, equal_nan=True)
+    assert not np.isnan(strict).any()
+    assert lib.acl_pool_units_taken_over() > before
 
 
 def test_program_of_several_nodes_runs_in_order():

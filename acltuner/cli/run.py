@@ -33,11 +33,17 @@ CHECK_TOLERANCE = 1e-3
               help="The board running the plan (default: the plan's own board).")
 @click.option("--force", is_flag=True,
               help="Run a plan whose model, board or engine differ, with warnings.")
+@click.option("--balance", type=click.Choice(["adaptive", "strict"]), default="adaptive",
+              show_default=True,
+              help="adaptive: each core starts on its planned share, and cores done early take "
+                   "over what a core held by another thread has not run, so the plan keeps its "
+                   "speed beside an application's other threads.  strict: each core runs its "
+                   "share only, as the tuner measured it.  Outputs are identical.")
 @click.option("--host", default=None, metavar="HOST",
               help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
                    "and report the board's latency (--check still compares here).")
 def run(plan_path, files, named, output_path, repeat, warmup, check, profile, compare_ort,
-        as_json, board_name, force, host):
+        as_json, board_name, force, balance, host):
     """Run a plan's whole model natively with its tuned convolutions.
 
     Every convolution runs with the plan's config; the other operators run on
@@ -65,7 +71,7 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
     if compare_ort and host:
         raise click.UsageError("--compare-ort compares with onnxruntime on this machine; "
                                "it cannot be combined with --host")
-    args = (plan_path, list(named), list(files), repeat, warmup, force, board_name)
+    args = (plan_path, list(named), list(files), repeat, warmup, force, board_name, balance)
     program, inputs, latency, outputs, rss_mb = (_run_on_host(host, *args) if host
                                                  else _run_here(*args))
     diff = None
@@ -101,19 +107,19 @@ def _warn(program) -> None:
         click.echo(f"warning: {warning}", err=True)
 
 
-def _run_here(plan_path, named, files, repeat, warmup, force, board_name):
+def _run_here(plan_path, named, files, repeat, warmup, force, board_name, balance):
     """The plan in this process: (program, inputs, latency, outputs, peak RSS MB)."""
     from acltuner.runtime import load
     from acltuner.runtime.inputs import random_inputs, read_inputs
     from acltuner.runtime.measure import peak_rss_mb, time_runs
-    program = load(plan_path, force=force, board=board_name)
+    program = load(plan_path, force=force, board=board_name, balance=balance)
     _warn(program)
     inputs = read_inputs(program, named, files) or random_inputs(program)
     latency, outputs = time_runs(program, inputs, repeat, warmup)
     return program, inputs, latency, outputs, peak_rss_mb()
 
 
-def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_name):
+def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_name, balance):
     """The plan inside the launcher on `host`, timed there; the same tuple, with
     the launcher's peak RSS."""
     from acltuner.remote.launcher import RemoteLauncherClient
@@ -122,7 +128,8 @@ def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_nam
     from acltuner.plan import load_plan, plan_board
     board = plan_board(load_plan(plan_path), board_name)
     with RemoteLauncherClient(board, host, timeout_s=600) as client:
-        remote = RemoteProgram(plan_path, client, force=force, board=board_name)
+        remote = RemoteProgram(plan_path, client, force=force, board=board_name,
+                               balance=balance)
         _warn(remote.program)
         inputs = read_inputs(remote.program, named, files) or random_inputs(remote.program)
         result = remote.run(inputs, repeat, warmup)

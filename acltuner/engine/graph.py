@@ -75,7 +75,17 @@ _SIGNATURES = {
     "acl_graph_workspace_bytes": ([_G], ctypes.c_size_t),
     "acl_graph_order": ([_G, _INT_P], _INT),
     "acl_graph_run": ([_G, ctypes.POINTER(ctypes.c_double)], _INT),
+    "acl_graph_set_balance": ([_G, _INT], _INT),
 }
+
+# acl_balance: how a run spreads each operation over its cores (aclengine.h).
+BALANCES = {"strict": 0, "adaptive": 1}
+
+
+def balance_code(balance: str) -> int:
+    if balance not in BALANCES:
+        raise ValueError(f"balance must be one of {', '.join(BALANCES)}, got {balance!r}")
+    return BALANCES[balance]
 
 
 @functools.cache
@@ -119,7 +129,8 @@ def matmul_attrs(ukernel: str, b: np.ndarray, bias: np.ndarray | None) -> dict:
 
 class GraphBackend(Protocol):
     """What a compiler needs of a graph: the arena to write constants into
-    (arena[start:stop] = floats), operations added by name, and the run order."""
+    (arena[start:stop] = floats), operations added by name, the run order, and
+    how its runs balance their operations over the cores."""
     arena: Any
 
     @property
@@ -128,6 +139,8 @@ class GraphBackend(Protocol):
     def add(self, kind: str, inputs: Sequence[Tensor], out: Tensor, **attrs) -> None: ...
 
     def order(self, order: Sequence[int]) -> None: ...
+
+    def set_balance(self, balance: str) -> None: ...
 
 
 class Graph:
@@ -190,6 +203,11 @@ class Graph:
     def order(self, order: Sequence[int]) -> None:
         """Run order: the node added order[i]-th (from 0) runs i-th."""
         _ok(_lib().acl_graph_order(self._h(), _exactly(order, self.node_count, "graph order")))
+
+    def set_balance(self, balance: str) -> None:
+        """"strict": each core runs its share only, as measured; "adaptive":
+        cores done early take over what a late core has not run (same output)."""
+        _ok(_lib().acl_graph_set_balance(self._h(), balance_code(balance)))
 
     def run(self) -> list[float]:
         """Runs every node in order; returns each one's wall time in ms."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acltuner.engine.graph import Tensor
+from acltuner.engine.graph import Tensor, balance_code
 from acltuner.engine.launcher import LauncherClient
 from acltuner.engine.op_schema import Schema, floats_base64, to_json
 
@@ -64,6 +64,7 @@ class LauncherGraph:
         self.arena_floats = arena_floats
         self.node_count = 0
         self.schema = Schema.from_json(client.hello_info["schema"])
+        self.balance = "strict"
         client.request({"cmd": "graph_create", "arena_floats": arena_floats,
                         "core_weights": list(core_weights), "workloads": workloads})
         self.arena = _RemoteArena(self)
@@ -87,6 +88,11 @@ class LauncherGraph:
 
     # ---- running ------------------------------------------------------------------------
 
+    def set_balance(self, balance: str) -> None:
+        """As Graph.set_balance, for this graph's runs in the launcher."""
+        balance_code(balance)
+        self.balance = balance
+
     def view(self, t: Tensor) -> np.ndarray:
         raise TypeError("a launcher's arena cannot be viewed: pass inputs and outputs to run()")
 
@@ -100,7 +106,7 @@ class LauncherGraph:
                 raise ValueError(f"input for arena offset {t.offset} must have dims {t.dims}, "
                                  f"got {np.shape(a)}")
         answer = self.client.request({
-            "cmd": "graph_run", "warmup": warmup, "repeat": repeat,
+            "cmd": "graph_run", "warmup": warmup, "repeat": repeat, "balance": self.balance,
             "inputs": [{"offset": t.offset, "data": floats_base64(a)} for t, a in inputs],
             "outputs": [{"offset": t.offset, "floats": t.size} for t in outputs]})
         arrays = [np.frombuffer(bytearray(base64.b64decode(data)), dtype="<f4").reshape(t.dims)

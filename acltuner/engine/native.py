@@ -101,6 +101,9 @@ _SIGNATURES = {
                       ctypes.c_int, _FLOAT_P, ctypes.c_int, ctypes.POINTER(_StageTimesC)],
                      ctypes.c_int),
     "acl_gemm_destroy": ([ctypes.c_void_p], None),
+    # Test hooks of the adaptive balance (aclengine.h).
+    "acl_pool_test_stall": ([ctypes.c_int, ctypes.c_double], None),
+    "acl_pool_units_taken_over": ([], ctypes.c_longlong),
 }
 
 

@@ -39,9 +39,10 @@ class NativeRunner:
     (the engine keeps its own copies), so that each is freed right after."""
 
     def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int,
-                 make_graph=Graph):
+                 make_graph=Graph, balance: str = "adaptive"):
         self.arena_floats = plan_arena(stage)
         self.graph = make_graph(self.arena_floats, core_weights, workloads)
+        self.graph.set_balance(balance)
         for b in stage.constants:
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
             b.constant = None
@@ -117,10 +118,15 @@ def expected(dims, dtype) -> str:
 
 class Program:
     """run(inputs) -> outputs: numpy arrays by name, in and out as in the ONNX
-    model (NCHW); last_profile is the latest run's time per operation."""
+    model (NCHW); last_profile is the latest run's time per operation.
+
+    balance: "adaptive" (cores done early take over the rest of a late core's
+    share: the speed holds beside other threads) or "strict" (each core runs
+    its planned share only, as the tuner measured it); outputs are identical."""
 
     def __init__(self, model: onnx.ModelProto, g: OnnxGraph, stages: list[Stage], board: Board,
-                 warnings: list[str] | None = None, plan: Plan | None = None, make_graph=Graph):
+                 warnings: list[str] | None = None, plan: Plan | None = None, make_graph=Graph,
+                 balance: str = "adaptive"):
         self.warnings = list(warnings or [])  # how the plan differs, when forced
         self.plan = plan  # the plan it was loaded from, if any
         weights, workloads = default_exec(board)
@@ -134,8 +140,9 @@ class Program:
                      if not isinstance(s, NativeStage)}
         # From here on each weight is referenced by the operation packing it only.
         g.constants.clear()
-        self._stages = [NativeRunner(s, weights, workloads, make_graph) if isinstance(s, NativeStage)
-                        else delegated[id(s)] for s in stages]
+        self.balance = balance
+        self._stages = [NativeRunner(s, weights, workloads, make_graph, balance)
+                        if isinstance(s, NativeStage) else delegated[id(s)] for s in stages]
         self.delegated = [Delegation(s.node_names, s.op_types) for s in self._stages
                           if isinstance(s, DelegatedRunner)]
         self.arena_bytes = FLOAT_BYTES * sum(s.arena_floats for s in self._stages

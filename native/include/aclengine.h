@@ -104,8 +104,10 @@ const acl_field_info *acl_conv_shape_fields(int *count);
 const char *acl_describe(void);
 
 /* How one call is spread over the cores.  weights[i] is the share of CPU i
- * (0 = no thread on CPU i); the output is cut into `workloads` units that are
- * handed out in proportion to the weights.  No thread is created per call. */
+ * (0 = no thread on CPU i); the output is cut into `workloads` units (at most
+ * ACL_MAX_WORKLOADS) that are handed out in proportion to the weights.  No
+ * thread is created per call. */
+#define ACL_MAX_WORKLOADS 65535
 typedef struct {
     int ncores;
     const int *weights;
@@ -120,6 +122,25 @@ typedef struct {
  * acl_conv_run or acl_gemm_run the caller releases when it wants its thread
  * back (a measuring loop keeps it pinned). */
 void acl_release_caller(void);
+
+/* How the calls a thread makes run their shares.  STRICT (the default): each
+ * CPU runs its whole share and nothing else, so a config is measured as it is
+ * planned.  ADAPTIVE: each CPU starts on its share, and a thread done with its
+ * own takes over, half at a time from the back, what is left of a share whose
+ * CPU has not started or finished it: a core descheduled by another thread
+ * delays a call by the units it holds, not by its whole share.  Units are cut
+ * alike in both modes and a unit's result never depends on the thread that
+ * computes it, so outputs are bit-identical.  Applies to the calling thread's
+ * later calls; returns the previous mode. */
+typedef enum { ACL_BALANCE_STRICT = 0, ACL_BALANCE_ADAPTIVE = 1 } acl_balance;
+acl_balance acl_set_balance(acl_balance mode);
+
+/* Test hooks of the balancing: from now on the worker pinned to `cpu` sleeps
+ * `ms` before each job it is given (a core held by another thread; ms <= 0:
+ * none), and the count of units run, since the process started, by a thread
+ * other than the one of their share's CPU. */
+void acl_pool_test_stall(int cpu, double ms);
+long long acl_pool_units_taken_over(void);
 
 /* Wall time of each stage of one run, in milliseconds. */
 typedef struct {

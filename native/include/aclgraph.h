@@ -280,6 +280,9 @@ int acl_graph_order(acl_graph *g, const int *order);
 /* Runs every operation, allocating nothing; node_ms (node_count doubles, or
  * NULL) gets each one's time. */
 int acl_graph_run(acl_graph *g, double *node_ms);
+/* How the program's runs spread each operation (acl_balance, aclengine.h):
+ * strict at creation; the runtime runs adaptive, a measurement strict. */
+int acl_graph_set_balance(acl_graph *g, acl_balance mode);
 
 #ifdef __cplusplus
 }

@@ -139,13 +139,17 @@ static void write_answer(json_writer *w, const graph_runs *r, int repeat)
 
 int graph_run_command(graph_session *s, const json_value *request, json_writer *w)
 {
-    static const char *const fields[] = {"cmd", "inputs", "outputs", "warmup", "repeat", NULL};
-    int warmup = 1, repeat = 10;
+    static const char *const fields[] = {"cmd",    "inputs",  "outputs",
+                                         "warmup", "repeat",  "balance", NULL};
+    /* acl_balance's values, by name */
+    static const char *const balances[] = {"strict", "adaptive", NULL};
+    int warmup = 1, repeat = 10, balance = ACL_BALANCE_STRICT;
     regions in = {0}, out = {0};
     int rc = request_check_fields(request, "graph_run", fields) ||
              graph_session_require(s) ||
              request_int(request, "warmup", OPTIONAL, 0, &warmup) ||
              request_int(request, "repeat", OPTIONAL, 1, &repeat) ||
+             request_enum(request, "balance", OPTIONAL, balances, &balance) ||
              read_regions(request, "inputs", 1, s->floats, &in) ||
              read_regions(request, "outputs", 0, s->floats, &out);
     int nodes = s->graph ? acl_graph_node_count(s->graph) : 0;
@@ -157,6 +161,7 @@ int graph_run_command(graph_session *s, const json_value *request, json_writer *
         if (!runs.times || !runs.copy_ms || !runs.node_ms)
             rc = request_fail("out of memory for %d runs", repeat);
     }
+    if (rc == 0) rc = acl_graph_set_balance(s->graph, (acl_balance)balance);
     const repeat_policy policy = {.warmup = warmup, .min_repeats = repeat, .max_repeats = repeat};
     if (rc == 0 && repeat_runs(&policy, run_graph, &runs) < 0) rc = -1;
     if (rc == 0) write_answer(w, &runs, repeat);

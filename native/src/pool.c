@@ -2,12 +2,14 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -19,20 +21,47 @@
  * than counted, since a pause instruction takes 1 to 150 cycles by CPU. */
 #define SPIN_MS 0.05
 #define POLLS_PER_CLOCK 64
+/* A poll that finds the clock moved on this much since the last one was
+ * descheduled in between: another thread wants this core, so stop spinning
+ * against it and sleep. */
+#define PREEMPTED_GAP_MS 0.025
+/* Adaptive balance: a thread holding units that gets less than this share of
+ * a core over RESCUE_LOOK_MS (its CPU time against the wall clock) is
+ * descheduled, and is moved onto the CPU of a thread with nothing left to do,
+ * which then sleeps.  The caller keeps looking while it waits, every
+ * RESCUE_WAIT_MS. */
+#define RESCUE_LOOK_MS 0.02
+#define RESCUE_SHARE 0.25
+#define RESCUE_WAIT_MS 0.5
+/* How long a worker that found its CPU contended sleeps between jobs at once. */
+#define BACKOFF_MS 10.0
 
-/* One job's ranges, one per active CPU in CPU-id order.  A range runs on its
- * own CPU only, never stolen by a thread done early: the per-core weights are
- * what the tuner measures and plans, so a share meant for a big core must not
- * run on a little one. */
+/* One share of a job: the units its CPU starts on and the part of them not
+ * claimed yet, packed with the job's tag (tag << 32 | front << 16 | back) so
+ * that a claim is one compare-and-swap, and a thread still holding an earlier
+ * job's tag claims nothing.  The owner claims from the front, threads done
+ * early (adaptive balancing only) from the back.  One cache line each: the
+ * owners claim their own shares at the same time. */
 typedef struct {
-    int begin, end;
+    _Alignas(64) atomic_ullong span;
 } range;
+
+#define SPAN(tag, front, back) \
+    (((unsigned long long)(tag) << 32) | ((unsigned long long)(front) << 16) | (unsigned long long)(back))
+
+/* A thread that runs jobs' units: a worker or the caller. */
+typedef struct {
+    _Atomic(pthread_t) thread;  /* set by the thread itself */
+    atomic_ullong holding;  /* the generation of the job whose units it runs now, else 0 */
+    atomic_int moved;       /* moved onto another CPU by a rescue: to pin back */
+} runner;
 
 /* A worker serves one CPU, started the first time a job gives that CPU a
  * share the caller does not run.  Each has its own job counter, so that a
  * job wakes only the workers it gives work to. */
 typedef struct {
-    pthread_t thread;
+    runner self;
+    int cpu;
     int started;
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
@@ -49,17 +78,29 @@ static struct {
     pthread_mutex_t lock;    /* guards sleeping on the conditions below */
     pthread_cond_t done;
     unsigned long long generation;  /* of the current job; written under submit */
-    atomic_int left;                /* ranges of the current job not finished yet */
+    atomic_int left;                /* units of the current job not finished yet */
     atomic_int caller_sleeping;
+    atomic_int adaptive;            /* the current job's balancing */
+    atomic_int nranges;             /* the current job's shares */
+    _Atomic(runner *) runners[ACL_MAX_CPUS];  /* who runs each share of the current job */
+    runner caller;                  /* the submitting thread, while it runs a share */
     acl_task_fn fn;
     void *ctx;
     range ranges[ACL_MAX_CPUS];
     worker workers[ACL_MAX_CPUS];
+    /* Test hooks: a worker that waits before every job, and what others took over. */
+    atomic_int stall_cpu;
+    _Atomic double stall_ms;
+    atomic_llong taken_over;
 } pool = {
     .submit = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .done = PTHREAD_COND_INITIALIZER,
+    .stall_cpu = -1,
 };
+
+/* The calling thread's balancing, for the calls it makes (acl_set_balance). */
+static _Thread_local acl_balance balance = ACL_BALANCE_STRICT;
 
 static inline void cpu_relax(void)
 {
@@ -165,7 +206,8 @@ int acl_exec_check(const acl_exec *ex)
     if (ex->ncores > ACL_MAX_CPUS)
         return acl_fail("execution config names %d cores; at most %d are supported", ex->ncores,
                         ACL_MAX_CPUS);
-    if (ex->workloads < 1) return acl_fail("workloads must be >= 1, got %d", ex->workloads);
+    if (ex->workloads < 1 || ex->workloads > ACL_MAX_WORKLOADS)
+        return acl_fail("workloads must be 1 to %d, got %d", ACL_MAX_WORKLOADS, ex->workloads);
     cpu_set_t set;
     if (allowed_cpus(&set) != 0)
         return acl_fail("cannot read this process's CPU affinity: %s", strerror(errno));
@@ -201,36 +243,117 @@ int acl_exec_active(const acl_exec *ex)
  * enough in C11, but qemu-user runs AArch64's stlr; ldar on x86 without a
  * fence between them, and a wake-up lost there hangs a share that no other
  * thread may run. */
-static void finish_range(void)
+static void finish_units(int units)
 {
-    if (atomic_fetch_sub(&pool.left, 1) == 1 && atomic_load(&pool.caller_sleeping)) {
+    if (atomic_fetch_sub(&pool.left, units) == units && atomic_load(&pool.caller_sleeping)) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_signal(&pool.done);
         pthread_mutex_unlock(&pool.lock);
     }
 }
 
-/* Runs range `rank` of the current job: its fields stay valid until it is
- * finished, since the caller waits for every range. */
-static void run_range(int rank)
+/* Claims units of share `rank` of the job tagged `tag`: the owner all of
+ * them (strict) or half of what is left (adaptive: the rest stays open to
+ * threads done early), a thief half of what is left from the back.  The job
+ * stays alive while a claim is unfinished (its units are still counted in
+ * `left`), so fn and ctx, read after a claim, are its own. */
+static int claim(int rank, unsigned tag, int thief, int *begin, int *end)
 {
-    const range *r = &pool.ranges[rank];
-    pool.fn(pool.ctx, r->begin, r->end, rank);
-    finish_range();
+    atomic_ullong *span = &pool.ranges[rank].span;
+    unsigned long long s = atomic_load_explicit(span, memory_order_acquire);
+    for (;;) {
+        if ((unsigned)(s >> 32) != tag) return 0;
+        const int front = (int)(s >> 16 & 0xffff), back = (int)(s & 0xffff);
+        if (front >= back) return 0;
+        const int take = thief || atomic_load_explicit(&pool.adaptive, memory_order_relaxed)
+                             ? (back - front + 1) / 2
+                             : back - front;
+        *begin = thief ? back - take : front;
+        *end = *begin + take;
+        const unsigned long long next = thief ? SPAN(tag, front, *begin) : SPAN(tag, *end, back);
+        if (atomic_compare_exchange_weak_explicit(span, &s, next, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return 1;
+    }
 }
 
-/* Polls until ready(arg) or SPIN_MS have passed; returns ready(arg). */
-static int spin_until(int (*ready)(const void *), const void *arg)
+/* Runs units [begin, end) of the current job as `me`, its holder meanwhile. */
+static void run_units(runner *me, unsigned long long gen, int begin, int end, int rank)
 {
-    double deadline = 0;
-    for (int polls = 1; !ready(arg); polls++) {
-        cpu_relax();
-        if (polls % POLLS_PER_CLOCK) continue;
-        const double now = acl_now_ms();
-        if (deadline == 0) deadline = now + SPIN_MS;
-        else if (now > deadline) return ready(arg);
+    /* Release: a rescuer that reads `gen` there also sees me->thread. */
+    atomic_store_explicit(&me->holding, gen, memory_order_release);
+    pool.fn(pool.ctx, begin, end, rank);
+    atomic_store_explicit(&me->holding, 0, memory_order_relaxed);
+    finish_units(end - begin);
+}
+
+/* Runs share `rank` of job `gen` as `me`, then, when the job balances
+ * adaptively, what is left of the other shares, each from its back.  Returns
+ * how many units of its own share it ran (0: others took it all over). */
+static int work(runner *me, int rank, unsigned long long gen)
+{
+    const unsigned tag = (unsigned)gen;
+    int begin, end, own = 0;
+    while (claim(rank, tag, 0, &begin, &end)) {
+        run_units(me, gen, begin, end, rank);
+        own += end - begin;
     }
-    return 1;
+    if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return own;
+    const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
+    for (int i = 1; i < n; i++) {
+        const int victim = (rank + i) % n;
+        while (claim(victim, tag, 1, &begin, &end)) {
+            atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
+            run_units(me, gen, begin, end, rank);
+        }
+    }
+    return own;
+}
+
+static double thread_cpu_ms(pthread_t thread)
+{
+    clockid_t clock;
+    struct timespec ts;
+    if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return -1;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* What a waiting thread saw at its last look at the holders: each share's
+ * holder's CPU time (-1: none), and when. */
+typedef struct {
+    double cpu_ms[ACL_MAX_CPUS];
+    double at;  /* 0: no look yet */
+} lookout;
+
+/* A look at the threads holding units of job `gen` but `me`: one that ran
+ * less than RESCUE_SHARE of the wall time since the last look is moved onto
+ * the CPU `me` is on.  Returns whether one was: `me` must then leave its CPU
+ * to it. */
+static int rescue(const runner *me, unsigned long long gen, lookout *seen)
+{
+    const double wall_ms = seen->at ? acl_now_ms() - seen->at : 0;
+    seen->at = acl_now_ms();
+    int moved = 0;
+    const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
+    for (int r = 0; r < n; r++) {
+        runner *h = atomic_load_explicit(&pool.runners[r], memory_order_relaxed);
+        const double last = wall_ms > 0 ? seen->cpu_ms[r] : -1;
+        seen->cpu_ms[r] = -1;
+        if (!h || h == me || atomic_load_explicit(&h->holding, memory_order_acquire) != gen)
+            continue;
+        const double now = thread_cpu_ms(atomic_load_explicit(&h->thread, memory_order_relaxed));
+        seen->cpu_ms[r] = now;
+        if (now < 0 || last < 0 || now - last >= RESCUE_SHARE * wall_ms) continue;
+        cpu_set_t here;
+        CPU_ZERO(&here);
+        CPU_SET(sched_getcpu(), &here);
+        if (pthread_setaffinity_np(atomic_load_explicit(&h->thread, memory_order_relaxed),
+                                   sizeof here, &here) == 0) {
+            atomic_store(&h->moved, 1);
+            moved = 1;
+        }
+    }
+    return moved;
 }
 
 static int job_arrived(const void *arg)
@@ -239,13 +362,86 @@ static int job_arrived(const void *arg)
     return atomic_load_explicit(&w->job, memory_order_acquire) != w->seen;
 }
 
-static int job_done(const void *arg) { return atomic_load(&pool.left) == 0; }
+enum { WAIT_DONE = 1, WAIT_STOPPED = 0, WAIT_RESCUED = -1, WAIT_DESCHEDULED = -2 };
 
+/* Polls for job `gen` to finish for up to `budget_ms`, and no longer once
+ * this thread was descheduled or `w` (a worker, or NULL) has a new job; in
+ * the adaptive balance it looks at the holders meanwhile.  Returns WAIT_DONE
+ * when the job finished, WAIT_RESCUED when a holder was moved onto this CPU,
+ * which the thread must then leave to it, WAIT_DESCHEDULED, or WAIT_STOPPED. */
+static int wait_job(const runner *me, const worker *w, unsigned long long gen, double budget_ms,
+                    lookout *seen)
+{
+    const int adaptive = atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
+    double start = 0, last = 0;
+    for (int polls = 1; atomic_load(&pool.left) > 0 && !(w && job_arrived(w)); polls++) {
+        cpu_relax();
+        if (polls % POLLS_PER_CLOCK) continue;
+        const double now = acl_now_ms();
+        if (start == 0) start = last = now;
+        else if (now - last > PREEMPTED_GAP_MS) return WAIT_DESCHEDULED;
+        else if (now - start > budget_ms) break;
+        last = now;
+        if (adaptive && (!seen->at || now - seen->at >= RESCUE_LOOK_MS) && rescue(me, gen, seen))
+            return atomic_load(&pool.left) == 0 ? WAIT_DONE : WAIT_RESCUED;
+    }
+    return atomic_load(&pool.left) == 0 ? WAIT_DONE : WAIT_STOPPED;
+}
+
+/* Back on its own CPU after a rescue moved it: where its share of the next
+ * jobs is planned (machine_cpu: -1 for the caller's pinning). */
+static int pin_back(runner *me, int machine_cpu)
+{
+    if (!atomic_exchange(&me->moved, 0)) return 0;
+    if (machine_cpu < 0) return 1;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(machine_cpu, &one);
+    /* Nothing to do if this fails: the thread runs on a CPU it was allowed. */
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    return 1;
+}
+
+/* Polls until ready(arg), for SPIN_MS at most, and no longer once this
+ * thread was descheduled in between: WAIT_DONE, WAIT_STOPPED or
+ * WAIT_DESCHEDULED. */
+static int spin_until(int (*ready)(const void *), const void *arg)
+{
+    double start = 0, last = 0;
+    for (int polls = 1; !ready(arg); polls++) {
+        cpu_relax();
+        if (polls % POLLS_PER_CLOCK) continue;
+        const double now = acl_now_ms();
+        if (start == 0) start = last = now;
+        else if (now - last > PREEMPTED_GAP_MS) return ready(arg) ? WAIT_DONE : WAIT_DESCHEDULED;
+        else if (now - start > SPIN_MS) return ready(arg) ? WAIT_DONE : WAIT_STOPPED;
+        last = now;
+    }
+    return WAIT_DONE;
+}
+
+/* The test hook's wait, before a worker looks at its job. */
+static void test_stall(const worker *w)
+{
+    if (atomic_load_explicit(&pool.stall_cpu, memory_order_relaxed) != w - pool.workers) return;
+    const double ms = atomic_load_explicit(&pool.stall_ms, memory_order_relaxed);
+    nanosleep(&(struct timespec){(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)}, NULL);
+}
+
+/* A worker waits for its next job polling, then sleeping; while its CPU is
+ * contended (it was descheduled polling or waiting, took over none of its
+ * share before the others had, or was moved by a rescue), it sleeps at once
+ * for BACKOFF_MS, leaving the CPU to the thread that wants it. */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    for (;;) {
-        if (!spin_until(job_arrived, w)) {
+    atomic_store_explicit(&w->self.thread, pthread_self(), memory_order_relaxed);
+    lookout seen;
+    double calm_at = 0;  /* polls again from then */
+    for (int sleep_now = 0;;) {
+        const int polled = sleep_now ? WAIT_STOPPED : spin_until(job_arrived, w);
+        if (polled == WAIT_DESCHEDULED) calm_at = acl_now_ms() + BACKOFF_MS;
+        if (polled != WAIT_DONE) {
             pthread_mutex_lock(&pool.lock);
             atomic_exchange(&w->sleeping, 1);
             while (atomic_load(&w->job) == w->seen && !atomic_load(&w->nudged))
@@ -253,11 +449,27 @@ static void *worker_main(void *arg)
             atomic_store(&w->nudged, 0);
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
-            if (atomic_load(&w->job) == w->seen) continue; /* nudged: poll again */
+            if (atomic_load(&w->job) == w->seen) {  /* nudged: poll again, unless contended */
+                sleep_now = acl_now_ms() < calm_at;
+                continue;
+            }
         }
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
-        run_range(atomic_load_explicit(&w->rank, memory_order_relaxed));
+        test_stall(w);
+        const int own = work(&w->self, atomic_load_explicit(&w->rank, memory_order_relaxed), job);
+        int contended = pin_back(&w->self, acl_machine_cpu(w->cpu)) ||
+                        (polled == WAIT_DONE && own == 0);
+        sleep_now = 0;
+        if (atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) {
+            /* The caller may be the one descheduled with units. */
+            seen.at = 0;
+            const int waited = wait_job(&w->self, w, job, SPIN_MS, &seen);
+            contended |= waited == WAIT_DESCHEDULED;
+            sleep_now = waited == WAIT_RESCUED;
+        }
+        if (contended) calm_at = acl_now_ms() + BACKOFF_MS;
+        sleep_now |= acl_now_ms() < calm_at;
     }
     return NULL;
 }
@@ -273,7 +485,9 @@ static int start_worker(int cpu)
     pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
     pthread_cond_init(&w->wake, NULL);
-    if (rc == 0) rc = pthread_create(&w->thread, &attr, worker_main, w);
+    w->cpu = cpu;
+    pthread_t thread;
+    if (rc == 0) rc = pthread_create(&thread, &attr, worker_main, w);
     pthread_attr_destroy(&attr);
     if (rc != 0) return acl_fail("cannot start a thread pinned to CPU %d: %s", cpu, strerror(rc));
     w->started = 1;
@@ -304,9 +518,10 @@ void acl_release_caller(void)
     caller_cpu = -1;
 }
 
-/* Cuts the job into ranges, one per active CPU whose share is not empty, in
- * proportion to the weights; returns how many, each range's CPU in cpus. */
-static int split_ranges(const acl_exec *ex, int units, int *cpus)
+/* Cuts the job into shares, one per active CPU whose share is not empty, in
+ * proportion to the weights, tagged with the job; returns how many, each
+ * share's CPU in cpus. */
+static int split_ranges(const acl_exec *ex, int units, unsigned tag, int *cpus)
 {
     long total = 0;
     for (int i = 0; i < ex->ncores; i++) total += ex->weights[i];
@@ -314,29 +529,73 @@ static int split_ranges(const acl_exec *ex, int units, int *cpus)
     long cum = 0;
     for (int cpu = 0; cpu < ex->ncores; cpu++) {
         if (ex->weights[cpu] == 0) continue;
-        range *r = &pool.ranges[n];
-        r->begin = (int)(units * cum / total);
+        const int begin = (int)(units * cum / total);
         cum += ex->weights[cpu];
-        r->end = (int)(units * cum / total);
-        if (r->begin < r->end) cpus[n++] = cpu;
+        const int end = (int)(units * cum / total);
+        if (begin == end) continue;
+        atomic_store_explicit(&pool.ranges[n].span, SPAN(tag, begin, end), memory_order_release);
+        cpus[n++] = cpu;
     }
     return n;
 }
 
-/* Hands the ranges to the workers, runs the first on the calling thread
- * pinned to that range's CPU (until acl_release_caller), and waits for the
+/* The caller waits for job `gen`: polls a while, then sleeps until the last
+ * share is done; in the adaptive balance it wakes every RESCUE_WAIT_MS to
+ * look for a descheduled holder. */
+static void caller_wait(unsigned long long gen)
+{
+    static _Thread_local lookout seen;
+    seen.at = 0;
+    if (wait_job(&pool.caller, NULL, gen, SPIN_MS, &seen) == WAIT_DONE) return;
+    const int adaptive = atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
+    pthread_mutex_lock(&pool.lock);
+    atomic_exchange(&pool.caller_sleeping, 1);
+    while (atomic_load(&pool.left) > 0) {
+        if (!adaptive) {
+            pthread_cond_wait(&pool.done, &pool.lock);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)(RESCUE_WAIT_MS * 1e6);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&pool.done, &pool.lock, &until) == ETIMEDOUT &&
+            atomic_load(&pool.left) > 0)
+            rescue(&pool.caller, gen, &seen);  /* if one moves here, this thread sleeps on */
+    }
+    atomic_store(&pool.caller_sleeping, 0);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* Hands the shares to the workers, runs the first on the calling thread
+ * pinned to that share's CPU (until acl_release_caller), and waits for the
  * rest.  Where that CPU already has a worker (another job gave it a later
- * share, or the first CPU's share is empty), the worker runs the range and
+ * share, or the first CPU's share is empty), the worker runs the share and
  * the caller only waits, on the CPU it is on: two threads polling one CPU
  * would take turns by whole time slices. */
-static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
+static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
 {
-    const int caller_runs = !pool.workers[cpus[0]].started;
-    if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
+    int cpus[ACL_MAX_CPUS];
     const unsigned long long gen = ++pool.generation;
     pool.fn = fn;
     pool.ctx = ctx;
-    atomic_store(&pool.left, n);
+    atomic_store_explicit(&pool.adaptive, balance == ACL_BALANCE_ADAPTIVE, memory_order_relaxed);
+    atomic_store(&pool.left, units);
+    const int n = split_ranges(ex, units, (unsigned)gen, cpus);
+    atomic_store_explicit(&pool.nranges, n, memory_order_relaxed);
+    for (int i = 1; i < n; i++)
+        if (!pool.workers[cpus[i]].started && start_worker(cpus[i]) != 0) return -1;
+    const int caller_runs = !pool.workers[cpus[0]].started;
+    if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
+    if (caller_runs) {
+        atomic_store_explicit(&pool.caller.thread, pthread_self(), memory_order_relaxed);
+        atomic_store_explicit(&pool.runners[0], &pool.caller, memory_order_relaxed);
+    }
+    for (int i = caller_runs; i < n; i++)
+        atomic_store_explicit(&pool.runners[i], &pool.workers[cpus[i]].self, memory_order_relaxed);
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
@@ -347,14 +606,9 @@ static int run_job(int n, const int *cpus, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    if (caller_runs) run_range(0);
-    if (!spin_until(job_done, NULL)) {
-        pthread_mutex_lock(&pool.lock);
-        atomic_exchange(&pool.caller_sleeping, 1);
-        while (atomic_load(&pool.left) > 0) pthread_cond_wait(&pool.done, &pool.lock);
-        atomic_store(&pool.caller_sleeping, 0);
-        pthread_mutex_unlock(&pool.lock);
-    }
+    if (caller_runs) work(&pool.caller, 0, gen);
+    caller_wait(gen);
+    pin_back(&pool.caller, caller_cpu >= 0 ? acl_machine_cpu(caller_cpu) : -1);
     return 0;
 }
 
@@ -378,12 +632,22 @@ int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
     if (acl_exec_check(ex) != 0) return -1;
     if (units <= 0) return 0;
     pthread_mutex_lock(&pool.submit);
-    int cpus[ACL_MAX_CPUS];
-    const int n = split_ranges(ex, units, cpus);
-    int rc = 0;
-    for (int i = 1; rc == 0 && i < n; i++)
-        if (!pool.workers[cpus[i]].started) rc = start_worker(cpus[i]);
-    if (rc == 0) rc = run_job(n, cpus, fn, ctx);
+    const int rc = run_job(ex, units, fn, ctx);
     pthread_mutex_unlock(&pool.submit);
     return rc;
 }
+
+acl_balance acl_set_balance(acl_balance mode)
+{
+    const acl_balance was = balance;
+    balance = mode == ACL_BALANCE_ADAPTIVE ? ACL_BALANCE_ADAPTIVE : ACL_BALANCE_STRICT;
+    return was;
+}
+
+void acl_pool_test_stall(int cpu, double ms)
+{
+    atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
+    atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);
+}
+
+long long acl_pool_units_taken_over(void) { return atomic_load(&pool.taken_over); }

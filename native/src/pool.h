@@ -6,10 +6,13 @@
  * there for the next job, until acl_release_caller), unless that CPU has a
  * worker already, which then runs it; every other range goes to
  * a worker pinned to its CPU, created the first time a configuration needs
- * it and kept for the life of the process.  Every range runs on its own CPU,
- * never on another that is done early, so the per-core weights measured and
- * planned are the ones that run.  Because a unit's result never depends on
- * which thread computes it, every weight vector gives bit-identical output.
+ * it and kept for the life of the process.  In the strict balance (the
+ * default) every range runs on its own CPU, never on another that is done
+ * early, so the per-core weights measured and planned are the ones that run;
+ * in the adaptive balance of acl_set_balance a thread done early takes over
+ * the rest of a late range.  Because a unit's result never depends on which
+ * thread computes it, nor on how its range is cut, every weight vector and
+ * either balance give bit-identical output.  units <= ACL_MAX_WORKLOADS.
  */
 #ifndef ACL_POOL_H
 #define ACL_POOL_H

@@ -1,7 +1,9 @@
-/* Thread pool placement tests: every unit of a job runs on the CPU whose
- * share it is in, for many weight vectors and workloads, and the calling
- * thread stays pinned until acl_release_caller gives it its own affinity
- * back.
+/* Thread pool placement tests: in the strict balance every unit of a job
+ * runs on the CPU whose share it is in, for many weight vectors and
+ * workloads, and the calling thread stays pinned until acl_release_caller
+ * gives it its own affinity back; in the adaptive balance every unit runs
+ * exactly once, and the share of a worker held back by the test hook is
+ * taken over by the others.
  *
  *   test_pool [--cases N] [--seed S]   closes with "N passed, N failed"
  *
@@ -90,6 +92,112 @@ static void check_case(const int *weights, int ncores, int units, const cpu_set_
     check(same_set(&after, own), "%s: the caller's affinity was not restored", desc);
 }
 
+typedef struct {
+    atomic_int runs[MAX_UNITS];  /* times each unit ran */
+    int cpu[MAX_UNITS];
+    atomic_int busy[CPU_SETSIZE];  /* threads inside fn with each rank */
+    atomic_int shared_rank;        /* two at once with one rank: one scratch for both */
+} tally;
+
+static void tally_units(void *ctx, int begin, int end, int worker)
+{
+    tally *t = ctx;
+    if (atomic_fetch_add(&t->busy[worker], 1) != 0) atomic_store(&t->shared_rank, 1);
+    const int cpu = sched_getcpu();
+    volatile double sink = 0;
+    for (int i = 0; i < 20000; i++) sink += i;
+    for (int u = begin; u < end; u++) {
+        atomic_fetch_add(&t->runs[u], 1);
+        t->cpu[u] = cpu;
+    }
+    atomic_fetch_sub(&t->busy[worker], 1);
+}
+
+/* Adaptive jobs, with the worker of `stalled` (-1: none) sleeping 10 ms
+ * before each job: every unit runs once, never two threads with one rank at
+ * a time (ranks index per-worker scratch); with a stall, the stalled CPU's
+ * units were taken over in part (its worker cannot have run them all before
+ * the others finished theirs, 10 ms after the job started). */
+static void check_adaptive(const int *weights, int ncores, int units, int stalled)
+{
+    const acl_exec ex = {ncores, weights, units};
+    int owner[MAX_UNITS];
+    expected_cpus(&ex, units, owner);
+    tally t;
+    memset(&t, 0, sizeof t);
+    const long long before = acl_pool_units_taken_over();
+    acl_pool_test_stall(stalled, 10.0);
+    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    const int rc = acl_parallel(&ex, units, tally_units, &t);
+    acl_set_balance(was);
+    acl_pool_test_stall(-1, 0);
+    acl_release_caller();
+    check(rc == 0, "adaptive job failed: %s", acl_last_error());
+    int wrong = -1, stalled_units = 0, moved = 0;
+    for (int u = 0; u < units; u++) {
+        if (atomic_load(&t.runs[u]) != 1 && wrong < 0) wrong = u;
+        if (owner[u] == stalled) {
+            stalled_units++;
+            moved += t.cpu[u] != stalled;
+        }
+    }
+    check(wrong < 0, "units %d, stalled CPU %d: unit %d ran %d times", units, stalled, wrong,
+          wrong < 0 ? 0 : atomic_load(&t.runs[wrong]));
+    check(!atomic_load(&t.shared_rank), "units %d: two threads ran with one rank at once", units);
+    const long long taken = acl_pool_units_taken_over() - before;
+    if (stalled_units > 0 && stalled_units < units) {
+        check(moved > 0 && taken >= moved,
+              "units %d: none of stalled CPU %d's %d units was taken over (counted %lld)", units,
+              stalled, stalled_units, taken);
+    }
+}
+
+typedef struct {
+    atomic_int calls;
+    int cpu_after;  /* where rank 1's first call was after its sleep */
+} sleeper;
+
+/* Rank 1's first call sleeps 20 ms holding its units, as a thread
+ * descheduled mid-share does; rank 0 first computes for 10 ms, so that rank 1
+ * claims its share before rank 0 could take it over. */
+static void sleep_once(void *ctx, int begin, int end, int worker)
+{
+    sleeper *s = ctx;
+    if (worker == 0) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 10000000L);
+        return;
+    }
+    if (atomic_fetch_add(&s->calls, 1) != 0) return;
+    nanosleep(&(struct timespec){0, 20000000}, NULL);
+    s->cpu_after = sched_getcpu();
+}
+
+/* Adaptive: a worker that stops running while it holds units is moved onto
+ * the caller's CPU (the caller waits with nothing left to take over), and
+ * runs its next share on its own CPU again. */
+static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
+{
+    int weights[CPU_SETSIZE] = {0};
+    weights[caller_cpu] = weights[worker_cpu] = 1;
+    const acl_exec ex = {ncores, weights, 2};
+    sleeper s = {.cpu_after = -1};
+    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    const int rc = acl_parallel(&ex, 2, sleep_once, &s);
+    acl_set_balance(was);
+    check(rc == 0, "rescue job failed: %s", acl_last_error());
+    check(s.cpu_after == caller_cpu, "the sleeping holder on CPU %d was not moved to the "
+          "caller's CPU %d (it woke on %d)", worker_cpu, caller_cpu, s.cpu_after);
+    placement p;
+    memset(&p, 0xff, sizeof p);
+    check(acl_parallel(&ex, 2, record, &p) == 0, "job after a rescue failed");
+    check(p.cpu[1] == worker_cpu, "after a rescue, CPU %d's share ran on CPU %d", worker_cpu,
+          p.cpu[1]);
+    acl_release_caller();
+}
+
 static void count_units(void *ctx, int begin, int end, int worker)
 {
     atomic_fetch_add((atomic_int *)ctx, end - begin);
@@ -153,5 +261,16 @@ int main(int argc, char **argv)
     }
     sched_setaffinity(0, sizeof own, &own);
     check_wakeups(ncores, cpus, ncpus, 4000);
+    /* Adaptive: the caller runs the first share, so only a later CPU's
+     * worker can be held back. */
+    for (int c = 0; c < cases / 2; c++) {
+        memset(weights, 0, sizeof weights);
+        for (int i = 0; i < ncpus; i++) weights[cpus[i]] = rnd(0, 3);
+        weights[cpus[0]] += 1;
+        const int stalled = ncpus > 1 && rnd(0, 1) ? cpus[rnd(1, ncpus - 1)] : -1;
+        check_adaptive(weights, ncores, rnd(1, MAX_UNITS), stalled);
+    }
+    if (ncpus > 1)
+        for (int i = 0; i < 20; i++) check_rescue(ncores, cpus[0], cpus[ncpus - 1]);
     return test_summary();
 }

@@ -67,6 +67,16 @@ float *acl_graph_arena(acl_graph *g) { return g ? g->arena : NULL; }
 
 int acl_graph_node_count(const acl_graph *g) { return g ? g->count : 0; }
 
+int acl_graph_set_balance(acl_graph *g, acl_balance mode)
+{
+    if (!g) return acl_fail("graph: acl_graph_set_balance needs a program");
+    if (mode != ACL_BALANCE_STRICT && mode != ACL_BALANCE_ADAPTIVE)
+        return acl_fail("graph: balance must be %d (strict) or %d (adaptive), got %d",
+                        ACL_BALANCE_STRICT, ACL_BALANCE_ADAPTIVE, (int)mode);
+    g->balance = mode;
+    return 0;
+}
+
 int acl_graph_order(acl_graph *g, const int *order)
 {
     if (!g || !order) return acl_fail("graph: acl_graph_order needs a program and an order");
@@ -123,6 +133,7 @@ int acl_graph_run(acl_graph *g, double *node_ms)
 {
     if (!g) return acl_fail("graph: acl_graph_run needs a program");
     acl_pool_wake(&g->ex);
+    const acl_balance was = acl_set_balance(g->balance);
     int rc = 0;
     for (int i = 0; rc == 0 && i < g->count; i++) {
         const double start = acl_now_ms();
@@ -134,6 +145,7 @@ int acl_graph_run(acl_graph *g, double *node_ms)
         if (node_ms) node_ms[i] = acl_now_ms() - start;
     }
     acl_release_caller();  /* pinned once for the whole run, not per operation */
+    acl_set_balance(was);
     return rc;
 }
 

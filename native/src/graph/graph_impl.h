@@ -37,6 +37,7 @@ struct acl_graph {
     float *arena;
     size_t arena_floats;
     acl_exec ex;  /* the default split; ex.weights points at ex_weights */
+    acl_balance balance;
     int *ex_weights;
     graph_node *nodes;
     int count, capacity;

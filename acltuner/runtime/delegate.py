@@ -3,12 +3,15 @@ sub-models.
 
 A segment's sub-model holds its nodes and the constants they read; its inputs
 and outputs are the tensors crossing its boundary, in ONNX layout (the native
-stages convert on the way in and out).  Sessions are created once, at load.
+stages convert on the way in and out).  Sessions are created once, at load,
+with threads that sleep when idle (taskgen.onnxrt.session): one, unless the
+segment's arithmetic is worth waking more for.
 """
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
@@ -16,6 +19,35 @@ from acltuner.runtime.ir import DelegatedSegment
 from acltuner.taskgen.onnxrt import ir_version, session, value_info
 from acltuner.runtime.profile import DELEGATED, DELEGATED_OP, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph, node_name, subgraph_names
+
+
+# A segment of fewer floating-point operations runs on one thread: waking
+# sleeping threads costs tens of microseconds per parallel section, about what
+# one core computes of such a segment in that time.
+PARALLEL_FLOPS = 2_000_000
+
+
+def _flops(g: OnnxGraph, node: onnx.NodeProto) -> int:
+    """About how many floating-point operations a node takes, from its
+    inferred shapes: 2 x outputs x the reduced length for products, one per
+    output element otherwise (0 where the shapes are unknown)."""
+    out = g.static_shape(node.output[0]) if node.output else None
+    if out is None:
+        return 0
+    elements = int(np.prod(out))
+    if node.op_type in ("MatMul", "Gemm") and len(node.input) >= 2:
+        a = g.static_shape(node.input[0])
+        transposed = any(at.name == "transA" and at.i for at in node.attribute)
+        return 2 * elements * (a[-2 if transposed else -1] if a else 1)
+    if node.op_type in ("Conv", "ConvTranspose") and len(node.input) >= 2:
+        w = g.static_shape(node.input[1])
+        return 2 * elements * (int(np.prod(w[1:])) if w else 1)
+    return elements
+
+
+def segment_threads(g: OnnxGraph, seg: DelegatedSegment, threads: int) -> int:
+    """`threads` for a segment of PARALLEL_FLOPS or more, else 1."""
+    return threads if sum(_flops(g, n) for n in seg.nodes) >= PARALLEL_FLOPS else 1
 
 
 def segment_model(model: onnx.ModelProto, g: OnnxGraph, seg: DelegatedSegment) -> onnx.ModelProto:
@@ -29,14 +61,18 @@ def segment_model(model: onnx.ModelProto, g: OnnxGraph, seg: DelegatedSegment) -
 
 
 class DelegatedRunner:
-    """One segment's session; reads its inputs from and writes its outputs to `env`."""
+    """One segment's session; reads its inputs from and writes its outputs to
+    `env`.  threads: the most it may use (segment_threads picks)."""
 
     def __init__(self, model: onnx.ModelProto, g: OnnxGraph, seg: DelegatedSegment, threads: int):
         self.inputs, self.outputs = seg.inputs, seg.outputs
         self.node_names = [node_name(n) for n in seg.nodes]
         self.op_types = sorted({n.op_type for n in seg.nodes})
-        self.session = session(segment_model(model, g, seg), threads)
-        self._entry = (", ".join(self.node_names), f"{DELEGATED}: {', '.join(self.op_types)}")
+        self.threads = segment_threads(g, seg, threads)
+        self.session = session(segment_model(model, g, seg), self.threads)
+        how = "1 thread" if self.threads == 1 else f"{self.threads} threads, not spinning"
+        self._entry = (", ".join(self.node_names),
+                       f"{DELEGATED}: {', '.join(self.op_types)} ({how})")
 
     def run(self, env: dict) -> float:
         """Runs the segment; returns the time spent copying (none: onnxruntime

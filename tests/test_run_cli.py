@@ -28,7 +28,9 @@ from cli_checks import assert_one_line_error, default_plan, invoke, run_check
 
 
 
-# Every zoo model, with the rule-based plan.
+# Every zoo model, with the rule-based plan; the operators each still delegates.
+DELEGATED_OPS = {"convnext_atto": {"LayerNormalization"}}
+
 
 @pytest.mark.parametrize("name", list(zoo.MODELS))
 def test_zoo_model_matches_onnxruntime(name, tmp_path):
@@ -36,7 +38,9 @@ def test_zoo_model_matches_onnxruntime(name, tmp_path):
     assert invoke("zoo", name, "-o", path).exit_code == 0
     report = run_check(default_plan(path, tmp_path))
     print(f"{name}: max_rel_diff {report['max_rel_diff']:.3g}")
-    assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == []
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE
+    assert {op for d in report["delegated"] for op in d["op_types"]} == DELEGATED_OPS.get(name,
+                                                                                         set())
 
 
 def _other_configs(plan_path, model_path) -> int:

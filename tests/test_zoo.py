@@ -1,6 +1,6 @@
 """The model zoo: valid ONNX that onnxruntime runs, torchvision's ResNet, VGG-16,
-AlexNet, GoogLeNet and MobileNetV2 layouts, and ResNetXY as the paper's Table 5
-describes it."""
+AlexNet, GoogLeNet and MobileNetV2 layouts, timm's ConvNeXt-atto, and ResNetXY
+as the paper's Table 5 describes it."""
 from __future__ import annotations
 
 import functools
@@ -40,7 +40,9 @@ def _convs(model: onnx.ModelProto) -> dict[str, tuple[list[int], dict]]:
 def test_model_is_valid_and_runs(name):
     model = _model(name)
     onnx.checker.check_model(model, full_check=True)
-    assert model.ir_version == 8 and model.opset_import[0].version == 13
+    # ConvNeXt's LayerNormalization is an opset-17 operator.
+    assert model.ir_version == 8
+    assert model.opset_import[0].version == (17 if name == "convnext_atto" else 13)
     assert [i.name for i in model.graph.input] == ["input"]
     assert [o.name for o in model.graph.output] == ["output"]
     names = [n.name for n in model.graph.node]
@@ -220,3 +222,16 @@ def test_mobilenetv2_has_torchvision_layout():
     ops = [n.op_type for n in model.graph.node]
     # A residual in each repeated block of stages 2-6: 1 + 2 + 3 + 2 + 2.
     assert ops.count("Add") == 10 and ops.count("Clip") == 52 - 17
+
+
+def test_convnext_has_timm_layout():
+    """timm's convnext_atto: 3.7 M parameters, 17 LayerNorms (stem, 3
+    downsamples, 12 blocks, head), 12 depthwise 7x7 convolutions."""
+    model = _model("convnext_atto")
+    params = sum(numpy_helper.to_array(t).size for t in model.graph.initializer
+                 if numpy_helper.to_array(t).ndim)  # the GELUs' scalars are no parameters
+    assert abs(params / 1e6 - 3.70) < 0.01
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("LayerNormalization") == 17 and ops.count("Erf") == 12
+    depthwise = [(shape, a) for shape, a in _convs(model).values() if a["group"] > 1]
+    assert len(depthwise) == 12 and all(a["kernel_shape"] == [7, 7] for _, a in depthwise)

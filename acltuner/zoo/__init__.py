@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import onnx
 
-from acltuner.zoo import alexnet, googlenet, mobilenet, resnet, vgg
+from acltuner.zoo import alexnet, convnext, googlenet, mobilenet, resnet, vgg
 
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     **{name: functools.partial(resnet.build_resnet, name) for name in resnet.SPECS},
@@ -15,6 +15,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "alexnet": alexnet.build_alexnet,
     "googlenet": googlenet.build_googlenet,
     "mobilenetv2": mobilenet.build_mobilenetv2,
+    "convnext_atto": convnext.build_convnext_atto,
 }
 
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,8 +222,11 @@ def check_plan(plan: Plan, model_path: str | os.PathLike, board_fingerprint: str
         differences.append(f"model {model_path} changed since tuning (sha256 {sha[:12]}..., "
                            f"the plan's is {plan.model_sha256[:12]}...)")
     if board_fingerprint != plan.board_fingerprint:
+        wrapper = plan.board.launcher_wrapper if plan.board is not None else []
+        why = (f" (the plan's board has launcher_wrapper `{shlex.join(wrapper)}`, part of its "
+               f"fingerprint, which is not run)") if wrapper else ""
         differences.append(f"plan for board {plan.board_name} ({plan.board_fingerprint}) but "
-                           f"running on {board_fingerprint}")
+                           f"running on {board_fingerprint}{why}")
     if engine_id != plan.engine_version:
         differences.append(f"plan tuned with engine {plan.engine_version} but running engine "
                            f"{engine_id}")

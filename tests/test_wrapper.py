@@ -68,9 +68,16 @@ def test_a_plans_wrapper_is_shown_and_never_run(model, tmp_path):
     # Run on this machine's own board file, the plan is for another board
     # (its fingerprint holds the wrapper): refused before it is edited.
     result = invoke("plan", "edit", plan_path, "--board", "split-host", "--set", "c1=direct_nhwc")
-    assert_one_line_error(result, "plan for board split-host", "running on")
+    assert_one_line_error(result, "plan for board split-host", "running on",
+                          f"launcher_wrapper `sh -c 'touch {marker}", "which is not run")
     assert not marker.exists()
     assert plan_path.read_bytes() == before
+    # With --force it runs on this machine's board file, without the plan's wrapper.
+    result = invoke("plan", "edit", plan_path, "--board", "split-host", "--set", "c1=direct_nhwc",
+                    "--force")
+    assert result.exit_code == 0, result.output
+    assert "warning: " in result.output and "which is not run" in result.output
+    assert not marker.exists()
 
 
 def test_a_board_files_wrapper_runs_only_with_the_opt_in(model, tmp_path):

@@ -49,6 +49,7 @@ times = []
 for _ in range(repeat):
     t = time.perf_counter(); sess.run(None, feed); times.append(time.perf_counter() - t)
 print(json.dumps({"median_ms": 1e3 * statistics.median(times),
+                  "p90_ms": 1e3 * float(np.percentile(times, 90)),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -85,10 +86,17 @@ def _acltuner(*args: str) -> list[str]:
     return [sys.executable, "-m", "acltuner.cli", *args]
 
 
+def onnxruntime_run(model: Path, threads: int, repeat: int, warmup: int,
+                    shapes: dict | None = None, realtime: bool = False) -> dict:
+    """onnxruntime on `threads` intra-op threads, in a process of its own:
+    {"median_ms", "p90_ms", "peak_rss_mb"}."""
+    return _json_run([sys.executable, "-c", _ORT_PROBE, str(model), str(threads), str(repeat),
+                      str(warmup), json.dumps(shapes or {})], realtime)
+
+
 def onnxruntime_best(model: Path, repeat: int, warmup: int, shapes: dict | None = None,
                      realtime: bool = False) -> dict:
-    runs = [_json_run([sys.executable, "-c", _ORT_PROBE, str(model), str(t), str(repeat),
-                       str(warmup), json.dumps(shapes or {})], realtime) for t in (1, 2)]
+    runs = [onnxruntime_run(model, t, repeat, warmup, shapes, realtime) for t in (1, 2)]
     return min(runs, key=lambda r: r["median_ms"])
 
 
@@ -159,7 +167,7 @@ def runs_per_round(ms: float, repeat: int, round_ms: float) -> int:
 
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
         board: str, records: Path, rounds: int = 3, realtime: bool = True,
-        round_ms: float = 300.0) -> float:
+        round_ms: float = 300.0, also_strict: bool = False) -> float:
     out_dir.mkdir(parents=True, exist_ok=True)
     if realtime and not realtime_allowed():
         click.echo("real-time priority refused here: timing at normal priority", err=True)
@@ -179,11 +187,15 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                                     "--warmup", "1"), realtime)["median_ms"]
         runs = runs_per_round(probe, repeat, round_ms)
         timing = ["--json", "--repeat", str(runs), "--warmup", "3"]
-        times = _rounds({
+        timers = {
             "ort": lambda: onnxruntime_best(model, runs, 3, shapes, realtime),
             "default": lambda: _json_run(_acltuner("run", str(default_plan), *timing), realtime),
             "tuned": lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime),
-        }, rounds)
+        }
+        if also_strict:
+            timers["strict"] = lambda: _json_run(
+                _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), realtime)
+        times = _rounds(timers, rounds)
         ort, default, tuned = times["ort"], times["default"], times["tuned"]
         rows.append({
             "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
@@ -191,7 +203,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
             "tuned_vs_default": default["median_ms"] / tuned["median_ms"],
             "tuned_is_default": same_configs(tuned_plan, default_plan), "tuning_s": tuning_s,
             "onnxruntime_rss_mb": ort["peak_rss_mb"], "default_rss_mb": default["peak_rss_mb"],
-            "tuned_rss_mb": tuned["peak_rss_mb"]})
+            "tuned_rss_mb": tuned["peak_rss_mb"],
+            **({"tuned_strict_ms": times["strict"]["median_ms"]} if also_strict else {})})
         click.echo(f"  {name}: onnxruntime {_ms(ort['median_ms'])} ms, default "
                    f"{_ms(default['median_ms'])} ms, tuned {_ms(tuned['median_ms'])} ms "
                    f"({runs} runs per round)", err=True)
@@ -221,5 +234,11 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     click.echo(f"slowest vs onnxruntime: {slowest['model']} {slowest['tuned_vs_onnxruntime']:.2f}x; "
                f"tuned slower than default: {', '.join(below_default) or 'none'}"
                + (f" (tuned plan is the default plan: {', '.join(same)})" if same else ""))
+    if also_strict:
+        for r in rows:
+            click.echo(f"  {r['model']}: tuned adaptive {_ms(r['tuned_ms'])} ms, strict "
+                       f"{_ms(r['tuned_strict_ms'])} ms")
+        click.echo(f"adaptive_vs_strict: "
+                   f"{_geomean([r['tuned_strict_ms'] / r['tuned_ms'] for r in rows]):.3f}")
     click.echo(f"geomean_vs_onnxruntime: {vs_ort:.3f}")
     return vs_ort

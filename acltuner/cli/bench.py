@@ -140,34 +140,59 @@ def bench_search(seeds: int, replay_dir: str | None, record_dir: str | None,
     search.run(Path(replay_dir) if replay_dir else search_tables_dir(), seeds, chosen)
 
 
+def _model_set_options(default_out: str):
+    """The options of the benches that tune and time a set of models."""
+    options = [
+        click.option("--models", default="resnet18,resnet50,resnet101,alexnet,vgg16,googlenet,"
+                     "mobilenetv2,resnetxy", show_default=True, help="Comma-separated zoo models."),
+        click.option("--model-dir", default=None, metavar="DIR",
+                     help="Every .onnx model in DIR instead of zoo models (e.g. models/, the "
+                          "real models scripts/fetch_models.py fetches; input shapes from its "
+                          "shapes.yaml)."),
+        click.option("--trials", default=100, show_default=True, type=click.IntRange(1),
+                     help="Measurements per task for the tuned plans."),
+        click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
+                     help="Timed runs per model, engine and round, at least."),
+        click.option("--round-ms", default=300.0, show_default=True, type=click.FloatRange(0),
+                     help="More timed runs for a fast model, to fill this many milliseconds "
+                          "per engine and round (at most 5000 runs)."),
+        click.option("--board", "board_name", default="host", show_default=True,
+                     help="Board to tune for (this machine)."),
+        click.option("--out", "out_dir", default=default_out, show_default=True,
+                     help="Folder for the models, plans and results."),
+        click.option("--records", "records_path", default=None,
+                     help="Records file [default: OUT/records.jsonl]."),
+        click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
+                     help="Rounds timing the engines in turns; each one's time is the median "
+                          "of its rounds."),
+    ]
+
+    def apply(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+    return apply
+
+
+def _chosen_models(models: str, model_dir: str | None, out):
+    from pathlib import Path
+
+    from acltuner.bench import compare
+    return (compare.folder_models(Path(model_dir)) if model_dir
+            else compare.zoo_models([m for m in models.split(",") if m], out))
+
+
 @bench.command("compare")
-@click.option("--models", default="resnet18,resnet50,resnet101,alexnet,vgg16,googlenet,"
-              "mobilenetv2,resnetxy", show_default=True, help="Comma-separated zoo models.")
-@click.option("--model-dir", default=None, metavar="DIR",
-              help="Compare every .onnx model in DIR instead of zoo models (e.g. models/, "
-                   "the real models scripts/fetch_models.py fetches).")
-@click.option("--trials", default=100, show_default=True, type=click.IntRange(1),
-              help="Measurements per task for the tuned plans.")
-@click.option("--repeat", default=20, show_default=True, type=click.IntRange(1),
-              help="Timed runs per model, engine and round, at least.")
-@click.option("--round-ms", default=300.0, show_default=True, type=click.FloatRange(0),
-              help="More timed runs for a fast model, to fill this many milliseconds per "
-                   "engine and round (at most 5000 runs).")
-@click.option("--board", "board_name", default="host", show_default=True,
-              help="Board to tune for (this machine).")
-@click.option("--out", "out_dir", default="bench-results", show_default=True,
-              help="Folder for the models, plans, compare.csv and compare.md.")
-@click.option("--records", "records_path", default=None,
-              help="Records file [default: OUT/records.jsonl].")
-@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
-              help="Rounds timing onnxruntime, the default and the tuned plan in turns; each "
-                   "one's time is the median of its rounds.")
+@_model_set_options("bench-results")
 @click.option("--realtime/--no-realtime", default=True, show_default=True,
               help="Time all three at the lowest real-time priority (SCHED_FIFO) where the "
                    "system allows it, so that other load on the machine stays out of the "
                    "comparison.")
+@click.option("--also-strict", is_flag=True,
+              help="Also time the tuned plan with --balance strict, and print "
+                   "`adaptive_vs_strict: R` (strict time over adaptive, geometric mean).")
 def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_dir,
-                  records_path, rounds, realtime) -> None:
+                  records_path, rounds, realtime, also_strict) -> None:
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
     For each zoo model, or each model in --model-dir (input shapes from the
@@ -182,11 +207,42 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
 
     from acltuner.bench import compare
     out = Path(out_dir)
-    chosen = (compare.folder_models(Path(model_dir)) if model_dir
-              else compare.zoo_models([m for m in models.split(",") if m], out))
-    compare.run(chosen, trials, repeat, out, board_name,
+    compare.run(_chosen_models(models, model_dir, out), trials, repeat, out, board_name,
                 Path(records_path) if records_path else out / "records.jsonl", rounds, realtime,
-                round_ms)
+                round_ms, also_strict)
+
+
+@bench.command("interference")
+@_model_set_options("bench-results/interference")
+@click.option("--duty", default=1.0, show_default=True, type=click.FloatRange(0.05, 1.0),
+              help="The share of every 10 ms the neighbour process is busy.")
+@click.option("--balance", type=click.Choice(["adaptive", "strict"]), default="adaptive",
+              show_default=True, help="How our plan's runs balance (acltuner run --balance).")
+def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, out_dir,
+                       records_path, rounds, duty, balance) -> None:
+    """The tuned plan and onnxruntime beside a busy neighbour core.
+
+    For each model: the tuned plan, onnxruntime on all cores and on one thread,
+    each in its own process at normal priority, in --rounds turns, first
+    quiet, then with a process pinned to the last CPU and busy --duty of every
+    10 ms (a camera, decoder or OpenMP thread of the application).  Prints p50
+    and p90 per engine and condition; the last line,
+    `interference_slowdown: ours=X onnxruntime=Y`, is the geometric mean of
+    loaded p50 over quiet p50, onnxruntime taking its better thread setting
+    in each condition (lower is better).
+
+    \b
+    Examples:
+      acltuner bench interference --model-dir models --trials 8
+      acltuner bench interference --models resnet18,mobilenetv2 --duty 0.5
+    """
+    from pathlib import Path
+
+    from acltuner.bench import interference
+    out = Path(out_dir)
+    interference.run(_chosen_models(models, model_dir, out), trials, duty, out, board_name,
+                     Path(records_path) if records_path else out / "records.jsonl", balance,
+                     rounds, repeat, round_ms)
 
 
 @bench.command("fuzz")

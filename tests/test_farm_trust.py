@@ -7,7 +7,7 @@ import pytest
 
 from acltuner.board.registry import load_board
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.farm.dispatch import Farm, FarmRunner, fastest_ms
+from acltuner.farm.dispatch import Farm, FarmLauncher, FarmRunner, fastest_ms
 from acltuner.farm.members import FarmError
 from acltuner.tuner.runner import MeasureOptions
 from records_checks import read_records
@@ -93,6 +93,34 @@ def test_times_faster_than_the_boards_peak_quarantine_the_member():
     with pytest.raises(FarmError, match="faster than board split-host can run them"):
         runner.measure([ExecConfig("reference", None, (1, 1), 1)])
     assert farm.health["cpu0"].quarantines == 12  # at once, each time
+
+
+def test_a_malformed_supported_answer_is_the_members_failure():
+    farm = _farm_of(_Client({"tcp://127.0.0.1:1": "cpu0"}, "tcp://127.0.0.1:1",
+                            {"member": "cpu0", "reasons": [3]}))
+    farm.hellos = {"cpu0": {"scheduling": "fifo"}}
+    launcher = FarmLauncher(farm, {"ukernels": [], "algorithms": [
+        {"name": "reference", "uses_ukernel": False}]})
+    with pytest.raises(FarmError, match="cpu0: its answer is not 1 reasons"):
+        launcher.check(ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3), "reference", None)
+
+
+@pytest.mark.parametrize("answer, needle", [
+    ({"member": "cpu0", "default_ms": 1.0}, "not 1 measurements (KeyError"),
+    ({"member": "cpu0", "default_ms": 1.0, "measurements": [{"ok": True, "bogus": 1}]},
+     "not 1 measurements (TypeError"),
+    ({"member": "cpu0", "default_ms": 1.0, "measurements": [{"ok": True, "median_ms": "x"}]},
+     "not 1 measurements (ValueError"),
+    ({"member": "cpu0", "default_ms": 1.0, "measurements": []}, "answered 0 measurements"),
+    ("nonsense", "its worker answered as member None"),
+])
+def test_a_malformed_measure_answer_is_the_members_failure_in_one_line(answer, needle):
+    farm = _farm_of(_Client({"tcp://127.0.0.1:1": "cpu0"}, "tcp://127.0.0.1:1", answer))
+    runner = FarmRunner(farm, MeasureOptions())
+    runner.load(ConvShape(n=1, h=8, w=8, c=4, oc=8, kh=3, kw=3))
+    with pytest.raises(FarmError) as e:
+        runner.measure([ExecConfig("reference", None, (1, 1), 1)])
+    assert needle in str(e.value) and "\n" not in str(e.value)
 
 
 @TWO_CPUS

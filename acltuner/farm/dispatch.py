@@ -6,8 +6,9 @@ once, so it measures one batch at a time; a batch may go to any member of
 the farm (they are all of one board class, checked by `agree`).  A member is
 the worker at the address the scheduler assigned it: an answer is that
 worker's whatever member it names, and only the workers started for this farm
-(`admitted`) are members.  A measured time faster than the board could
-possibly run the task is that member's failure, and quarantines it at once.  A worker
+(`admitted`) are members.  An answer that is not what was asked for, or a
+measured time faster than the board could possibly run the task, is that
+member's failure and quarantines it at once.  A worker
 that dies with a batch in flight has it re-sent by Dask's scheduler; a
 member whose launcher cannot be brought back answers with an error, and the
 batch goes to the others.  After QUARANTINE_AFTER failures in a row a member
@@ -307,9 +308,20 @@ class FarmLauncher:
                 ukernels = [uk["name"] for uk in self.hello_info["ukernels"]]
                 pairs = [(a["name"], uk) for a in self.hello_info["algorithms"]
                          for uk in (ukernels if a["uses_ukernel"] else [None])]
-                answer = self.farm.call(worker.supported, shape.to_dict(), pairs)
+                answer = self.farm.call(worker.supported, shape.to_dict(), pairs,
+                                        check=lambda answer: _untrue_reasons(len(pairs), answer))
                 self._supported[shape] = dict(zip(pairs, answer["reasons"]))
         return self._supported[shape].get((algorithm, ukernel), "not offered by this engine")
+
+
+def _untrue_reasons(count: int, answer: dict) -> str | None:
+    """Why a member's supported answer cannot be taken (not `count` reasons,
+    each a line or None), or None if it can."""
+    reasons = answer.get("reasons")
+    if not isinstance(reasons, list) or len(reasons) != count or \
+            not all(r is None or isinstance(r, str) for r in reasons):
+        return f"its answer is not {count} reasons"
+    return None
 
 
 class FarmRunner(Runner):
@@ -338,18 +350,26 @@ class FarmRunner(Runner):
         answer = self.farm.call(worker.measure, shape.to_dict(), seed,
                                 [c.to_dict() for c in configs], self.options.to_dict(),
                                 self.default_ms, prefer=self.home,
-                                check=lambda answer: self._impossible(shape, answer))
+                                check=lambda answer: self._untrue(shape, len(configs), answer))
         if self.default_ms is None:
             self.default_ms = answer["default_ms"]
         measurements = [Measurement(**m) for m in answer["measurements"]]
         return [(result_of(c, m), m) for c, m in zip(configs, measurements)]
 
-    def _impossible(self, shape: ConvShape, answer: dict) -> str | None:
-        """Why a member's times cannot be true (faster than the board's peak), or None."""
+    def _untrue(self, shape: ConvShape, count: int, answer: dict) -> str | None:
+        """Why a member's measure answer cannot be taken: not `count`
+        measurements, or times faster than the board can run the task; None
+        if it can."""
+        try:
+            measurements = [Measurement(**m) for m in answer["measurements"]]
+            times = [float(t) for m in measurements if m.ok
+                     for t in (m.median_ms, m.min_ms, *m.times_ms) if t is not None]
+            float(answer["default_ms"] or 0.0)
+        except (KeyError, TypeError, ValueError) as e:
+            return f"its answer is not {count} measurements ({type(e).__name__}: {e})"
+        if len(measurements) != count:
+            return f"it answered {len(measurements)} measurements for {count} configs"
         floor = fastest_ms(self.farm.board, shape.flops)
-        times = [t for m in answer["measurements"] if m.get("ok")
-                 for t in (m.get("median_ms"), m.get("min_ms"), *m.get("times_ms", ()))
-                 if t is not None]
         if times and min(times) < floor:
             return (f"measured {min(times):.3g} ms for {shape.flops:,} flops, faster than "
                     f"board {self.farm.board.name} can run them ({floor:.3g} ms at its peak): "

@@ -3,6 +3,7 @@ beside a busy neighbour process (ratios only: no time is asserted); and
 `bench compare --also-strict`."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -64,9 +65,16 @@ def test_interference_prints_both_conditions_and_the_slowdowns(tiny_folder, tmp_
     assert row["onnxruntime_slowdown"] == pytest.approx(best["loaded"] / best["quiet"])
 
 
-def test_compare_also_times_the_strict_balance(tiny_folder, tmp_path):
+def test_compare_also_times_the_strict_balance_and_reports_spreads(tiny_folder, tmp_path):
+    out = tmp_path / "out"
     result = invoke("bench", "compare", "--model-dir", tiny_folder, "--trials", "1", "--repeat",
-                    "2", "--rounds", "1", "--round-ms", "0", "--no-realtime", "--also-strict",
-                    "--out", tmp_path / "out")
+                    "2", "--rounds", "2", "--round-ms", "0", "--no-realtime", "--also-strict",
+                    "--out", out)
     assert result.exit_code == 0, result.output
     assert re.search(r"^adaptive_vs_strict: [\d.]+$", result.stdout, re.M)
+    assert re.search(r"^spread of the 2 round medians wider than onnxruntime's: (tiny|none)$",
+                     result.stdout, re.M)
+    with (out / "compare.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert float(row["tuned_spread"]) >= 0 and float(row["onnxruntime_spread"]) >= 0
+    assert float(row["tuned_strict_ms"]) > 0

@@ -6,7 +6,8 @@ optimisations, the better of 1 and 2 intra-op threads), our engine with the
 ArmNN-rule default plan, and our engine with the tuned plan.  Each is timed in
 a fresh process of its own, so that its peak memory is its own, in rounds that
 take the three in turn (a drift of the machine's speed reaches them alike);
-an engine's time is the median of its rounds.  With `realtime`, the timing
+an engine's time is the median of its rounds, and its spread (max - min) /
+median of them.  With `realtime`, the timing
 processes run at the lowest real-time priority (SCHED_FIFO) where the system
 allows it, all three alike: the machine's other load then stays out of every
 side of the comparison.  A tuned plan that runs every node as the default
@@ -102,13 +103,20 @@ def onnxruntime_best(model: Path, repeat: int, warmup: int, shapes: dict | None 
 
 def _rounds(timers: dict, rounds: int) -> dict[str, dict]:
     """Each timer (name -> () -> {"median_ms", "peak_rss_mb"}) run once per
-    round, in turns; per name the median of its rounds and its largest peak."""
+    round, in turns; per name the median of its rounds, their spread
+    ((max - min) / median: how stable the engine is from run to run) and its
+    largest peak."""
     runs: dict[str, list[dict]] = {name: [] for name in timers}
     for _ in range(rounds):
         for name, timer in timers.items():
             runs[name].append(timer())
-    return {name: {"median_ms": statistics.median(r["median_ms"] for r in rs),
-                   "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)} for name, rs in runs.items()}
+    out = {}
+    for name, rs in runs.items():
+        medians = [r["median_ms"] for r in rs]
+        median = statistics.median(medians)
+        out[name] = {"median_ms": median, "spread": (max(medians) - min(medians)) / median,
+                     "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)}
+    return out
 
 
 def _ms(ms: float) -> str:
@@ -202,6 +210,7 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
             "tuned_ms": tuned["median_ms"], "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
             "tuned_vs_default": default["median_ms"] / tuned["median_ms"],
             "tuned_is_default": same_configs(tuned_plan, default_plan), "tuning_s": tuning_s,
+            "onnxruntime_spread": ort["spread"], "tuned_spread": tuned["spread"],
             "onnxruntime_rss_mb": ort["peak_rss_mb"], "default_rss_mb": default["peak_rss_mb"],
             "tuned_rss_mb": tuned["peak_rss_mb"],
             **({"tuned_strict_ms": times["strict"]["median_ms"]} if also_strict else {})})
@@ -215,18 +224,23 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     vs_ort = _geomean([r["tuned_vs_onnxruntime"] for r in rows])
     vs_default = _geomean([r["tuned_vs_default"] for r in rows])
     lines = ["| model | onnxruntime ms | default plan ms | tuned ms | tuned vs ORT | tuned vs "
-             "default | tuning s | ORT peak MB | default peak MB | tuned peak MB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "default | tuning s | ORT peak MB | default peak MB | tuned peak MB | ORT spread "
+             "| tuned spread |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {_ms(r['onnxruntime_ms'])} | {_ms(r['default_ms'])} | "
               f"{_ms(r['tuned_ms'])} | {r['tuned_vs_onnxruntime']:.2f}x | "
               f"{r['tuned_vs_default']:.2f}x{' (same plan)' if r['tuned_is_default'] else ''} | "
               f"{r['tuning_s']:.0f} | "
               f"{r['onnxruntime_rss_mb']:.0f} | {r['default_rss_mb']:.0f} | "
-              f"{r['tuned_rss_mb']:.0f} |" for r in rows]
-    lines.append(f"| geomean | | | | {vs_ort:.2f}x | {vs_default:.2f}x | | | | |")
+              f"{r['tuned_rss_mb']:.0f} | {100 * r['onnxruntime_spread']:.1f}% | "
+              f"{100 * r['tuned_spread']:.1f}% |" for r in rows]
+    lines.append(f"| geomean | | | | {vs_ort:.2f}x | {vs_default:.2f}x | | | | | | |")
     table = "\n".join(lines)
     (out_dir / "compare.md").write_text(table + "\n")
     click.echo(table)
+    wider = [r["model"] for r in rows if r["tuned_spread"] > r["onnxruntime_spread"]]
+    click.echo(f"spread of the {rounds} round medians wider than onnxruntime's: "
+               f"{', '.join(wider) or 'none'}")
     slowest = min(rows, key=lambda r: r["tuned_vs_onnxruntime"])
     below_default = [r["model"] for r in rows
                      if r["tuned_vs_default"] < 1.0 and not r["tuned_is_default"]]

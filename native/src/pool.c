@@ -25,14 +25,6 @@
  * descheduled in between: another thread wants this core, so stop spinning
  * against it and sleep. */
 #define PREEMPTED_GAP_MS 0.025
-/* Adaptive balance: a thread holding units that gets less than this share of
- * a core over RESCUE_LOOK_MS (its CPU time against the wall clock) is
- * descheduled, and is moved onto the CPU of a thread with nothing left to do,
- * which then sleeps.  The caller keeps looking while it waits, every
- * RESCUE_WAIT_MS. */
-#define RESCUE_LOOK_MS 0.02
-#define RESCUE_SHARE 0.25
-#define RESCUE_WAIT_MS 0.5
 /* How long a worker that found its CPU contended sleeps between jobs at once. */
 #define BACKOFF_MS 10.0
 
@@ -49,19 +41,11 @@ typedef struct {
 #define SPAN(tag, front, back) \
     (((unsigned long long)(tag) << 32) | ((unsigned long long)(front) << 16) | (unsigned long long)(back))
 
-/* A thread that runs jobs' units: a worker or the caller. */
-typedef struct {
-    _Atomic(pthread_t) thread;  /* set by the thread itself */
-    atomic_ullong holding;  /* the generation of the job whose units it runs now, else 0 */
-    atomic_int moved;       /* moved onto another CPU by a rescue: to pin back */
-} runner;
-
 /* A worker serves one CPU, started the first time a job gives that CPU a
  * share the caller does not run.  Each has its own job counter, so that a
  * job wakes only the workers it gives work to. */
 typedef struct {
-    runner self;
-    int cpu;
+    pthread_t thread;
     int started;
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
@@ -82,8 +66,6 @@ static struct {
     atomic_int caller_sleeping;
     atomic_int adaptive;            /* the current job's balancing */
     atomic_int nranges;             /* the current job's shares */
-    _Atomic(runner *) runners[ACL_MAX_CPUS];  /* who runs each share of the current job */
-    runner caller;                  /* the submitting thread, while it runs a share */
     acl_task_fn fn;
     void *ctx;
     range ranges[ACL_MAX_CPUS];
@@ -277,25 +259,20 @@ static int claim(int rank, unsigned tag, int thief, int *begin, int *end)
     }
 }
 
-/* Runs units [begin, end) of the current job as `me`, its holder meanwhile. */
-static void run_units(runner *me, unsigned long long gen, int begin, int end, int rank)
+static void run_units(int begin, int end, int rank)
 {
-    /* Release: a rescuer that reads `gen` there also sees me->thread. */
-    atomic_store_explicit(&me->holding, gen, memory_order_release);
     pool.fn(pool.ctx, begin, end, rank);
-    atomic_store_explicit(&me->holding, 0, memory_order_relaxed);
     finish_units(end - begin);
 }
 
-/* Runs share `rank` of job `gen` as `me`, then, when the job balances
+/* Runs share `rank` of the job tagged `tag`, then, when the job balances
  * adaptively, what is left of the other shares, each from its back.  Returns
  * how many units of its own share it ran (0: others took it all over). */
-static int work(runner *me, int rank, unsigned long long gen)
+static int work(int rank, unsigned tag)
 {
-    const unsigned tag = (unsigned)gen;
     int begin, end, own = 0;
     while (claim(rank, tag, 0, &begin, &end)) {
-        run_units(me, gen, begin, end, rank);
+        run_units(begin, end, rank);
         own += end - begin;
     }
     if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return own;
@@ -304,57 +281,13 @@ static int work(runner *me, int rank, unsigned long long gen)
         const int victim = (rank + i) % n;
         while (claim(victim, tag, 1, &begin, &end)) {
             atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
-            run_units(me, gen, begin, end, rank);
+            run_units(begin, end, rank);
         }
     }
     return own;
 }
 
-static double thread_cpu_ms(pthread_t thread)
-{
-    clockid_t clock;
-    struct timespec ts;
-    if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return -1;
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* What a waiting thread saw at its last look at the holders: each share's
- * holder's CPU time (-1: none), and when. */
-typedef struct {
-    double cpu_ms[ACL_MAX_CPUS];
-    double at;  /* 0: no look yet */
-} lookout;
-
-/* A look at the threads holding units of job `gen` but `me`: one that ran
- * less than RESCUE_SHARE of the wall time since the last look is moved onto
- * the CPU `me` is on.  Returns whether one was: `me` must then leave its CPU
- * to it. */
-static int rescue(const runner *me, unsigned long long gen, lookout *seen)
-{
-    const double wall_ms = seen->at ? acl_now_ms() - seen->at : 0;
-    seen->at = acl_now_ms();
-    int moved = 0;
-    const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
-    for (int r = 0; r < n; r++) {
-        runner *h = atomic_load_explicit(&pool.runners[r], memory_order_relaxed);
-        const double last = wall_ms > 0 ? seen->cpu_ms[r] : -1;
-        seen->cpu_ms[r] = -1;
-        if (!h || h == me || atomic_load_explicit(&h->holding, memory_order_acquire) != gen)
-            continue;
-        const double now = thread_cpu_ms(atomic_load_explicit(&h->thread, memory_order_relaxed));
-        seen->cpu_ms[r] = now;
-        if (now < 0 || last < 0 || now - last >= RESCUE_SHARE * wall_ms) continue;
-        cpu_set_t here;
-        CPU_ZERO(&here);
-        CPU_SET(sched_getcpu(), &here);
-        if (pthread_setaffinity_np(atomic_load_explicit(&h->thread, memory_order_relaxed),
-                                   sizeof here, &here) == 0) {
-            atomic_store(&h->moved, 1);
-            moved = 1;
-        }
-    }
-    return moved;
-}
+enum { WAIT_DONE = 1, WAIT_STOPPED = 0, WAIT_DESCHEDULED = -1 };
 
 static int job_arrived(const void *arg)
 {
@@ -362,45 +295,7 @@ static int job_arrived(const void *arg)
     return atomic_load_explicit(&w->job, memory_order_acquire) != w->seen;
 }
 
-enum { WAIT_DONE = 1, WAIT_STOPPED = 0, WAIT_RESCUED = -1, WAIT_DESCHEDULED = -2 };
-
-/* Polls for job `gen` to finish for up to `budget_ms`, and no longer once
- * this thread was descheduled or `w` (a worker, or NULL) has a new job; in
- * the adaptive balance it looks at the holders meanwhile.  Returns WAIT_DONE
- * when the job finished, WAIT_RESCUED when a holder was moved onto this CPU,
- * which the thread must then leave to it, WAIT_DESCHEDULED, or WAIT_STOPPED. */
-static int wait_job(const runner *me, const worker *w, unsigned long long gen, double budget_ms,
-                    lookout *seen)
-{
-    const int adaptive = atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
-    double start = 0, last = 0;
-    for (int polls = 1; atomic_load(&pool.left) > 0 && !(w && job_arrived(w)); polls++) {
-        cpu_relax();
-        if (polls % POLLS_PER_CLOCK) continue;
-        const double now = acl_now_ms();
-        if (start == 0) start = last = now;
-        else if (now - last > PREEMPTED_GAP_MS) return WAIT_DESCHEDULED;
-        else if (now - start > budget_ms) break;
-        last = now;
-        if (adaptive && (!seen->at || now - seen->at >= RESCUE_LOOK_MS) && rescue(me, gen, seen))
-            return atomic_load(&pool.left) == 0 ? WAIT_DONE : WAIT_RESCUED;
-    }
-    return atomic_load(&pool.left) == 0 ? WAIT_DONE : WAIT_STOPPED;
-}
-
-/* Back on its own CPU after a rescue moved it: where its share of the next
- * jobs is planned (machine_cpu: -1 for the caller's pinning). */
-static int pin_back(runner *me, int machine_cpu)
-{
-    if (!atomic_exchange(&me->moved, 0)) return 0;
-    if (machine_cpu < 0) return 1;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(machine_cpu, &one);
-    /* Nothing to do if this fails: the thread runs on a CPU it was allowed. */
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    return 1;
-}
+static int job_done(const void *arg) { return atomic_load(&pool.left) == 0; }
 
 /* Polls until ready(arg), for SPIN_MS at most, and no longer once this
  * thread was descheduled in between: WAIT_DONE, WAIT_STOPPED or
@@ -429,14 +324,12 @@ static void test_stall(const worker *w)
 }
 
 /* A worker waits for its next job polling, then sleeping; while its CPU is
- * contended (it was descheduled polling or waiting, took over none of its
- * share before the others had, or was moved by a rescue), it sleeps at once
- * for BACKOFF_MS, leaving the CPU to the thread that wants it. */
+ * contended (it was descheduled polling, or others had taken over all of its
+ * share before it started), it sleeps at once for BACKOFF_MS, leaving the
+ * CPU to the thread that wants it. */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    atomic_store_explicit(&w->self.thread, pthread_self(), memory_order_relaxed);
-    lookout seen;
     double calm_at = 0;  /* polls again from then */
     for (int sleep_now = 0;;) {
         const int polled = sleep_now ? WAIT_STOPPED : spin_until(job_arrived, w);
@@ -457,19 +350,9 @@ static void *worker_main(void *arg)
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
         test_stall(w);
-        const int own = work(&w->self, atomic_load_explicit(&w->rank, memory_order_relaxed), job);
-        int contended = pin_back(&w->self, acl_machine_cpu(w->cpu)) ||
-                        (polled == WAIT_DONE && own == 0);
-        sleep_now = 0;
-        if (atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) {
-            /* The caller may be the one descheduled with units. */
-            seen.at = 0;
-            const int waited = wait_job(&w->self, w, job, SPIN_MS, &seen);
-            contended |= waited == WAIT_DESCHEDULED;
-            sleep_now = waited == WAIT_RESCUED;
-        }
-        if (contended) calm_at = acl_now_ms() + BACKOFF_MS;
-        sleep_now |= acl_now_ms() < calm_at;
+        const int own = work(atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
+        if (polled == WAIT_DONE && own == 0) calm_at = acl_now_ms() + BACKOFF_MS;
+        sleep_now = acl_now_ms() < calm_at;
     }
     return NULL;
 }
@@ -485,9 +368,7 @@ static int start_worker(int cpu)
     pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
     pthread_cond_init(&w->wake, NULL);
-    w->cpu = cpu;
-    pthread_t thread;
-    if (rc == 0) rc = pthread_create(&thread, &attr, worker_main, w);
+    if (rc == 0) rc = pthread_create(&w->thread, &attr, worker_main, w);
     pthread_attr_destroy(&attr);
     if (rc != 0) return acl_fail("cannot start a thread pinned to CPU %d: %s", cpu, strerror(rc));
     w->started = 1;
@@ -539,37 +420,6 @@ static int split_ranges(const acl_exec *ex, int units, unsigned tag, int *cpus)
     return n;
 }
 
-/* The caller waits for job `gen`: polls a while, then sleeps until the last
- * share is done; in the adaptive balance it wakes every RESCUE_WAIT_MS to
- * look for a descheduled holder. */
-static void caller_wait(unsigned long long gen)
-{
-    static _Thread_local lookout seen;
-    seen.at = 0;
-    if (wait_job(&pool.caller, NULL, gen, SPIN_MS, &seen) == WAIT_DONE) return;
-    const int adaptive = atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
-    pthread_mutex_lock(&pool.lock);
-    atomic_exchange(&pool.caller_sleeping, 1);
-    while (atomic_load(&pool.left) > 0) {
-        if (!adaptive) {
-            pthread_cond_wait(&pool.done, &pool.lock);
-            continue;
-        }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += (long)(RESCUE_WAIT_MS * 1e6);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        if (pthread_cond_timedwait(&pool.done, &pool.lock, &until) == ETIMEDOUT &&
-            atomic_load(&pool.left) > 0)
-            rescue(&pool.caller, gen, &seen);  /* if one moves here, this thread sleeps on */
-    }
-    atomic_store(&pool.caller_sleeping, 0);
-    pthread_mutex_unlock(&pool.lock);
-}
-
 /* Hands the shares to the workers, runs the first on the calling thread
  * pinned to that share's CPU (until acl_release_caller), and waits for the
  * rest.  Where that CPU already has a worker (another job gave it a later
@@ -590,12 +440,6 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
         if (!pool.workers[cpus[i]].started && start_worker(cpus[i]) != 0) return -1;
     const int caller_runs = !pool.workers[cpus[0]].started;
     if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
-    if (caller_runs) {
-        atomic_store_explicit(&pool.caller.thread, pthread_self(), memory_order_relaxed);
-        atomic_store_explicit(&pool.runners[0], &pool.caller, memory_order_relaxed);
-    }
-    for (int i = caller_runs; i < n; i++)
-        atomic_store_explicit(&pool.runners[i], &pool.workers[cpus[i]].self, memory_order_relaxed);
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
@@ -606,9 +450,14 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    if (caller_runs) work(&pool.caller, 0, gen);
-    caller_wait(gen);
-    pin_back(&pool.caller, caller_cpu >= 0 ? acl_machine_cpu(caller_cpu) : -1);
+    if (caller_runs) work(0, (unsigned)gen);
+    if (spin_until(job_done, NULL) != WAIT_DONE) {
+        pthread_mutex_lock(&pool.lock);
+        atomic_exchange(&pool.caller_sleeping, 1);
+        while (atomic_load(&pool.left) > 0) pthread_cond_wait(&pool.done, &pool.lock);
+        atomic_store(&pool.caller_sleeping, 0);
+        pthread_mutex_unlock(&pool.lock);
+    }
     return 0;
 }
 

@@ -152,52 +152,6 @@ static void check_adaptive(const int *weights, int ncores, int units, int stalle
     }
 }
 
-typedef struct {
-    atomic_int calls;
-    int cpu_after;  /* where rank 1's first call was after its sleep */
-} sleeper;
-
-/* Rank 1's first call sleeps 20 ms holding its units, as a thread
- * descheduled mid-share does; rank 0 first computes for 10 ms, so that rank 1
- * claims its share before rank 0 could take it over. */
-static void sleep_once(void *ctx, int begin, int end, int worker)
-{
-    sleeper *s = ctx;
-    if (worker == 0) {
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        do clock_gettime(CLOCK_MONOTONIC, &t);
-        while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 10000000L);
-        return;
-    }
-    if (atomic_fetch_add(&s->calls, 1) != 0) return;
-    nanosleep(&(struct timespec){0, 20000000}, NULL);
-    s->cpu_after = sched_getcpu();
-}
-
-/* Adaptive: a worker that stops running while it holds units is moved onto
- * the caller's CPU (the caller waits with nothing left to take over), and
- * runs its next share on its own CPU again. */
-static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
-{
-    int weights[CPU_SETSIZE] = {0};
-    weights[caller_cpu] = weights[worker_cpu] = 1;
-    const acl_exec ex = {ncores, weights, 2};
-    sleeper s = {.cpu_after = -1};
-    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
-    const int rc = acl_parallel(&ex, 2, sleep_once, &s);
-    acl_set_balance(was);
-    check(rc == 0, "rescue job failed: %s", acl_last_error());
-    check(s.cpu_after == caller_cpu, "the sleeping holder on CPU %d was not moved to the "
-          "caller's CPU %d (it woke on %d)", worker_cpu, caller_cpu, s.cpu_after);
-    placement p;
-    memset(&p, 0xff, sizeof p);
-    check(acl_parallel(&ex, 2, record, &p) == 0, "job after a rescue failed");
-    check(p.cpu[1] == worker_cpu, "after a rescue, CPU %d's share ran on CPU %d", worker_cpu,
-          p.cpu[1]);
-    acl_release_caller();
-}
-
 static void count_units(void *ctx, int begin, int end, int worker)
 {
     atomic_fetch_add((atomic_int *)ctx, end - begin);
@@ -270,7 +224,5 @@ int main(int argc, char **argv)
         const int stalled = ncpus > 1 && rnd(0, 1) ? cpus[rnd(1, ncpus - 1)] : -1;
         check_adaptive(weights, ncores, rnd(1, MAX_UNITS), stalled);
     }
-    if (ncpus > 1)
-        for (int i = 0; i < 20; i++) check_rescue(ncores, cpus[0], cpus[ncpus - 1]);
     return test_summary();
 }

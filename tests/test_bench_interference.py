@@ -15,7 +15,7 @@ import yaml
 
 from acltuner.bench.interference import Neighbour
 from acltuner.zoo.builder import GraphBuilder
-from cli_checks import invoke
+from cli_checks import assert_one_line_error, invoke
 
 
 @pytest.fixture
@@ -78,3 +78,10 @@ def test_compare_also_times_the_strict_balance_and_reports_spreads(tiny_folder, 
         (row,) = list(csv.DictReader(f))
     assert float(row["tuned_spread"]) >= 0 and float(row["onnxruntime_spread"]) >= 0
     assert float(row["tuned_strict_ms"]) > 0
+
+
+def test_a_busy_cpu_this_process_cannot_use_is_one_line(tiny_folder, tmp_path):
+    cpu = max(os.sched_getaffinity(0)) + 1
+    result = invoke("bench", "interference", "--model-dir", tiny_folder, "--busy-cpu", cpu,
+                    "--out", tmp_path / "out")
+    assert_one_line_error(result, f"--busy-cpu {cpu}: not a CPU this process may use")

@@ -5,7 +5,7 @@ OpenMP pool), and one of them can hold a core the plan runs on.  For each
 model, side by side in one run: the tuned plan (`acltuner run`, balance as
 given) and onnxruntime on all cores and on one thread, each in a process of
 its own at normal priority, first quiet, then with a competing process pinned
-to the last core and busy `duty` of every 10 ms.  Engines take turns in
+to one core (the last, unless told) and busy `duty` of every 10 ms.  Engines take turns in
 rounds within each condition; an engine's p50 and p90 are the medians of its
 rounds'.  An engine's slowdown is its loaded p50 over its quiet p50,
 onnxruntime taking its better thread setting in each condition.
@@ -96,10 +96,16 @@ def _ort_best(condition: dict) -> dict:
 
 def run(models: list[tuple[str, Path, dict]], trials: int, duty: float, out_dir: Path,
         board: str, records: Path, balance: str = "adaptive", rounds: int = 3,
-        repeat: int = 20, round_ms: float = 300.0) -> tuple[float, float]:
+        repeat: int = 20, round_ms: float = 300.0,
+        busy_cpu: int | None = None) -> tuple[float, float]:
+    """busy_cpu: the neighbour's CPU (default: the last one this process may use)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cpus = len(os.sched_getaffinity(0))
-    busy_cpu = max(os.sched_getaffinity(0))
+    if busy_cpu is None:
+        busy_cpu = max(os.sched_getaffinity(0))
+    elif busy_cpu not in os.sched_getaffinity(0):
+        raise ValueError(f"--busy-cpu {busy_cpu}: not a CPU this process may use "
+                         f"({', '.join(map(str, sorted(os.sched_getaffinity(0))))})")
     rows = []
     for name, model, shapes in models:
         plan = out_dir / f"{name}.tuned.json"

@@ -218,14 +218,18 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
               help="The share of every 10 ms the neighbour process is busy.")
 @click.option("--balance", type=click.Choice(["adaptive", "strict"]), default="adaptive",
               show_default=True, help="How our plan's runs balance (acltuner run --balance).")
+@click.option("--busy-cpu", type=click.IntRange(0), default=None,
+              help="The neighbour's CPU [default: the last one].  CPU 0 is where the thread "
+                   "that calls run drives every operation from.")
 def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, out_dir,
-                       records_path, rounds, duty, balance) -> None:
+                       records_path, rounds, duty, balance, busy_cpu) -> None:
     """The tuned plan and onnxruntime beside a busy neighbour core.
 
     For each model: the tuned plan, onnxruntime on all cores and on one thread,
     each in its own process at normal priority, in --rounds turns, first
     quiet, then with a process pinned to the last CPU and busy --duty of every
-    10 ms (a camera, decoder or OpenMP thread of the application).  Prints p50
+    10 ms (a camera, decoder or OpenMP thread of the application; --busy-cpu
+    picks another core).  Prints p50
     and p90 per engine and condition; the last line,
     `interference_slowdown: ours=X onnxruntime=Y`, is the geometric mean of
     loaded p50 over quiet p50, onnxruntime taking its better thread setting
@@ -242,7 +246,7 @@ def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, 
     out = Path(out_dir)
     interference.run(_chosen_models(models, model_dir, out), trials, duty, out, board_name,
                      Path(records_path) if records_path else out / "records.jsonl", balance,
-                     rounds, repeat, round_ms)
+                     rounds, repeat, round_ms, busy_cpu)
 
 
 @bench.command("fuzz")

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc make cmake gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user openssh-server
-              openssh-client python3-venv)
+              openssh-client openssl python3-venv)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -27,6 +29,17 @@
 #define PREEMPTED_GAP_MS 0.025
 /* How long a worker that found its CPU contended sleeps between jobs at once. */
 #define BACKOFF_MS 10.0
+/* Adaptive balance: a caller that waited runnable but descheduled for this
+ * share of the wall clock since its last look (acl_pool_run_end, after each
+ * program run) shares its CPU with another thread, and every job waits for
+ * it; it runs its jobs alone and unpinned for SOLO_MS, so that the system
+ * moves it to a free core as it would a single-threaded engine, then tries
+ * its cores again. */
+#define CONTENDED_SHARE 0.2
+#define SOLO_MS 200.0
+/* Looks at most this often: a look is a system call, a fair share of a run
+ * of tens of microseconds. */
+#define WATCH_MS 2.0
 
 /* One share of a job: the units its CPU starts on and the part of them not
  * claimed yet, packed with the job's tag (tag << 32 | front << 16 | back) so
@@ -92,6 +105,14 @@ static inline void cpu_relax(void)
     __asm__ __volatile__("yield");
 #endif
 }
+
+/* The calling thread's watch of its own CPU (acl_pool_run_end): its
+ * /proc/thread-self/schedstat (fd -1: unreadable), the time it had waited
+ * runnable and the clock at the last look, and until when it runs alone. */
+static _Thread_local struct {
+    int opened, fd;
+    double waited_ms, at_ms, solo_until;
+} watch;
 
 /* The calling thread while the pool keeps it pinned: its CPU (-1: not
  * pinned by the pool) and the affinity acl_release_caller gives back. */
@@ -266,16 +287,12 @@ static void run_units(int begin, int end, int rank)
 }
 
 /* Runs share `rank` of the job tagged `tag`, then, when the job balances
- * adaptively, what is left of the other shares, each from its back.  Returns
- * how many units of its own share it ran (0: others took it all over). */
-static int work(int rank, unsigned tag)
+ * adaptively, what is left of the other shares, each from its back. */
+static void work(int rank, unsigned tag)
 {
-    int begin, end, own = 0;
-    while (claim(rank, tag, 0, &begin, &end)) {
-        run_units(begin, end, rank);
-        own += end - begin;
-    }
-    if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return own;
+    int begin, end;
+    while (claim(rank, tag, 0, &begin, &end)) run_units(begin, end, rank);
+    if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return;
     const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
     for (int i = 1; i < n; i++) {
         const int victim = (rank + i) % n;
@@ -284,7 +301,6 @@ static int work(int rank, unsigned tag)
             run_units(begin, end, rank);
         }
     }
-    return own;
 }
 
 enum { WAIT_DONE = 1, WAIT_STOPPED = 0, WAIT_DESCHEDULED = -1 };
@@ -323,10 +339,9 @@ static void test_stall(const worker *w)
     nanosleep(&(struct timespec){(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)}, NULL);
 }
 
-/* A worker waits for its next job polling, then sleeping; while its CPU is
- * contended (it was descheduled polling, or others had taken over all of its
- * share before it started), it sleeps at once for BACKOFF_MS, leaving the
- * CPU to the thread that wants it. */
+/* A worker waits for its next job polling, then sleeping; once it was
+ * descheduled while polling (its CPU is contended), it sleeps at once for
+ * BACKOFF_MS, leaving the CPU to the thread that wants it. */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -350,8 +365,7 @@ static void *worker_main(void *arg)
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
         test_stall(w);
-        const int own = work(atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
-        if (polled == WAIT_DONE && own == 0) calm_at = acl_now_ms() + BACKOFF_MS;
+        work(atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
         sleep_now = acl_now_ms() < calm_at;
     }
     return NULL;
@@ -420,6 +434,34 @@ static int split_ranges(const acl_exec *ex, int units, unsigned tag, int *cpus)
     return n;
 }
 
+/* The milliseconds the calling thread has waited runnable on a run queue,
+ * -1 where the system does not say (no schedstat). */
+static double waited_ms(void)
+{
+    if (!watch.opened) {
+        watch.fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        watch.opened = 1;
+    }
+    char text[96];
+    const ssize_t got = watch.fd >= 0 ? pread(watch.fd, text, sizeof text - 1, 0) : -1;
+    if (got <= 0) return -1;
+    text[got] = '\0';
+    unsigned long long on_cpu, waiting;
+    return sscanf(text, "%llu %llu", &on_cpu, &waiting) == 2 ? (double)waiting / 1e6 : -1;
+}
+
+void acl_pool_run_end(void)
+{
+    const double now = acl_now_ms();
+    if (watch.at_ms > 0 && now - watch.at_ms < WATCH_MS) return;
+    const double waited = waited_ms();
+    if (waited < 0) return;
+    if (watch.at_ms > 0 && waited - watch.waited_ms > CONTENDED_SHARE * (now - watch.at_ms))
+        watch.solo_until = now + SOLO_MS;
+    watch.waited_ms = waited;
+    watch.at_ms = now;
+}
+
 /* Hands the shares to the workers, runs the first on the calling thread
  * pinned to that share's CPU (until acl_release_caller), and waits for the
  * rest.  Where that CPU already has a worker (another job gave it a later
@@ -480,6 +522,11 @@ int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
 {
     if (acl_exec_check(ex) != 0) return -1;
     if (units <= 0) return 0;
+    if (balance == ACL_BALANCE_ADAPTIVE && acl_now_ms() < watch.solo_until) {
+        acl_release_caller();
+        fn(ctx, 0, units, 0);
+        return 0;
+    }
     pthread_mutex_lock(&pool.submit);
     const int rc = run_job(ex, units, fn, ctx);
     pthread_mutex_unlock(&pool.submit);
@@ -495,6 +542,7 @@ acl_balance acl_set_balance(acl_balance mode)
 
 void acl_pool_test_stall(int cpu, double ms)
 {
+    watch.solo_until = 0;
     atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
     atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);
 }

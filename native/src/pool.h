@@ -37,6 +37,12 @@ int acl_exec_active(const acl_exec *ex);
  * worker just going to sleep may miss it. */
 void acl_pool_wake(const acl_exec *ex);
 
+/* After each program run in the adaptive balance: whether the calling thread
+ * waited descheduled, behind another thread on its CPU, for a fifth of the
+ * time since the last call; if so its jobs run alone and unpinned for the
+ * next 200 ms, wherever the system finds it a free core. */
+void acl_pool_run_end(void);
+
 /* Runs fn over [0, units) split by ex; returns when every range is done. */
 int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx);
 

@@ -12,6 +12,7 @@
  * a unit stolen by another core's thread, or a caller left unpinned, fails.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,12 +98,14 @@ typedef struct {
     int cpu[MAX_UNITS];
     atomic_int busy[CPU_SETSIZE];  /* threads inside fn with each rank */
     atomic_int shared_rank;        /* two at once with one rank: one scratch for both */
+    atomic_int ranks;              /* bit r: a call ran with rank r (r < 31) */
 } tally;
 
 static void tally_units(void *ctx, int begin, int end, int worker)
 {
     tally *t = ctx;
     if (atomic_fetch_add(&t->busy[worker], 1) != 0) atomic_store(&t->shared_rank, 1);
+    atomic_fetch_or(&t->ranks, 1 << (worker < 30 ? worker : 30));
     const int cpu = sched_getcpu();
     volatile double sink = 0;
     for (int i = 0; i < 20000; i++) sink += i;
@@ -150,6 +153,68 @@ static void check_adaptive(const int *weights, int ncores, int units, int stalle
               "units %d: none of stalled CPU %d's %d units was taken over (counted %lld)", units,
               stalled, stalled_units, taken);
     }
+}
+
+static void *spin_on(void *arg)
+{
+    while (!atomic_load((atomic_int *)arg)) {
+    }
+    return NULL;
+}
+
+static void busy_for_ms(double ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
+}
+
+/* A caller that shared its CPU with a busy thread through a program run
+ * (acl_pool_run_end after it) runs its next adaptive jobs alone, unpinned:
+ * every unit on the calling thread, none on the other CPU's worker. */
+static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
+{
+    FILE *schedstat = fopen("/proc/thread-self/schedstat", "r");
+    if (!schedstat) {
+        printf("no schedstat here: the caller's contention is not watched\n");
+        return;
+    }
+    fclose(schedstat);
+    atomic_int stop = 0;
+    pthread_t neighbour;
+    pthread_attr_t attr;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(caller_cpu, &one);
+    pthread_attr_init(&attr);
+    pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+    pthread_create(&neighbour, &attr, spin_on, &stop);
+    pthread_attr_destroy(&attr);
+    sched_setaffinity(0, sizeof one, &one);
+    acl_pool_run_end();
+    busy_for_ms(40);  /* the two take turns on one CPU */
+    acl_pool_run_end();
+    atomic_store(&stop, 1);
+    pthread_join(neighbour, NULL);
+    sched_setaffinity(0, sizeof *own, own);
+
+    int weights[CPU_SETSIZE] = {0};
+    weights[caller_cpu] = weights[other_cpu] = 1;
+    const acl_exec ex = {ncores, weights, 64};
+    tally t;
+    memset(&t, 0, sizeof t);
+    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    check(acl_parallel(&ex, 64, tally_units, &t) == 0, "solo job failed: %s", acl_last_error());
+    acl_set_balance(was);
+    int others = 0;
+    for (int u = 0; u < 64; u++) others += atomic_load(&t.runs[u]) != 1;
+    check(others == 0, "solo: %d units did not run exactly once", others);
+    check(atomic_load(&t.ranks) == 1,
+          "a caller contended on CPU %d still handed units to other threads", caller_cpu);
+    cpu_set_t after;
+    sched_getaffinity(0, sizeof after, &after);
+    check(CPU_EQUAL(&after, own), "a solo caller is left pinned");
 }
 
 static void count_units(void *ctx, int begin, int end, int worker)
@@ -224,5 +289,7 @@ int main(int argc, char **argv)
         const int stalled = ncpus > 1 && rnd(0, 1) ? cpus[rnd(1, ncpus - 1)] : -1;
         check_adaptive(weights, ncores, rnd(1, MAX_UNITS), stalled);
     }
+    /* Last: a contended caller runs alone for 200 ms after it. */
+    if (ncpus > 1) check_solo(ncores, cpus[0], cpus[ncpus - 1], &own);
     return test_summary();
 }

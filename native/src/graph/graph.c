@@ -145,6 +145,7 @@ int acl_graph_run(acl_graph *g, double *node_ms)
         if (node_ms) node_ms[i] = acl_now_ms() - start;
     }
     acl_release_caller();  /* pinned once for the whole run, not per operation */
+    if (g->balance == ACL_BALANCE_ADAPTIVE) acl_pool_run_end();
     acl_set_balance(was);
     return rc;
 }

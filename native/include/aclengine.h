@@ -128,7 +128,9 @@ void acl_release_caller(void);
  * planned.  ADAPTIVE: each CPU starts on its share, and a thread done with its
  * own takes over, half at a time from the back, what is left of a share whose
  * CPU has not started or finished it: a core descheduled by another thread
- * delays a call by the units it holds, not by its whole share.  Units are cut
+ * delays a call by the units it holds, not by its whole share, and a worker
+ * still holding units, descheduled, after the caller waited 0.3 ms for them
+ * is moved onto the caller's CPU (and back before its next job).  Units are cut
  * alike in both modes and a unit's result never depends on the thread that
  * computes it, so outputs are bit-identical.  A calling thread that waited
  * behind another thread on its own CPU during a program run (a fifth of the

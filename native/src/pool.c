@@ -30,15 +30,24 @@
 /* How long a worker that found its CPU contended sleeps between jobs at once. */
 #define BACKOFF_MS 10.0
 /* Adaptive balance: a caller that waited runnable but descheduled for this
- * share of the wall clock since its last look (acl_pool_run_end, after each
- * program run) shares its CPU with another thread, and every job waits for
- * it; it runs its jobs alone and unpinned for SOLO_MS, so that the system
- * moves it to a free core as it would a single-threaded engine, then tries
- * its cores again. */
+ * share of a program run (acl_pool_run_begin to acl_pool_run_end) shares its
+ * CPU with another thread, and every job waits for it; it runs its jobs
+ * alone and unpinned for SOLO_MS, so that the system moves it to a free core
+ * as it would a single-threaded engine, then tries its cores again.  Only
+ * runs: between them the caller is the application's, anywhere. */
 #define CONTENDED_SHARE 0.2
 #define SOLO_MS 200.0
-/* Looks at most this often: a look is a system call, a fair share of a run
- * of tens of microseconds. */
+/* Adaptive balance: a caller that has waited RESCUE_AFTER_MS for the last
+ * units of a job looks at their holders every RESCUE_LOOK_MS; a worker that
+ * ran less than RESCUE_SHARE of that time is descheduled holding them (a
+ * whole time slice of another thread, milliseconds), and is moved onto the
+ * caller's CPU, which the caller leaves to it by sleeping.  It moves back to
+ * its own CPU before its next job. */
+#define RESCUE_AFTER_MS 0.3
+#define RESCUE_LOOK_MS 0.2
+#define RESCUE_SHARE 0.1
+/* Watches a run at most this often: a look is a system call, a fair share of
+ * a run of tens of microseconds. */
 #define WATCH_MS 2.0
 
 /* One share of a job: the units its CPU starts on and the part of them not
@@ -59,7 +68,10 @@ typedef struct {
  * job wakes only the workers it gives work to. */
 typedef struct {
     pthread_t thread;
+    int cpu;
     int started;
+    atomic_int holding;  /* runs units now */
+    atomic_int moved;    /* moved by a rescue: back to its CPU before its next job */
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
      * of the latest it has run. */
@@ -106,12 +118,14 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* The calling thread's watch of its own CPU (acl_pool_run_end): its
- * /proc/thread-self/schedstat (fd -1: unreadable), the time it had waited
- * runnable and the clock at the last look, and until when it runs alone. */
+/* The calling thread's watch of its own CPU (acl_pool_run_begin/end): its
+ * /proc/thread-self/schedstat (fd -1: unreadable), whether this run is to be
+ * watched, the time it had waited runnable and the clock when the watch
+ * began, pinned to its CPU (at_ms 0: not yet), when the last watch began,
+ * and until when it runs alone. */
 static _Thread_local struct {
-    int opened, fd;
-    double waited_ms, at_ms, solo_until;
+    int opened, fd, wanted;
+    double waited_ms, at_ms, last_ms, solo_until;
 } watch;
 
 /* The calling thread while the pool keeps it pinned: its CPU (-1: not
@@ -280,25 +294,28 @@ static int claim(int rank, unsigned tag, int thief, int *begin, int *end)
     }
 }
 
-static void run_units(int begin, int end, int rank)
+static void run_units(worker *w, int begin, int end, int rank)
 {
+    if (w) atomic_store_explicit(&w->holding, 1, memory_order_relaxed);
     pool.fn(pool.ctx, begin, end, rank);
+    if (w) atomic_store_explicit(&w->holding, 0, memory_order_relaxed);
     finish_units(end - begin);
 }
 
-/* Runs share `rank` of the job tagged `tag`, then, when the job balances
- * adaptively, what is left of the other shares, each from its back. */
-static void work(int rank, unsigned tag)
+/* Runs share `rank` of the job tagged `tag` as worker `w` (NULL: the
+ * caller), then, when the job balances adaptively, what is left of the other
+ * shares, each from its back. */
+static void work(worker *w, int rank, unsigned tag)
 {
     int begin, end;
-    while (claim(rank, tag, 0, &begin, &end)) run_units(begin, end, rank);
+    while (claim(rank, tag, 0, &begin, &end)) run_units(w, begin, end, rank);
     if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return;
     const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
     for (int i = 1; i < n; i++) {
         const int victim = (rank + i) % n;
         while (claim(victim, tag, 1, &begin, &end)) {
             atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
-            run_units(begin, end, rank);
+            run_units(w, begin, end, rank);
         }
     }
 }
@@ -364,8 +381,15 @@ static void *worker_main(void *arg)
         }
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
+        if (atomic_exchange(&w->moved, 0)) {
+            cpu_set_t own;
+            CPU_ZERO(&own);
+            CPU_SET(acl_machine_cpu(w->cpu), &own);
+            /* Nothing to do if this fails: it runs on a CPU it was allowed. */
+            pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+        }
         test_stall(w);
-        work(atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
+        work(w, atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
         sleep_now = acl_now_ms() < calm_at;
     }
     return NULL;
@@ -382,6 +406,7 @@ static int start_worker(int cpu)
     pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
     pthread_cond_init(&w->wake, NULL);
+    w->cpu = cpu;
     if (rc == 0) rc = pthread_create(&w->thread, &attr, worker_main, w);
     pthread_attr_destroy(&attr);
     if (rc != 0) return acl_fail("cannot start a thread pinned to CPU %d: %s", cpu, strerror(rc));
@@ -450,16 +475,85 @@ static double waited_ms(void)
     return sscanf(text, "%llu %llu", &on_cpu, &waiting) == 2 ? (double)waiting / 1e6 : -1;
 }
 
-void acl_pool_run_end(void)
+void acl_pool_run_begin(void)
 {
     const double now = acl_now_ms();
-    if (watch.at_ms > 0 && now - watch.at_ms < WATCH_MS) return;
-    const double waited = waited_ms();
-    if (waited < 0) return;
-    if (watch.at_ms > 0 && waited - watch.waited_ms > CONTENDED_SHARE * (now - watch.at_ms))
+    watch.at_ms = 0;
+    watch.wanted = now - watch.last_ms >= WATCH_MS;
+    if (watch.wanted) watch.last_ms = now;
+}
+
+/* Starts the run's watch, if wanted, once the caller is pinned to its CPU:
+ * before, it waited wherever the application's code had left it. */
+static void watch_pinned(void)
+{
+    if (!watch.wanted || watch.at_ms > 0) return;
+    watch.waited_ms = waited_ms();
+    if (watch.waited_ms >= 0) watch.at_ms = acl_now_ms();
+}
+
+void acl_pool_run_end(void)
+{
+    if (watch.at_ms == 0) return;
+    const double now = acl_now_ms(), waited = waited_ms();
+    if (waited - watch.waited_ms > CONTENDED_SHARE * (now - watch.at_ms))
         watch.solo_until = now + SOLO_MS;
-    watch.waited_ms = waited;
-    watch.at_ms = now;
+    watch.at_ms = 0;
+}
+
+static double thread_cpu_ms(pthread_t thread)
+{
+    clockid_t clock;
+    struct timespec ts;
+    if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0) return -1;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The caller sleeps until the job's last units are done; in the adaptive
+ * balance, once it has waited RESCUE_AFTER_MS, it wakes every RESCUE_LOOK_MS
+ * to move a descheduled holder onto its own CPU (when it ran a share, so is
+ * pinned there). */
+static void caller_wait(int n, const int *cpus, int caller_runs)
+{
+    const int rescue = caller_runs && atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
+    double cpu_ms[ACL_MAX_CPUS], looked = 0;
+    const double start = acl_now_ms();
+    pthread_mutex_lock(&pool.lock);
+    atomic_exchange(&pool.caller_sleeping, 1);
+    while (atomic_load(&pool.left) > 0) {
+        if (!rescue) {
+            pthread_cond_wait(&pool.done, &pool.lock);
+            continue;
+        }
+        const double now = acl_now_ms();
+        if (now - start >= RESCUE_AFTER_MS) {
+            for (int i = 1; i < n; i++) {
+                worker *w = &pool.workers[cpus[i]];
+                const double ran = atomic_load_explicit(&w->holding, memory_order_relaxed)
+                                       ? thread_cpu_ms(w->thread) : -1;
+                if (looked > 0 && ran >= 0 && cpu_ms[i] >= 0 &&
+                    ran - cpu_ms[i] < RESCUE_SHARE * (now - looked)) {
+                    cpu_set_t here;
+                    CPU_ZERO(&here);
+                    CPU_SET(acl_machine_cpu(caller_cpu), &here);
+                    if (pthread_setaffinity_np(w->thread, sizeof here, &here) == 0)
+                        atomic_store(&w->moved, 1);
+                }
+                cpu_ms[i] = ran;
+            }
+            looked = now;
+        }
+        const double wait_ms = now - start < RESCUE_AFTER_MS ? RESCUE_AFTER_MS - (now - start)
+                                                             : RESCUE_LOOK_MS;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)(wait_ms * 1e6);
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&pool.done, &pool.lock, &until);
+    }
+    atomic_store(&pool.caller_sleeping, 0);
+    pthread_mutex_unlock(&pool.lock);
 }
 
 /* Hands the shares to the workers, runs the first on the calling thread
@@ -482,6 +576,7 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
         if (!pool.workers[cpus[i]].started && start_worker(cpus[i]) != 0) return -1;
     const int caller_runs = !pool.workers[cpus[0]].started;
     if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
+    if (caller_runs && balance == ACL_BALANCE_ADAPTIVE) watch_pinned();
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
@@ -492,14 +587,8 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    if (caller_runs) work(0, (unsigned)gen);
-    if (spin_until(job_done, NULL) != WAIT_DONE) {
-        pthread_mutex_lock(&pool.lock);
-        atomic_exchange(&pool.caller_sleeping, 1);
-        while (atomic_load(&pool.left) > 0) pthread_cond_wait(&pool.done, &pool.lock);
-        atomic_store(&pool.caller_sleeping, 0);
-        pthread_mutex_unlock(&pool.lock);
-    }
+    if (caller_runs) work(NULL, 0, (unsigned)gen);
+    if (spin_until(job_done, NULL) != WAIT_DONE) caller_wait(n, cpus, caller_runs);
     return 0;
 }
 

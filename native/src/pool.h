@@ -37,10 +37,12 @@ int acl_exec_active(const acl_exec *ex);
  * worker just going to sleep may miss it. */
 void acl_pool_wake(const acl_exec *ex);
 
-/* After each program run in the adaptive balance: whether the calling thread
- * waited descheduled, behind another thread on its CPU, for a fifth of the
- * time since the last call; if so its jobs run alone and unpinned for the
- * next 200 ms, wherever the system finds it a free core. */
+/* Around a program run in the adaptive balance (at most one run watched
+ * every 2 ms): when the calling thread, pinned to its CPU from its first job
+ * on, waited descheduled behind another thread there for a fifth of that
+ * time, its jobs run alone and unpinned for the next 200 ms, wherever the
+ * system finds it a free core. */
+void acl_pool_run_begin(void);
 void acl_pool_run_end(void);
 
 /* Runs fn over [0, units) split by ex; returns when every range is done. */

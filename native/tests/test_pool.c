@@ -2,8 +2,9 @@
  * runs on the CPU whose share it is in, for many weight vectors and
  * workloads, and the calling thread stays pinned until acl_release_caller
  * gives it its own affinity back; in the adaptive balance every unit runs
- * exactly once, and the share of a worker held back by the test hook is
- * taken over by the others.
+ * exactly once, the share of a worker held back by the test hook is taken
+ * over by the others, a worker descheduled holding units is moved onto the
+ * waiting caller's CPU, and a caller that shares its CPU runs alone.
  *
  *   test_pool [--cases N] [--seed S]   closes with "N passed, N failed"
  *
@@ -155,11 +156,9 @@ static void check_adaptive(const int *weights, int ncores, int units, int stalle
     }
 }
 
-static void *spin_on(void *arg)
+static void count_units(void *ctx, int begin, int end, int worker)
 {
-    while (!atomic_load((atomic_int *)arg)) {
-    }
-    return NULL;
+    atomic_fetch_add((atomic_int *)ctx, end - begin);
 }
 
 static void busy_for_ms(double ms)
@@ -170,9 +169,62 @@ static void busy_for_ms(double ms)
     while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
 }
 
+typedef struct {
+    atomic_int calls;
+    int cpu_after;  /* where rank 1's first call was after its sleep */
+} sleeper;
+
+/* Rank 1's first call sleeps 20 ms holding its units, as a thread
+ * descheduled mid-share does; rank 0 first computes for 10 ms, so that rank
+ * 1 claims its share before rank 0 could take it over. */
+static void sleep_once(void *ctx, int begin, int end, int worker)
+{
+    sleeper *s = ctx;
+    if (worker == 0) {
+        busy_for_ms(10);
+        return;
+    }
+    if (atomic_fetch_add(&s->calls, 1) != 0) return;
+    nanosleep(&(struct timespec){0, 20000000}, NULL);
+    s->cpu_after = sched_getcpu();
+}
+
+/* Adaptive: a worker that stops running while it holds units is moved onto
+ * the caller's CPU (the caller waits with nothing left to take over), and
+ * runs its next share on its own CPU again. */
+static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
+{
+    int weights[CPU_SETSIZE] = {0};
+    weights[caller_cpu] = weights[worker_cpu] = 1;
+    const acl_exec ex = {ncores, weights, 2};
+    sleeper s = {.cpu_after = -1};
+    acl_pool_test_stall(-1, 0);  /* shares the jobs, even after a contended run */
+    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    const int rc = acl_parallel(&ex, 2, sleep_once, &s);
+    acl_set_balance(was);
+    check(rc == 0, "rescue job failed: %s", acl_last_error());
+    check(s.cpu_after == caller_cpu, "the sleeping holder on CPU %d was not moved to the "
+          "caller's CPU %d (it woke on %d)", worker_cpu, caller_cpu, s.cpu_after);
+    placement p;
+    memset(&p, 0xff, sizeof p);
+    check(acl_parallel(&ex, 2, record, &p) == 0, "job after a rescue failed");
+    check(p.cpu[1] == worker_cpu, "after a rescue, CPU %d's share ran on CPU %d", worker_cpu,
+          p.cpu[1]);
+    acl_release_caller();
+}
+
+static void *spin_on(void *arg)
+{
+    while (!atomic_load((atomic_int *)arg)) {
+    }
+    return NULL;
+}
+
+
 /* A caller that shared its CPU with a busy thread through a program run
- * (acl_pool_run_end after it) runs its next adaptive jobs alone, unpinned:
- * every unit on the calling thread, none on the other CPU's worker. */
+ * (acl_pool_run_begin to acl_pool_run_end) runs its next adaptive jobs
+ * alone, unpinned: every unit on the calling thread, none on the other CPU's
+ * worker. */
 static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
 {
     FILE *schedstat = fopen("/proc/thread-self/schedstat", "r");
@@ -191,20 +243,24 @@ static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_
     pthread_attr_setaffinity_np(&attr, sizeof one, &one);
     pthread_create(&neighbour, &attr, spin_on, &stop);
     pthread_attr_destroy(&attr);
-    sched_setaffinity(0, sizeof one, &one);
-    acl_pool_run_end();
-    busy_for_ms(40);  /* the two take turns on one CPU */
-    acl_pool_run_end();
-    atomic_store(&stop, 1);
-    pthread_join(neighbour, NULL);
-    sched_setaffinity(0, sizeof *own, own);
-
     int weights[CPU_SETSIZE] = {0};
     weights[caller_cpu] = weights[other_cpu] = 1;
     const acl_exec ex = {ncores, weights, 64};
     tally t;
     memset(&t, 0, sizeof t);
+    busy_for_ms(5);  /* past the last watched run's 2 ms */
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    acl_pool_run_begin();
+    /* A run's first job pins the caller to caller_cpu, where the two then
+     * take turns. */
+    check(acl_parallel(&ex, 64, count_units, &t.runs[0]) == 0, "watched job failed");
+    busy_for_ms(40);
+    acl_pool_run_end();
+    atomic_store(&stop, 1);
+    pthread_join(neighbour, NULL);
+    sched_setaffinity(0, sizeof *own, own);
+
+    memset(&t, 0, sizeof t);
     check(acl_parallel(&ex, 64, tally_units, &t) == 0, "solo job failed: %s", acl_last_error());
     acl_set_balance(was);
     int others = 0;
@@ -217,10 +273,6 @@ static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_
     check(CPU_EQUAL(&after, own), "a solo caller is left pinned");
 }
 
-static void count_units(void *ctx, int begin, int end, int worker)
-{
-    atomic_fetch_add((atomic_int *)ctx, end - begin);
-}
 
 /* Jobs spaced so that the workers go to sleep between them (the pool spins
  * 50 us first): every one must be woken, and a wake-up lost would hang here.
@@ -289,6 +341,8 @@ int main(int argc, char **argv)
         const int stalled = ncpus > 1 && rnd(0, 1) ? cpus[rnd(1, ncpus - 1)] : -1;
         check_adaptive(weights, ncores, rnd(1, MAX_UNITS), stalled);
     }
+    if (ncpus > 1)
+        for (int i = 0; i < 10; i++) check_rescue(ncores, cpus[0], cpus[ncpus - 1]);
     /* Last: a contended caller runs alone for 200 ms after it. */
     if (ncpus > 1) check_solo(ncores, cpus[0], cpus[ncpus - 1], &own);
     return test_summary();

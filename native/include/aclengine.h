@@ -130,7 +130,9 @@ void acl_release_caller(void);
  * CPU has not started or finished it: a core descheduled by another thread
  * delays a call by the units it holds, not by its whole share, and a worker
  * still holding units, descheduled, after the caller waited 0.3 ms for them
- * is moved onto the caller's CPU (and back before its next job).  Units are cut
+ * is moved onto the caller's CPU (and back before its next job); a worker
+ * whose CPU was found contended gets no share for the next 10 ms, the caller
+ * and the others taking it over.  Units are cut
  * alike in both modes and a unit's result never depends on the thread that
  * computes it, so outputs are bit-identical.  A calling thread that waited
  * behind another thread on its own CPU during a program run (a fifth of the
@@ -142,9 +144,9 @@ acl_balance acl_set_balance(acl_balance mode);
 
 /* Test hooks of the balancing: from now on the worker pinned to `cpu` sleeps
  * `ms` before each job it is given (a core held by another thread; ms <= 0:
- * none), and the calling thread shares its jobs again even if it was found
- * contended; and the count of units run, since the process started, by a
- * thread other than the one of their share's CPU. */
+ * none), and the calling thread and every worker share jobs again even if
+ * they were found contended; and the count of units run, since the process
+ * started, by a thread other than the one of their share's CPU. */
 void acl_pool_test_stall(int cpu, double ms);
 long long acl_pool_units_taken_over(void);
 

@@ -72,6 +72,10 @@ typedef struct {
     int started;
     atomic_int holding;  /* runs units now */
     atomic_int moved;    /* moved by a rescue: back to its CPU before its next job */
+    /* Its CPU was found contended (it was descheduled polling, or holding
+     * units): until then it sleeps between jobs and the adaptive balance
+     * gives it no job, leaving its share to the caller. */
+    _Atomic double calm_at;
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
      * of the latest it has run. */
@@ -356,16 +360,15 @@ static void test_stall(const worker *w)
     nanosleep(&(struct timespec){(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)}, NULL);
 }
 
-/* A worker waits for its next job polling, then sleeping; once it was
- * descheduled while polling (its CPU is contended), it sleeps at once for
- * BACKOFF_MS, leaving the CPU to the thread that wants it. */
+/* A worker waits for its next job polling, then sleeping; once its CPU is
+ * found contended, it sleeps at once for BACKOFF_MS, leaving the CPU to the
+ * thread that wants it (see calm_at). */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    double calm_at = 0;  /* polls again from then */
     for (int sleep_now = 0;;) {
         const int polled = sleep_now ? WAIT_STOPPED : spin_until(job_arrived, w);
-        if (polled == WAIT_DESCHEDULED) calm_at = acl_now_ms() + BACKOFF_MS;
+        if (polled == WAIT_DESCHEDULED) atomic_store(&w->calm_at, acl_now_ms() + BACKOFF_MS);
         if (polled != WAIT_DONE) {
             pthread_mutex_lock(&pool.lock);
             atomic_exchange(&w->sleeping, 1);
@@ -375,7 +378,7 @@ static void *worker_main(void *arg)
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
             if (atomic_load(&w->job) == w->seen) {  /* nudged: poll again, unless contended */
-                sleep_now = acl_now_ms() < calm_at;
+                sleep_now = acl_now_ms() < atomic_load(&w->calm_at);
                 continue;
             }
         }
@@ -390,7 +393,7 @@ static void *worker_main(void *arg)
         }
         test_stall(w);
         work(w, atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
-        sleep_now = acl_now_ms() < calm_at;
+        sleep_now = acl_now_ms() < atomic_load(&w->calm_at);
     }
     return NULL;
 }
@@ -538,6 +541,7 @@ static void caller_wait(int n, const int *cpus, int caller_runs)
                     CPU_SET(acl_machine_cpu(caller_cpu), &here);
                     if (pthread_setaffinity_np(w->thread, sizeof here, &here) == 0)
                         atomic_store(&w->moved, 1);
+                    atomic_store(&w->calm_at, now + BACKOFF_MS);
                 }
                 cpu_ms[i] = ran;
             }
@@ -577,8 +581,14 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
     const int caller_runs = !pool.workers[cpus[0]].started;
     if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
     if (caller_runs && balance == ACL_BALANCE_ADAPTIVE) watch_pinned();
+    /* Adaptive, the caller running: a worker of a contended CPU gets no job,
+     * the others and the caller take over its share. */
+    const double skip_before = caller_runs && balance == ACL_BALANCE_ADAPTIVE ? acl_now_ms() : 0;
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
+        if (skip_before > 0 && skip_before < atomic_load_explicit(&w->calm_at,
+                                                                  memory_order_relaxed))
+            continue;
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
         atomic_exchange(&w->job, gen);
         if (atomic_load(&w->sleeping)) {
@@ -632,6 +642,7 @@ acl_balance acl_set_balance(acl_balance mode)
 void acl_pool_test_stall(int cpu, double ms)
 {
     watch.solo_until = 0;
+    for (int i = 0; i < ACL_MAX_CPUS; i++) atomic_store(&pool.workers[i].calm_at, 0);
     atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
     atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);
 }

@@ -34,7 +34,9 @@ def test_missing_core_is_a_clear_error(conv):
 @pytest.mark.parametrize("weights,workloads,message", [
     ((0, 0), 2, "every core weight is 0"),
     ((1, -1), 2, "negative"),
-    ((1, 1), 0, "workloads must be >= 1"),
+    ((1, 1), 0, "workloads must be 1 to 65535, got 0"),
+    # A share's claimed part is packed into 16 bits (pool.c).
+    ((1, 1), 65536, "workloads must be 1 to 65535, got 65536"),
 ])
 def test_invalid_exec_configs(conv, weights, workloads, message):
     with pytest.raises(native.EngineError, match=message):

@@ -115,3 +115,50 @@ def test_output_dims_the_exporter_declared_are_worked_out_again(tmp_path):
     onnx.save(model, path)
     report = run_check(default_plan(path, tmp_path, "--input-shape", _SHAPE))
     assert report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
+def _stale_value_info(model: onnx.ModelProto) -> None:
+    """The Reshape's output [1, 16, 8, 20] declared as of rank 2."""
+    model.graph.value_info.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [16, 160]))
+
+
+def _stale_output(model: onnx.ModelProto) -> None:
+    """The output [1, 4, 8, 20] declared as of rank 2, in another exporter's layout."""
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 160]))
+
+
+def _stale_in_subgraph(model: onnx.ModelProto) -> None:
+    """An If after the Reshape whose branches, Relu twice, declare the tensor
+    between their Relus as of rank 2."""
+    graph = model.graph
+    branches = {}
+    for branch in ("then", "else"):
+        branches[f"{branch}_branch"] = helper.make_graph(
+            [helper.make_node("Relu", ["r"], [f"{branch}_a"]),
+             helper.make_node("Relu", [f"{branch}_a"], [f"{branch}_b"])],
+            branch, [], [helper.make_tensor_value_info(f"{branch}_b", TensorProto.FLOAT, None)],
+            value_info=[helper.make_tensor_value_info(f"{branch}_a", TensorProto.FLOAT,
+                                                      [16, 160])])
+    conv2 = next(n for n in graph.node if n.name == "conv2")
+    conv2.input[0] = "ri"
+    graph.node.insert(list(graph.node).index(conv2),
+                      helper.make_node("If", ["cond"], ["ri"], **branches))
+    graph.initializer.append(numpy_helper.from_array(np.array(True), "cond"))
+
+
+@pytest.mark.parametrize("stale", [_stale_value_info, _stale_output, _stale_in_subgraph],
+                         ids=["value_info", "output", "subgraph"])
+def test_stale_shapes_the_exporter_declared_are_dropped(stale, tmp_path):
+    """onnxruntime runs a model whose exporter declared shapes the nodes do not
+    compute (a rank 2 Reshape output that is of rank 3 or 4); inference would
+    refuse it, so loading forgets them and works them out again."""
+    path = tmp_path / "stale.onnx"
+    _model("reshape_computed", path)
+    model = onnx.load(path)
+    stale(model)
+    onnx.save(model, path)
+    tasks = invoke("tasks", path, "--input-shape", _SHAPE)
+    assert tasks.exit_code == 0, tasks.output
+    assert "2 convolutions -> 2 tasks" in tasks.output
+    report = run_check(default_plan(path, tmp_path, "--input-shape", _SHAPE))
+    assert report["max_rel_diff"] <= CHECK_TOLERANCE

@@ -124,12 +124,17 @@ class OnnxGraph:
 
 
 def subgraph_names(node: onnx.NodeProto) -> set[str]:
+    """The tensors of enclosing graphs that the node's subgraphs (If, Loop,
+    Scan bodies, at any depth) read: not those a subgraph computes itself or
+    takes as its own inputs and initializers."""
     names: set[str] = set()
     for attr in node.attribute:
         for g in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            local = {i.name for i in g.input} | {t.name for t in g.initializer}
             for n in g.node:
-                names.update(t for t in n.input if t)
-                names |= subgraph_names(n)
+                names.update(t for t in n.input if t and t not in local)
+                names |= subgraph_names(n) - local
+                local.update(n.output)
     return names
 
 

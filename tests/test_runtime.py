@@ -416,11 +416,29 @@ def _layer_norm_and_math(b):
     return b.node("Concat", [y, b.node("Erf", [ch], "erf")], "out", axis=1)
 
 
+def _reductions_opset18(b):
+    """Opset 18's reductions, their axes an input: any set of axes of a 4-D
+    map (two apart, the batch and height, all of them) and of a 3-D view of it."""
+    x = _features(b)  # [2, 8, 10, 10]
+    axes = {name: b.constant(name, np.array(v)) for name, v in
+            {"a13": [1, 3], "a02": [0, 2], "a_last": [-1]}.items()}
+    y = b.node("Add", [b.node("ReduceMax", [x, axes["a13"]], "max_cw"),
+                       b.node("ReduceMin", [x, axes["a02"]], "min_nh")], "both")
+    y = b.node("Add", [y, b.node("ReduceSum", [x], "sum_all")], "all3")
+    flat = b.node("Reshape", [x, b.constant("to3", np.array([16, 10, 10]))], "flat")
+    means = b.node("ReduceMean", [flat, axes["a02"]], "mean_3d")  # [1, 10, 1]
+    rows = b.node("ReduceMean", [flat, axes["a_last"]], "mean_rows", keepdims=0)  # [16, 10]
+    y = b.node("Add", [y, means], "plus_means")
+    columns = b.node("ReduceMax", [rows, b.constant("a0", np.array([0]))], "max_rows")  # [1, 10]
+    return b.node("Add", [y, columns], "out")
+
+
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
+          "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},
           **{f"slice_opset{v}": (lambda b, v=v: _slice(b, v), v) for v in (9, 13)}}
 

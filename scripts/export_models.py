@@ -485,6 +485,70 @@ def _architectures():
         def forward(self, x):
             return self.head(self.features(x))
 
+    # -- EfficientFormer-L1: pooling mixers on 4-D maps, then attention on tokens --
+    class Meta4D(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.pool = nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+            self.mlp = nn.Sequential(ConvBN(c, 4 * c, 1, act="gelu"),
+                                     ConvBN(4 * c, c, 1, act=None))
+            self.gamma1 = nn.Parameter(torch.ones(c, 1, 1))
+            self.gamma2 = nn.Parameter(torch.ones(c, 1, 1))
+
+        def forward(self, x):
+            x = x + self.gamma1 * (self.pool(x) - x)
+            return x + self.gamma2 * self.mlp(x)
+
+    class BiasedAttention(nn.Module):
+        """Multi-head attention whose queries and keys are narrower than its
+        values, plus a learned bias per head and pair of positions."""
+
+        def __init__(self, d, tokens, heads=8, key_dim=32, ratio=4):
+            super().__init__()
+            self.heads, self.key_dim, self.value_dim = heads, key_dim, ratio * key_dim
+            self.scale = key_dim ** -0.5
+            self.qkv = nn.Linear(d, heads * (2 * key_dim + ratio * key_dim))
+            self.attention_bias = nn.Parameter(torch.zeros(heads, tokens, tokens))
+            self.proj = nn.Linear(heads * ratio * key_dim, d)
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            q, k, v = self.qkv(x).reshape(b, n, self.heads, -1).permute(0, 2, 1, 3) \
+                .split([self.key_dim, self.key_dim, self.value_dim], 3)
+            a = torch.softmax(q @ k.transpose(-1, -2) * self.scale + self.attention_bias, -1)
+            return self.proj((a @ v).transpose(1, 2).reshape(b, n, -1))
+
+    class Meta3D(nn.Module):
+        def __init__(self, d, tokens):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(d)
+            self.attn = BiasedAttention(d, tokens)
+            self.norm2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.gamma1 = nn.Parameter(torch.ones(d))
+            self.gamma2 = nn.Parameter(torch.ones(d))
+
+        def forward(self, x):
+            x = x + self.gamma1 * self.attn(self.norm1(x))
+            return x + self.gamma2 * self.mlp(self.norm2(x))
+
+    class EfficientFormerL1(nn.Module):
+        def __init__(self, dims=(48, 96, 224, 448), depths=(3, 2, 6, 4), tokens=49):
+            super().__init__()
+            layers = [ConvBN(3, dims[0] // 2, 3, 2), ConvBN(dims[0] // 2, dims[0], 3, 2)]
+            for i, (c, n) in enumerate(zip(dims, depths)):
+                if i:
+                    layers.append(ConvBN(dims[i - 1], c, 3, 2, act=None))
+                layers += [Meta4D(c) for _ in range(n - (1 if i == 3 else 0))]
+            self.features = nn.Sequential(*layers)
+            self.last = Meta3D(dims[-1], tokens)
+            self.norm = nn.LayerNorm(dims[-1])
+            self.fc = nn.Linear(dims[-1], 1000)
+
+        def forward(self, x):
+            x = self.features(x).flatten(2).transpose(1, 2)  # [B, 49, 448]
+            return self.fc(self.norm(self.last(x)).mean(1))
+
     # -- CRNN: a VGG-style backbone, a bidirectional LSTM unrolled over time --
     class UnrolledLSTM(nn.Module):
         """One direction of an LSTM written out step by step: one Gemm of
@@ -540,13 +604,14 @@ def _architectures():
         "regnety_400mf": RegNetY400MF,
         "convnext_atto": ConvNeXt,
         "mobilevit_xxs": MobileViTXXS,
+        "efficientformer_l1": EfficientFormerL1,
         "crnn_unrolled_bilstm": CRNN,
     }
 
 
 ARCHITECTURES = ["mobilenetv3_large", "lraspp_mobilenetv3", "deeplabv3_mobilenetv3", "ghostnet",
                  "mobilenetv4_small", "resnext50_32x4d", "regnety_400mf", "convnext_atto",
-                 "mobilevit_xxs", "crnn_unrolled_bilstm"]
+                 "mobilevit_xxs", "efficientformer_l1", "crnn_unrolled_bilstm"]
 
 
 def _seed_weights(model, seed: int) -> None:
@@ -567,9 +632,9 @@ def _seed_weights(model, seed: int) -> None:
             if leaf == "weight" and len(shape) >= 2:
                 fan_in = int(np.prod(shape[1:]))
                 v = rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
-            elif leaf in ("weight", "gamma", "running_var"):
+            elif leaf in ("weight", "gamma", "gamma1", "gamma2", "running_var"):
                 v = rng.uniform(0.7, 1.3, shape)
-            elif leaf in ("bias", "running_mean"):
+            elif leaf in ("bias", "running_mean", "attention_bias"):
                 v = rng.standard_normal(shape) * 0.05
             else:
                 raise ValueError(f"no seeding rule for {name}")

@@ -6,8 +6,7 @@ against onnxruntime, through the command line.
 A model that fails today is listed in EXPECTED_FAILURES with its one-line
 error: its test is a strict xfail that passes only while the model fails with
 that very error, so a fix (or a new error) shows up as a failure to update the
-list (a model in NEAR_TOLERANCE: a non-strict xfail, passing either way).  An
-absent model is skipped, naming the fetch command."""
+list.  An absent model is skipped, naming the fetch command."""
 from __future__ import annotations
 
 import importlib.util
@@ -33,17 +32,11 @@ FETCH = ".venv/bin/python scripts/fetch_models.py"
 # start of it), where MODEL stands for the model's path and PLAN for the plan's.
 # Each fix removes one.
 EXPECTED_FAILURES: dict[str, str] = {
-    # DB text detectors: on the seeded random input every output lies far below
-    # 1 after the Sigmoid (largest 2e-5), and both engines' float32 error is
-    # large beside that (issue 28, item 2: judge against a float64 reference).
+    # A DB text detector: on the seeded random input every output lies far
+    # below 1 after the Sigmoid (largest 2e-5), and float32 rounding is large
+    # beside that (issue 28, item 2: judge against a float64 reference).
     "ppocrv5_det": "run: Error: check failed: max relative difference ",
-    "ppocrv6_tiny_det": "run: Error: check failed: max relative difference ",
 }
-# Of those, the ones whose difference sits near the tolerance, on one side or
-# the other with the float32 rounding of the engine's build (ppocrv6_tiny_det:
-# 2.4e-3 at 288d704, 1.4e-4 with reductions summed in blocks): a non-strict
-# xfail, which passes either way but fails on any other error.
-NEAR_TOLERANCE = {"ppocrv6_tiny_det"}
 
 # Recurrent layers and control flow may run through onnxruntime; any other
 # operator delegated today is listed for its model, and leaves the list when
@@ -66,8 +59,8 @@ def _params():
     for m in MODELS:
         marks = ()
         if m.name in EXPECTED_FAILURES:
-            marks = pytest.mark.xfail(strict=m.name not in NEAR_TOLERANCE,
-                                      raises=ExpectedFailure, reason=EXPECTED_FAILURES[m.name])
+            marks = pytest.mark.xfail(strict=True, raises=ExpectedFailure,
+                                      reason=EXPECTED_FAILURES[m.name])
         yield pytest.param(m, id=m.name, marks=marks)
 
 
@@ -119,4 +112,3 @@ def test_the_manifest_pins_every_model():
     for m in MODELS:
         assert len(m.sha256) == 64 and m.version[0].isdigit(), m.name
     assert set(EXPECTED_FAILURES) | set(DELEGATED_TODAY) <= {m.name for m in MODELS}
-    assert NEAR_TOLERANCE <= set(EXPECTED_FAILURES)

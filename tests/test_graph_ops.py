@@ -302,6 +302,36 @@ def test_write_transposed(shape, perm, split):
         assert np.isnan(g.arena[:5]).all() and np.isnan(g.arena[out.end:]).all()
 
 
+NCHW = (0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("shape,perm", [
+    ((1, 37, 41, 21), NCHW),   # a segmentation map's classes: blocks of columns
+    ((1, 5, 7, 300), NCHW),    # long input rows: the smallest column blocks
+    ((1, 37, 41, 3), NCHW),
+    ((2, 5, 9, 7), (3, 1, 0, 2)),  # the general walk
+    ((4, 6, 8), (0, 1, 2)),
+])
+def test_read_transposed(shape, perm):
+    """An arena tensor read out into a new array transposed, the arena untouched."""
+    x = _uniform(_rng(10), shape)
+    t = Tensor(5, shape)
+    with Graph(t.end + 5, (1,), 1) as g:
+        g.view(t)[...] = x
+        before = g.arena.copy()
+        y = g.read_transposed(t, perm)
+        np.testing.assert_array_equal(y, x.transpose(perm))
+        np.testing.assert_array_equal(g.arena, before)
+
+
+def test_transpose_node_over_column_blocks():
+    """NHWC -> NCHW inside a program, split over the cores by columns."""
+    x = _uniform(_rng(11), (1, 29, 31, 21))
+    (y,) = run_node(lambda g, i, o: g.add("transpose", i, o[0], perm=NCHW), [x],
+                    [x.transpose(NCHW).shape])
+    np.testing.assert_array_equal(y, x.transpose(NCHW))
+
+
 def test_write_transposed_checks_the_shape():
     with Graph(64, (1,), 1) as g, pytest.raises(ValueError, match=r"shape \(2, 3\).*\(3, 3\)"):
         g.write_transposed(np.zeros((2, 3), np.float32), (1, 0), Tensor(0, (3, 3)))

@@ -71,6 +71,7 @@ _SIGNATURES = {
     "acl_graph_arena": ([_G], _FLOAT_P),
     "acl_graph_add": ([_G, _INT, ctypes.c_void_p, _INT, _T, _T], _INT),
     "acl_graph_import": ([_G, _FLOAT_P, _INT_P, _T], _INT),
+    "acl_graph_export": ([_G, _T, _INT_P, _FLOAT_P], _INT),
     "acl_graph_node_count": ([_G], _INT),
     "acl_graph_workspace_bytes": ([_G], ctypes.c_size_t),
     "acl_graph_order": ([_G, _INT_P], _INT),
@@ -177,6 +178,15 @@ class Graph:
         _ok(_lib().acl_graph_import(self._h(), native._fptr(x),
                                     _exactly(perm, len(t.dims), "import perm"),
                                     ctypes.byref(_tensor_c(t))))
+
+    def read_transposed(self, t: Tensor, perm: Sequence[int]) -> np.ndarray:
+        """A new array holding view(t).transpose(perm), by the engine (numpy
+        reads an NHWC output back to NCHW element by element, a C-th of each
+        cache line at a time)."""
+        y = np.empty(tuple(t.dims[p] for p in perm), dtype=np.float32)
+        _ok(_lib().acl_graph_export(self._h(), ctypes.byref(_tensor_c(t)),
+                                    _exactly(perm, len(t.dims), "export perm"), native._fptr(y)))
+        return y
 
     def add(self, kind: str, inputs: Sequence[Tensor], out: Tensor, **attrs) -> None:
         """Appends operation `kind` reading `inputs` and writing `out`; attrs by

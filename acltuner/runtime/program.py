@@ -7,6 +7,7 @@ while copied into and out of an arena.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -24,6 +25,10 @@ from acltuner.runtime.profile import COPIES_OP, HOST_COPIES, ProfileEntry
 from acltuner.taskgen.graph import OnnxGraph
 
 FLOAT_BYTES = 4
+# An export this large and transposed is read back by the engine, by blocks
+# (2.5x numpy's time for a 384x384x21 map); a smaller one by numpy, whose
+# copy costs less than the engine call.
+ENGINE_EXPORT_FLOATS = 1 << 14
 
 
 def default_exec(board: Board) -> tuple[tuple[int, ...], int]:
@@ -60,7 +65,8 @@ class NativeRunner:
     def _bind(self) -> None:
         """The arena views of the stage's imports and exports, made once."""
         self._imports = [(name, self.graph.view(t), perm, t) for name, t, perm in self.imports]
-        self._exports = [(name, self.graph.view(t).transpose(back))
+        self._exports = [(name, t, back, None if _engine_export(t, back)
+                           else self.graph.view(t).transpose(back))
                          for name, t, back in self.exports]
 
     def run(self, env: dict) -> float:
@@ -80,9 +86,10 @@ class NativeRunner:
         copies = time.perf_counter() - start
         self._node_ms = self.graph.run()
         start = time.perf_counter()
-        for name, view in self._exports:
+        for name, t, back, view in self._exports:
             # A copy, never the arena itself: the next run overwrites it.
-            env[name] = view.copy(order="C")
+            env[name] = (self.graph.read_transposed(t, back) if view is None
+                         else view.copy(order="C"))
         copies += time.perf_counter() - start
         return copies * 1e3
 
@@ -90,6 +97,10 @@ class NativeRunner:
         """The latest run's time per operation."""
         return [ProfileEntry(node, what, ms, kind)
                 for (node, what, kind), ms in zip(self.labels, self._node_ms)]
+
+
+def _engine_export(t: Tensor, back: tuple[int, ...]) -> bool:
+    return back != tuple(range(len(back))) and math.prod(t.dims) >= ENGINE_EXPORT_FLOATS
 
 
 def _weight_bytes(op: Op) -> int:

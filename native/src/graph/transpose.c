@@ -2,9 +2,12 @@
  * row reads the input with the permuted (or stepped) stride of its innermost
  * axis, a plain copy when that stride is 1 (a transpose keeping the innermost
  * axis, a slice of whole rows or of channel ranges of an NHWC map).  A 2-D
- * transpose with short output rows (NCHW -> NHWC of an image: rows of 3
- * channels) goes by blocks of rows instead, reading each input row
- * contiguously. */
+ * transpose goes by blocks instead, so that each input line is read from
+ * memory once: with short output rows (NCHW -> NHWC of an image: rows of 3
+ * channels) by blocks of rows, each reading input rows contiguously; with
+ * long ones (NHWC -> NCHW of a model's output: a row per channel, reading
+ * every C-th float) by blocks of columns, whose input stays in L1 while each
+ * channel's part of them is written. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,9 +54,30 @@ static void transpose_2d_rows(const void *arg, size_t begin, size_t end)
     }
 }
 
-static int is_short_2d(const graph_walk *w)
+/* Input floats per block of the column path: in L1 with room for the writes. */
+#define BLOCK_FLOATS 4096
+
+/* y[r][c] = x[c][r] for output columns [begin, end) of a 2-D walk whose
+ * columns step through the input by `step` and whose rows by 1. */
+static void transpose_2d_cols(const void *arg, size_t begin, size_t end)
 {
-    return w->rank == 2 && w->stride[0][0] == 1 && w->stride[0][1] != 1 && w->dims[1] <= SHORT_ROW;
+    const transpose_params *p = arg;
+    const size_t rows = p->walk.dims[0], cols = p->walk.dims[1];
+    const ptrdiff_t step = p->walk.stride[0][1];
+    const size_t block = (size_t)step < BLOCK_FLOATS / 8 ? BLOCK_FLOATS / (size_t)step : 8;
+    for (size_t c0 = begin; c0 < end; c0 += block) {
+        const size_t n = end - c0 < block ? end - c0 : block;
+        for (size_t r = 0; r < rows; r++) {
+            const float *restrict x = p->x + (ptrdiff_t)c0 * step + (ptrdiff_t)r;
+            float *restrict y = p->y + r * cols + c0;
+            for (size_t i = 0; i < n; i++) y[i] = x[(ptrdiff_t)i * step];
+        }
+    }
+}
+
+static int is_2d_transpose(const graph_walk *w)
+{
+    return w->rank == 2 && w->stride[0][0] == 1 && w->stride[0][1] != 1;
 }
 
 static void transpose_rows(const void *arg, size_t begin, size_t end)
@@ -80,10 +104,15 @@ static void transpose_rows(const void *arg, size_t begin, size_t end)
 /* The row function of p, its rows and floats per row. */
 static graph_rows_fn transpose_split(const transpose_params *p, size_t *rows, size_t *floats)
 {
-    if (is_short_2d(&p->walk)) {
+    if (is_2d_transpose(&p->walk) && p->walk.dims[1] <= SHORT_ROW) {
         *rows = (size_t)p->walk.dims[0];
         *floats = (size_t)p->walk.dims[1];
         return transpose_2d_rows;
+    }
+    if (is_2d_transpose(&p->walk)) {
+        *rows = (size_t)p->walk.dims[1];
+        *floats = (size_t)p->walk.dims[0];
+        return transpose_2d_cols;
     }
     *rows = p->count;
     *floats = 1;
@@ -126,6 +155,22 @@ int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_te
      * copy this size is bound by memory, not by cores (a 224x224 image took
      * as long on two threads, plus the wake-up when they slept). */
     acl_pool_wake(&g->ex);
+    size_t rows, floats;
+    transpose_split(&p, &rows, &floats)(&p, 0, rows);
+    return 0;
+}
+
+int acl_graph_export(acl_graph *g, const acl_tensor *in, const int *perm, float *y)
+{
+    if (!g || !y) return acl_fail("export: no program or destination given");
+    size_t count;
+    if (graph_check_tensor(g, "export", "input", in, &count) != 0 ||
+        graph_check_perm("export", "perm", in->rank, perm) != 0)
+        return -1;
+    int out_dims[ACL_MAX_RANK];
+    for (int i = 0; i < in->rank; i++) out_dims[i] = in->dims[perm[i]];
+    transpose_params p = {.x = graph_ptr(g, in), .y = y, .count = count};
+    transpose_walk(&p.walk, in->rank, in->dims, perm, out_dims);
     size_t rows, floats;
     transpose_split(&p, &rows, &floats)(&p, 0, rows);
     return 0;

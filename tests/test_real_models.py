@@ -1,7 +1,8 @@
 """Real models (configs/real_models.yaml, fetched into models/ by
 scripts/fetch_models.py): for each one present, `acltuner tasks`, a rule-based
 plan from `acltuner tune --strategy default`, and `acltuner run --check`
-against onnxruntime, through the command line.
+against onnxruntime (and a float64 reference where the two differ), through
+the command line.
 
 A model that fails today is listed in EXPECTED_FAILURES with its one-line
 error: its test is a strict xfail that passes only while the model fails with
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from acltuner.cli.run import CHECK_TOLERANCE
 from cli_checks import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,12 +31,7 @@ FETCH = ".venv/bin/python scripts/fetch_models.py"
 # The models that fail today: the failing step and its one-line error (or the
 # start of it), where MODEL stands for the model's path and PLAN for the plan's.
 # Each fix removes one.
-EXPECTED_FAILURES: dict[str, str] = {
-    # A DB text detector: on the seeded random input every output lies far
-    # below 1 after the Sigmoid (largest 2e-5), and float32 rounding is large
-    # beside that (issue 28, item 2: judge against a float64 reference).
-    "ppocrv5_det": "run: Error: check failed: max relative difference ",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 # Recurrent layers and control flow may run through onnxruntime; any other
 # operator delegated today is listed for its model, and leaves the list when
@@ -101,9 +96,15 @@ def test_real_model_runs_and_matches_onnxruntime(model, tmp_path):
                    "--json", subst=subst)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     delegated = sorted({op for d in report["delegated"] for op in d["op_types"]})
-    print(f"{model.name}: max_rel_diff {report['max_rel_diff']:.3g}, delegated: "
-          f"{', '.join(delegated) or 'none'}")
-    assert report["max_rel_diff"] <= CHECK_TOLERANCE
+    # Within the tolerance of onnxruntime, or else of a float64 reference: a
+    # DB text detector's outputs all lie below 2e-5 after its Sigmoid, where
+    # onnxruntime's float32 Sigmoid is 7e-3 from exact relative to the largest.
+    judged = report["float64_reference"]
+    print(f"{model.name}: max_rel_diff {report['max_rel_diff']:.3g}"
+          + (f" (from float64: ours {judged['ours_max_rel_err']:.3g}, onnxruntime "
+             f"{judged['onnxruntime_max_rel_err']:.3g})" if judged else "")
+          + f", delegated: {', '.join(delegated) or 'none'}")
+    assert report["check_passed"]
     assert set(delegated) - MAY_DELEGATE == DELEGATED_TODAY.get(model.name, set())
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import acltuner
 from acltuner import zoo
@@ -341,10 +341,66 @@ def test_a_plan_missing_a_conv_is_refused(small):
     assert_one_line_error(invoke("run", plan), "no config for Conv node", "c2")
 
 
-def test_check_fails_above_the_tolerance(small, monkeypatch):
+def _sigmoid_far_below_one(path) -> None:
+    """A Conv biased to -16 and a Sigmoid: every output below 1.6e-5, where
+    onnxruntime's Sigmoid is about 1e-2 from exact relative to the largest."""
+    rng = np.random.default_rng(0)
+    w = (0.3 * rng.standard_normal((4, 3, 3, 3))).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1] * 4),
+         helper.make_node("Sigmoid", ["c"], ["y"], name="sigmoid")], "sigmoid",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.full(4, -16, np.float32), "b")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+
+
+def test_check_judges_both_engines_by_float64_where_they_disagree(tmp_path):
+    """onnxruntime the inexact one: the check passes, saying so."""
+    path = tmp_path / "sigmoid.onnx"
+    _sigmoid_far_below_one(path)
+    plan = default_plan(path, tmp_path)
+    report = run_check(plan)
+    judged = report["float64_reference"]
+    assert report["max_rel_diff"] > CHECK_TOLERANCE and report["check_passed"]
+    assert judged["ours_max_rel_err"] < 1e-4 < CHECK_TOLERANCE < judged["onnxruntime_max_rel_err"]
+    text = invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0")
+    assert text.exit_code == 0, text.output
+    assert "check vs float64" in text.output and "max rel diff ours" in text.output
+
+
+def _wrong_by(monkeypatch, factor: float) -> None:
+    """Ours' outputs scaled by `factor` after every timed run."""
     from acltuner.runtime import measure
+    time_runs = measure.time_runs
+
+    def wrong(*args):
+        latency, outputs = time_runs(*args)
+        return latency, {name: out * np.float32(factor) for name, out in outputs.items()}
+    monkeypatch.setattr(measure, "time_runs", wrong)
+
+
+def test_check_fails_when_ours_is_far_from_float64(small, monkeypatch):
     _, plan = small
-    monkeypatch.setattr(measure, "check", lambda *a: measure.Difference(1.0, 2e-3))
+    _wrong_by(monkeypatch, 1.01)
+    result = invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0", "--json")
+    assert result.exit_code == 1
+    assert "check failed: max relative difference from onnxruntime 0.01 > 0.001, and ours is " \
+           "0.01 from a float64 reference (onnxruntime " in result.output
+    report = json.loads(result.output.splitlines()[0])
+    judged = report["float64_reference"]
+    assert not report["check_passed"] and judged["problem"] is None
+    assert judged["ours_max_rel_err"] == pytest.approx(0.01, rel=1e-3)
+    assert judged["onnxruntime_max_rel_err"] < 1e-5
+
+
+def test_check_fails_without_a_float64_reference_in_time(small, monkeypatch):
+    from acltuner.cli import run
+    _, plan = small
+    _wrong_by(monkeypatch, 1.01)
+    monkeypatch.setattr(run, "REFERENCE_TIMEOUT_S", 0.01)
     result = invoke("run", plan, "--check", "--repeat", "1", "--warmup", "0")
     assert result.exit_code == 1
-    assert "check failed: max relative difference 0.002 > 0.001" in result.output
+    assert "no float64 reference to judge by: not done within 0.01 s" in result.output

@@ -30,6 +30,11 @@ def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[N
             "delegated": delegated_share(program, nodes)}
     if diff is not None:
         data["max_abs_diff"], data["max_rel_diff"] = diff.max_abs, diff.max_rel
+        data["check_passed"] = diff.passed
+        judged = diff.float64
+        data["float64_reference"] = None if judged is None else {
+            "ours_max_rel_err": judged.ours, "onnxruntime_max_rel_err": judged.onnxruntime,
+            "seconds": judged.seconds, "problem": judged.problem}
     if profile:
         data["nodes"] = [{"node": r.node, "op": r.op, "kind": r.kind, "ms": r.ms,
                           "share": r.share}
@@ -59,6 +64,12 @@ def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program
     if diff is not None:
         lines.append(f"check vs onnxruntime: max abs diff {diff.max_abs:.3g}, "
                      f"max rel diff {diff.max_rel:.3g}")
+        judged = diff.float64
+        if judged is not None and judged.ours is None:
+            lines.append(f"check vs float64: no reference ({judged.problem})")
+        elif judged is not None:
+            lines.append(f"check vs float64 ({judged.seconds:.1f} s): max rel diff ours "
+                         f"{judged.ours:.3g}, onnxruntime {judged.onnxruntime:.3g}")
     if profile:
         width = max(len(r.node) for r in nodes)
         lines.append(f"{'node':{width}s}  {'ms':>9s}  {'share':>6s}  kind")

@@ -49,6 +49,16 @@ CATALOG = [
            pad_bottom=2, pad_right=2),
     _shape(n=1, h=13, w=13, c=64, oc=40, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
            pad_right=1, has_residual=True, act="relu"),
+    # ASPP-like dilated 3x3s whose border pixels read fewer taps: at rate 4 on
+    # 8x8 each quadrant reads 4 taps, at rate 9 every pixel reads only the
+    # centre; grouped, over a batch of two, with a pad past the kernel's reach
+    # so that the outer rows and columns read no input at all.
+    _shape(n=1, h=8, w=8, c=24, oc=20, kh=3, kw=3, dil_h=4, dil_w=4, pad_top=4, pad_left=4,
+           pad_bottom=4, pad_right=4, act="relu", has_residual=True),
+    _shape(n=1, h=8, w=7, c=16, oc=16, kh=3, kw=3, dil_h=9, dil_w=9, pad_top=9, pad_left=9,
+           pad_bottom=9, pad_right=9),
+    _shape(n=2, h=6, w=7, c=16, oc=24, kh=3, kw=2, dil_h=2, dil_w=3, pad_top=6, pad_left=1,
+           pad_bottom=3, pad_right=5, group=4, act="silu", has_residual=True),
     # Depthwise with whole channel blocks: interior pixel runs of every length
     # (15 - 2 = 13 = 8 + 4 + 1 with AVX-512, 4 + 4 + 4 + 1 with NEON) next to
     # the bordered pixels; then a strided 5x5 over a batch of two.

@@ -66,6 +66,16 @@ CATALOG = [
            pad_right=1, group=32, act="clip", act_min=0.0, act_max=6.0, has_residual=True),
     _shape(n=2, h=11, w=23, c=16, oc=16, kh=5, kw=5, stride_h=2, stride_w=2, pad_top=2,
            pad_left=2, pad_bottom=2, pad_right=2, group=16, act="silu"),
+    # Narrow groups as ResNeXt's and RegNet's (cg == ocg): 6 groups of 8, two
+    # per AVX-512 block, one per AVX2 / NEON block (its inputs broadcast); 5
+    # groups of 4 leave a partial last block on every ISA; 2 groups of 16 are
+    # one AVX-512 block each.
+    _shape(n=1, h=10, w=13, c=48, oc=48, kh=3, kw=3, pad_top=1, pad_left=1, pad_bottom=1,
+           pad_right=1, group=6, act="relu", has_residual=True),
+    _shape(n=2, h=7, w=9, c=20, oc=20, kh=3, kw=3, stride_h=2, stride_w=2, pad_top=1,
+           pad_left=1, pad_bottom=1, pad_right=1, group=5, act="silu", has_residual=True),
+    _shape(n=1, h=9, w=11, c=32, oc=32, kh=3, kw=3, dil_h=2, dil_w=2, pad_top=2, pad_left=2,
+           pad_bottom=2, pad_right=2, group=2, act="clip", act_min=-0.5, act_max=0.5),
     # A first layer (C = 3, 7x7, stride 2) with enough output pixels that im2col
     # runs several blocks per worker.
     _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,

@@ -1,4 +1,5 @@
-/* What the direct NHWC kernels (depthwise_channel_block, direct_nhwc) share:
+/* What the direct NHWC kernels (depthwise_channel_block, grouped_channel_block,
+ * direct_nhwc) share:
  * output channels in blocks of one vector, a run of pixels whose sums stay in
  * registers, and the weights packed block-major with the bias, zero-padded
  * to whole blocks so that a partial last block needs no special weights. */

@@ -14,6 +14,7 @@ static const conv_algo *const algorithms[] = {
     &conv_winograd_4x1_3x1, &conv_depthwise_pixel,  &conv_depthwise_channel_block,
     &conv_deconv_col2im,    &conv_deconv_phase,     &conv_deconv_depthwise,
     &conv_deconv_dot,       &conv_direct_nhwc,      &conv_indirect_regions,
+    &conv_grouped_channel_block,
 };
 #define NALGORITHMS (int)(sizeof algorithms / sizeof algorithms[0])
 

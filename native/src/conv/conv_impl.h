@@ -82,7 +82,8 @@ extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
     conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
     conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
     conv_winograd_4x1_3x1, conv_direct_nhwc, conv_deconv_col2im, conv_deconv_phase,
-    conv_deconv_depthwise, conv_deconv_dot, conv_indirect_regions;
+    conv_deconv_depthwise, conv_deconv_dot, conv_indirect_regions,
+    conv_grouped_channel_block;
 
 /* The taps [*k0, *k1) of one kernel axis whose input coordinate
  * o * stride - pad + k * dil lies inside [0, n): direct algorithms skip the

@@ -4,7 +4,14 @@
  *   depthwise_channel_block  (oc == c) channels in blocks of one vector: a run
  *                            of pixels keeps its sums in registers and shares
  *                            each tap's weight load.
- * Both run in parallel over output rows and sum the taps in the same order, so
+ * and the same channel blocks for narrow groups (ResNeXt's 32 groups of 4 to
+ * 16 channels, RegNet's of 8), which a GEMM per group pads to its tile width:
+ *   grouped_channel_block    (cg == ocg, dividing the block) each vector holds
+ *                            several whole groups; input channel ci of every
+ *                            group is spread over its group's lanes by one
+ *                            shuffle of the pixel's vector, then one
+ *                            multiply-add per (tap, ci).
+ * All run in parallel over output rows and sum the taps in the same order, so
  * a row's result never depends on the worker that computes it. */
 #include <string.h>
 
@@ -104,18 +111,42 @@ static int channel_block_check(const conv_algo *self, const acl_conv_shape *s,
     return 0;
 }
 
+static int grouped_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
+                         const acl_ukernel *uk)
+{
+    if (s->group == 1 || s->group == s->c)
+        return acl_fail("%s takes grouped convolutions of several channels per group, got "
+                        "group=%d with c=%d", self->name, s->group, s->c);
+    if (d->cg != d->ocg || CHANNEL_BLOCK % d->cg)
+        return acl_fail("%s needs as many output as input channels per group, dividing %d; "
+                        "got %d -> %d", self->name, CHANNEL_BLOCK, d->cg, d->ocg);
+    return 0;
+}
+
+/* Both algorithms: [block][tap][ci][CHANNEL_BLOCK], ci < cg (1 for depthwise). */
 static int channel_block_create(acl_conv *conv, const float *weight)
 {
-    const int taps = conv->d.taps;
-    channel_blocks *st = channel_blocks_create(conv, (size_t)taps * CHANNEL_BLOCK);
+    const int taps = conv->d.taps, cg = conv->d.cg;
+    const size_t per_block = (size_t)taps * cg * CHANNEL_BLOCK;
+    channel_blocks *st = channel_blocks_create(conv, per_block);
     if (!st) return -1;
-    /* [block][tap][CHANNEL_BLOCK] */
     for (int o = 0; o < conv->s.oc; o++) {
-        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * taps * CHANNEL_BLOCK;
+        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * per_block;
         for (int t = 0; t < taps; t++)
-            block[(size_t)t * CHANNEL_BLOCK + o % CHANNEL_BLOCK] = weight[(size_t)o * taps + t];
+            for (int ci = 0; ci < cg; ci++)
+                block[((size_t)t * cg + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
+                    weight[((size_t)o * cg + ci) * taps + t];
     }
     return 0;
+}
+
+/* The lanes of input channel ci of each group of cg lanes: a shuffle of the
+ * pixel's vector, whose lanes are the block's input channels. */
+static inline channel_vec group_spread(channel_vec x, const int cg, const int ci)
+{
+    channel_mask lane;
+    for (int l = 0; l < CHANNEL_BLOCK; l++) lane[l] = l / cg * cg + ci;
+    return __builtin_shuffle(x, lane);
 }
 
 /* A partial block's vector: a whole vector while it stays inside the tensor
@@ -139,16 +170,19 @@ typedef struct {
     const float *weight;    /* the block's packed taps */
     channel_vec bias;
     channel_clamp clamp;    /* a ReLU or Clip, applied in registers */
+    int cg;                 /* channels per group: 1 for depthwise */
     int oy, ky0, ky1, len;
 } block_row;
 
 /* Output pixels [ox, ox + count) of a block row; `checked`: their column taps
  * are bounded per pixel (count 1), else all of them lie inside the input.
- * Inlined with constant count, kw, len == CHANNEL_BLOCK and checked, so the
- * sums stay in registers and the full-block loads are plain. */
+ * Inlined with constant count, kw, len == CHANNEL_BLOCK, checked and cg (1:
+ * depthwise), so the sums stay in registers, the full-block loads are plain
+ * and each shuffle's lanes are constants. */
 static inline __attribute__((always_inline)) void block_pixels(const block_row *r, int ox,
                                                                const int count, const int kw,
-                                                               const int len, const int checked)
+                                                               const int len, const int checked,
+                                                               const int cg)
 {
     const acl_conv_shape *s = r->s;
     const size_t c = (size_t)s->c;
@@ -160,10 +194,28 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
         const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
         const float *row = r->x + (size_t)iy * s->w * c;
         for (int kx = kx0; kx < kx1; kx++) {
-            const channel_vec wv = load_vec(r->weight + (size_t)(ky * kw + kx) * CHANNEL_BLOCK);
+            const float *wt = r->weight + (size_t)(ky * kw + kx) * cg * CHANNEL_BLOCK;
             const float *xp = row + (ptrdiff_t)(ox * s->stride_w - s->pad_left + kx * s->dil_w) * c;
-            for (int p = 0; p < count; p++)
-                acc[p] += load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end) * wv;
+            if (cg == 1) {
+                const channel_vec wv = load_vec(wt);
+                for (int p = 0; p < count; p++)
+                    acc[p] += load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end) * wv;
+            } else if (cg == CHANNEL_BLOCK) {  /* one group: its inputs broadcast */
+                for (int ci = 0; ci < cg; ci++) {
+                    const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
+                    for (int p = 0; p < count; p++)
+                        acc[p] += xp[(size_t)p * s->stride_w * c + ci] * wv;
+                }
+            } else {
+                channel_vec xv[PIXEL_RUN];
+                for (int p = 0; p < count; p++)
+                    xv[p] = load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end);
+#pragma GCC unroll 16
+                for (int ci = 0; ci < cg; ci++) {
+                    const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
+                    for (int p = 0; p < count; p++) acc[p] += group_spread(xv[p], cg, ci) * wv;
+                }
+            }
         }
     }
     /* Locals, as in direct_nhwc.c: the stores may alias *r for all the
@@ -184,30 +236,46 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
 /* The block row's pixels: left border, interior runs, right border. */
 static inline __attribute__((always_inline)) void block_row_pixels(const block_row *r, int ow,
                                                                    int lo, int hi, const int kw,
-                                                                   const int len)
+                                                                   const int len, const int cg)
 {
     int ox = 0;
-    for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1);
-    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) block_pixels(r, ox, PIXEL_RUN, kw, len, 0);
+    for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
+    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg);
     /* The pixels a whole run does not reach: one more run ending at hi,
      * recomputing some pixels to the values they hold, rather than one at a
      * time (up to 7 of a 56-pixel row). */
-    if (ox < hi && hi - lo >= PIXEL_RUN) block_pixels(r, hi - PIXEL_RUN, PIXEL_RUN, kw, len, 0);
+    if (ox < hi && hi - lo >= PIXEL_RUN)
+        block_pixels(r, hi - PIXEL_RUN, PIXEL_RUN, kw, len, 0, cg);
     else
-        for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0);
-    for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1);
+        for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0, cg);
+    for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
 }
 
 /* Specialised for the common kernel widths and for full blocks. */
-static void block_row_run(const block_row *r, int ow, int lo, int hi)
+static inline __attribute__((always_inline)) void block_row_widths(const block_row *r, int ow,
+                                                                   int lo, int hi, const int cg)
 {
     const int kw = r->s->kw;
     if (r->len == CHANNEL_BLOCK) {
-        if (kw == 3) block_row_pixels(r, ow, lo, hi, 3, CHANNEL_BLOCK);
-        else if (kw == 5) block_row_pixels(r, ow, lo, hi, 5, CHANNEL_BLOCK);
-        else block_row_pixels(r, ow, lo, hi, kw, CHANNEL_BLOCK);
+        if (kw == 3) block_row_pixels(r, ow, lo, hi, 3, CHANNEL_BLOCK, cg);
+        else if (kw == 5) block_row_pixels(r, ow, lo, hi, 5, CHANNEL_BLOCK, cg);
+        else block_row_pixels(r, ow, lo, hi, kw, CHANNEL_BLOCK, cg);
     } else {
-        block_row_pixels(r, ow, lo, hi, kw, r->len);
+        block_row_pixels(r, ow, lo, hi, kw, r->len, cg);
+    }
+}
+
+/* ...and for each group width that divides a block (grouped_check). */
+static void block_row_run(const block_row *r, int ow, int lo, int hi)
+{
+    switch (r->cg) {
+    case 1: block_row_widths(r, ow, lo, hi, 1); break;
+    case 2: block_row_widths(r, ow, lo, hi, 2); break;
+    case 4: block_row_widths(r, ow, lo, hi, 4); break;
+    case 8: block_row_widths(r, ow, lo, hi, 8); break;
+#if CHANNEL_BLOCK == 16
+    case 16: block_row_widths(r, ow, lo, hi, 16); break;
+#endif
     }
 }
 
@@ -229,13 +297,15 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
     for (int row = begin; row < end; row++) {
         const int b = row / oh;
         const size_t out_at = (size_t)row * ow * oc;
-        block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .clamp = clamp, .oy = row % oh};
+        block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .clamp = clamp,
+                       .cg = conv->d.cg, .oy = row % oh};
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
         for (int o0 = 0; o0 < oc; o0 += CHANNEL_BLOCK) {
             r.x = ctx->io->x + (size_t)b * s->h * s->w * s->c + o0;
             r.residual = ctx->io->residual ? ctx->io->residual + out_at + o0 : NULL;
             r.y = ctx->io->y + out_at + o0;
-            r.weight = st->weight + (size_t)(o0 / CHANNEL_BLOCK) * conv->d.taps * CHANNEL_BLOCK;
+            r.weight = st->weight +
+                       (size_t)(o0 / CHANNEL_BLOCK) * conv->d.taps * conv->d.cg * CHANNEL_BLOCK;
             r.bias = load_vec(st->bias + o0);
             r.len = acl_min(CHANNEL_BLOCK, oc - o0);
             block_row_run(&r, ow, lo, hi);
@@ -271,5 +341,11 @@ const conv_algo conv_depthwise_pixel = {
 const conv_algo conv_depthwise_channel_block = {
     .name = "depthwise_channel_block", .uses_ukernel = 0,
     .check = channel_block_check, .create = channel_block_create,
+    .run = channel_block_run, .destroy = channel_blocks_destroy,
+};
+
+const conv_algo conv_grouped_channel_block = {
+    .name = "grouped_channel_block", .uses_ukernel = 0,
+    .check = grouped_check, .create = channel_block_create,
     .run = channel_block_run, .destroy = channel_blocks_destroy,
 };

@@ -3,6 +3,8 @@ one-node ONNX model (Conv, or ConvTranspose for a transposed shape), with the
 engine's epilogue applied in numpy."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -32,6 +34,9 @@ def activate(act: str, x: np.ndarray, a: float = 0.0, b: float = 0.0) -> np.ndar
         "hard_swish": lambda: x * np.clip(a * x + b, 0, 1),
         "silu": lambda: x / (1 + np.exp(-x)),
         "mish": lambda: x * np.tanh(np.logaddexp(0, x)),
+        "gelu": lambda: 0.5 * x * np.vectorize(math.erfc)(-x / math.sqrt(2)),
+        # x (1 + tanh u) / 2 as x sigmoid(2u), which does not cancel
+        "gelu_tanh": lambda: x / (1 + np.exp(-2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
     }[act]()
 
 

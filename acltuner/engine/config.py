@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields
 
 # The engine's ACL_ACTIVATIONS, in order.
 ACTIVATIONS = ("none", "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish",
-               "silu", "mish")
+               "silu", "mish", "gelu", "gelu_tanh")
 _TRANSPOSED_FIELDS = ("transposed", "out_pad_h", "out_pad_w")
 
 

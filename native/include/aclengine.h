@@ -32,7 +32,8 @@ extern "C" {
     X(ACL_ACT_NONE, none) X(ACL_ACT_RELU, relu) X(ACL_ACT_CLIP, clip)                       \
     X(ACL_ACT_LEAKY_RELU, leaky_relu) X(ACL_ACT_SIGMOID, sigmoid)                           \
     X(ACL_ACT_HARD_SIGMOID, hard_sigmoid) X(ACL_ACT_HARD_SWISH, hard_swish)                 \
-    X(ACL_ACT_SILU, silu) X(ACL_ACT_MISH, mish)
+    X(ACL_ACT_SILU, silu) X(ACL_ACT_MISH, mish) X(ACL_ACT_GELU, gelu)                       \
+    X(ACL_ACT_GELU_TANH, gelu_tanh)
 
 /* One convolution, ONNX Conv semantics, NHWC input.  The epilogue is
  * y = act(conv(x, w) + bias + residual); residual has the output's shape;

@@ -250,6 +250,75 @@ static void unary_case(int big)
     trial_run(&t, &s.out, add_unary, &s);
 }
 
+/* The accuracy activation.h states, against float64 libm: each function over
+ * its range (evenly spaced points, plus points spread geometrically towards
+ * 0 on both sides) through the unary operation, the largest error in ulp of
+ * the float nearest the exact value printed and checked against the bound. */
+typedef struct {
+    int op;
+    const char *name;
+    double lo, hi, max_ulp;
+} accuracy_spec;
+
+static double ref_math(int op, double x)
+{
+    switch (op) {
+    case ACL_UNARY_EXP: return exp(x);
+    case ACL_UNARY_ERF: return erf(x);
+    case ACL_UNARY_TANH: return tanh(x);
+    default: return ref_activate(op, 0, 0, x);
+    }
+}
+
+static void accuracy_case(void)
+{
+    static const accuracy_spec specs[] = {
+        {ACL_UNARY_EXP, "exp", -87, 88, 2},         {ACL_UNARY_ERF, "erf", -10, 10, 3},
+        {ACL_UNARY_TANH, "tanh", -20, 20, 2},       {ACL_ACT_SIGMOID, "sigmoid", -80, 80, 3},
+        {ACL_ACT_GELU, "gelu", 0, 12, 4},           {ACL_ACT_GELU, "gelu", -12, 0, 8},
+        {ACL_ACT_GELU_TANH, "gelu_tanh", 0, 12, 3}, {ACL_ACT_GELU_TANH, "gelu_tanh", -10, 0, 256},
+    };
+    enum { EVEN = 400001, NEAR_ZERO = 2 * 2000, N = EVEN + NEAR_ZERO };
+    const acl_tensor in = {0, 1, {N}}, out = {N, 1, {N}};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const accuracy_spec *sp = &specs[k];
+        acl_graph *g;
+        if (acl_graph_create(2 * (size_t)N, &configs[1], &g) != 0) {
+            check(0, "accuracy %s: create: %s", sp->name, acl_last_error());
+            return;
+        }
+        float *arena = acl_graph_arena(g);
+        for (int i = 0; i < EVEN; i++)
+            arena[i] = (float)(sp->lo + (sp->hi - sp->lo) * i / (EVEN - 1));
+        for (int i = 0; i < NEAR_ZERO / 2; i++) {  /* 1e-30 to 1, each sign in the range */
+            const float v = (float)pow(10.0, -30.0 + 30.0 * i / (NEAR_ZERO / 2 - 1));
+            arena[EVEN + 2 * i] = sp->hi > 0 ? v : -v;
+            arena[EVEN + 2 * i + 1] = sp->lo < 0 ? -v : v;
+        }
+        const int ok = acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = sp->op}, 1, &in,
+                                     &out) == 0 &&
+                       acl_graph_run(g, NULL) == 0;
+        check(ok, "accuracy %s: %s", sp->name, ok ? "" : acl_last_error());
+        double worst = 0;
+        float worst_x = 0;
+        for (int i = 0; ok && i < N; i++) {
+            const double ref = ref_math(sp->op, arena[i]);
+            const float nearest = fabsf((float)ref);
+            const double ulp = (double)nextafterf(nearest, INFINITY) - nearest;
+            const double err = fabs(arena[N + i] - ref) / ulp;
+            if (!(err <= worst)) {  /* NaN counts as worst */
+                worst = err;
+                worst_x = arena[i];
+            }
+        }
+        printf("accuracy %-9s [%g, %g]: max %.2f ulp (at x = %.9g), bound %g\n", sp->name,
+               sp->lo, sp->hi, worst, (double)worst_x, sp->max_ulp);
+        check(ok && worst <= sp->max_ulp, "accuracy %s: %.2f ulp at x = %.9g, bound %g", sp->name,
+              worst, (double)worst_x, sp->max_ulp);
+        acl_graph_destroy(g);
+    }
+}
+
 /* ---- affine ----------------------------------------------------------------- */
 
 typedef struct {
@@ -1434,6 +1503,7 @@ int main(int argc, char **argv)
         }
     }
     check_errors();
+    accuracy_case();
     chain_case();
     shared_workspace_case();
     /* `cases` random cases per operation, one in four big enough to be split. */

@@ -84,6 +84,9 @@ static inline double ref_activate(int act, double a, double b, double x)
     case ACL_ACT_HARD_SWISH: return x * fmax(0.0, fmin(1.0, a * x + b));
     case ACL_ACT_SILU: return x / (1.0 + exp(-x));
     case ACL_ACT_MISH: return x * tanh(log1p(exp(x)));
+    case ACL_ACT_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
+    case ACL_ACT_GELU_TANH:  /* x (1 + tanh u) / 2 as x sigmoid(2u): no cancellation in double */
+        return x / (1.0 + exp(-2.0 * sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     default: return x;
     }
 }

@@ -20,9 +20,9 @@ static void math(int op, float a, const float *x, float *y, size_t n)
     case ACL_UNARY_ABS: for (size_t i = 0; i < n; i++) y[i] = fabsf(x[i]); return;
     case ACL_UNARY_NEG: for (size_t i = 0; i < n; i++) y[i] = -x[i]; return;
     case ACL_UNARY_RECIPROCAL: for (size_t i = 0; i < n; i++) y[i] = 1.0f / x[i]; return;
-    case ACL_UNARY_TANH: for (size_t i = 0; i < n; i++) y[i] = tanhf(x[i]); return;
+    case ACL_UNARY_TANH: for (size_t i = 0; i < n; i++) y[i] = acl_tanh(x[i]); return;
     case ACL_UNARY_SOFTPLUS: for (size_t i = 0; i < n; i++) y[i] = log1pf(expf(x[i])); return;
-    case ACL_UNARY_ERF: for (size_t i = 0; i < n; i++) y[i] = erff(x[i]); return;
+    case ACL_UNARY_ERF: for (size_t i = 0; i < n; i++) y[i] = acl_erf(x[i]); return;
     case ACL_UNARY_POW:
         if (a == 2.0f) {  /* the usual exponent: a variance, a power spectrum */
             for (size_t i = 0; i < n; i++) y[i] = x[i] * x[i];

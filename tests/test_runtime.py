@@ -341,6 +341,46 @@ def _activations(b):
                            b.constant("hi", np.array(0.9, np.float32))], "clip")
 
 
+def _gelu_erf(b, x: str, name: str, sqrt2: str, one: str, half: str) -> str:
+    e = b.node("Add", [b.node("Erf", [b.node("Div", [x, sqrt2], f"{name}.div")], f"{name}.erf"),
+                       one], f"{name}.add")
+    return b.node("Mul", [b.node("Mul", [x, e], f"{name}.mul"), half], name)
+
+
+def _gelus(b):
+    """GELU after operations that do not absorb it (a Sub, a pool): one
+    unary pass each, the erf form and the tanh form."""
+    k = {n: b.constant(n, np.float32(v)) for n, v in (
+        ("sqrt2", np.sqrt(2.0)), ("one", 1.0), ("half", 0.5), ("kappa", 0.044715),
+        ("beta", np.sqrt(2 / np.pi)))}
+    x = b.node("Sub", [_features(b), b.constant("offset", np.float32(1.5))], "shift")
+    x = _gelu_erf(b, x, "gelu", k["sqrt2"], k["one"], k["half"])
+    x = b.maxpool(x, "pool", 2, 2, 0)
+    cube = b.node("Mul", [x, b.node("Mul", [x, x], "square")], "cube")
+    inner = b.node("Add", [x, b.node("Mul", [cube, k["kappa"]], "kappa_cube")], "inner")
+    e = b.node("Add", [b.node("Tanh", [b.node("Mul", [inner, k["beta"]], "u")], "tanh"),
+                       k["one"]], "tanh1")
+    return b.node("Mul", [b.node("Mul", [x, e], "tanh_mul"), k["half"]], "gelu_tanh")
+
+
+def _linear_epilogues(b):
+    """Token MLPs: a MatMul by a constant, its bias Add (either order) and a
+    GELU, then one with the bias only, and a Gemm with a Relu: each one
+    matmul with the bias and activation in its epilogue."""
+    k = {n: b.constant(n, np.float32(v)) for n, v in (
+        ("sqrt2", np.sqrt(2.0)), ("one", 1.0), ("half", 0.5))}
+    tokens = b.node("Reshape", [_features(b), b.constant("s", np.array([0, 8, -1]))], "tokens")
+    x = b.node("MatMul", [tokens, b.constant("w1", b.rng.normal(0, 0.1, (100, 24)))], "fc1")
+    x = b.node("Add", [b.constant("b1", b.rng.normal(0, 1, (24,))), x], "fc1.bias")
+    x = _gelu_erf(b, x, "act", k["sqrt2"], k["one"], k["half"])
+    x = b.node("MatMul", [x, b.constant("w2", b.rng.normal(0, 0.2, (24, 12)))], "fc2")
+    x = b.node("Add", [x, b.constant("b2", b.rng.normal(0, 1, (1, 1, 12)))], "fc2.bias")
+    x = b.node("Reshape", [x, b.constant("to_rows", np.array([16, 12]))], "rows")
+    w3 = b.constant("w3", b.rng.normal(0, 0.3, (5, 12)))
+    y = b.node("Gemm", [x, w3, b.constant("c3", b.rng.normal(0, 1, (5,)))], "gemm", transB=1)
+    return b.node("Relu", [y], "relu")
+
+
 def _batchnorm_alone(b):
     x = b.maxpool(_features(b), "pool", 2, 2, 0)
     return b.node("Relu", [b.batchnorm(x, "bn")], "relu")
@@ -436,7 +476,8 @@ def _reductions_opset18(b):
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
-    _reshapes, _transposed_output, _layer_norm_and_math, _view_output)}
+    _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
+    _linear_epilogues)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
           "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},
@@ -468,6 +509,16 @@ def test_affine_chains_are_one_pass_each(tmp_path):
     assert [k for k in kinds if k.startswith("affine")] == [
         "affine relu", "affine hard_swish", "affine none", "affine none"], kinds
     assert not {"mul", "add", "relu", "hard_swish"} & set(kinds), kinds
+
+
+def test_gelu_is_one_pass_and_rides_the_matmul_epilogue(tmp_path):
+    kinds = [k for k in _kinds("gelus", tmp_path) if not k.startswith("conv ")]
+    assert kinds == ["sub", "gelu", "max pool 2x2", "gelu_tanh",
+                     "copies into and out of arenas"], kinds
+    kinds = [k for k in _kinds("linear_epilogues", tmp_path)
+             if not k.startswith("conv ") and k != "transpose"]  # features to NCHW order
+    assert [k.split()[0] for k in kinds] == ["matmul", "matmul", "matmul", "copies"], kinds
+    assert kinds[0].endswith(" gelu") and kinds[2].endswith(" relu"), kinds
 
 
 def test_channel_shuffle_is_one_gather(tmp_path):

@@ -259,6 +259,76 @@ def test_every_engine_activation_is_fused_and_numerically_right(tmp_path):
     assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
 
 
+def _gelu_graph() -> onnx.ModelProto:
+    """Convolutions each followed by GELU as an exporter writes it: the erf form
+    x * 0.5 * (1 + erf(x / sqrt 2)) with the product in each order exporters
+    use and the scaling as Div or Mul, the tanh form with x^3 as Pow and as
+    two Muls, and opset 20's Gelu op in both modes."""
+    b = GraphBuilder(seed=5, input_shape=(1, 8, 7, 7), opset=20)
+    k = {n: b.constant(n, np.float32(v)) for n, v in (
+        ("sqrt2", np.sqrt(2.0)), ("rsqrt2", 1 / np.sqrt(2.0)), ("one", 1.0), ("half", 0.5),
+        ("three", 3.0), ("kappa", 0.044715), ("beta", np.sqrt(2 / np.pi)))}
+    # PyTorch and Paddle: ((x * (1 + erf(x / sqrt 2))) * 0.5
+    c = b.conv(b.input, "conv_erf_torch", 8, 3, pads=1)
+    e = b.node("Add", [b.node("Erf", [b.node("Div", [c, k["sqrt2"]], "t_div")], "t_erf"),
+                       k["one"]], "t_add")
+    x = b.node("Mul", [b.node("Mul", [c, e], "t_mul"), k["half"]], "t_half")
+    # (x * 0.5) * (1 + erf(x * (1 / sqrt 2))), constants first
+    c = b.conv(x, "conv_erf_half_first", 8, 1)
+    half = b.node("Mul", [k["half"], c], "h_half", channels=8)
+    scaled = b.node("Mul", [k["rsqrt2"], c], "h_scale", channels=8)
+    e = b.node("Add", [k["one"], b.node("Erf", [scaled], "h_erf")], "h_add", channels=8)
+    x = b.node("Mul", [e, half], "h_mul")
+    # x * ((1 + erf(x / sqrt 2)) * 0.5)
+    c = b.conv(x, "conv_erf_half_inner", 8, 1)
+    e = b.node("Add", [b.node("Erf", [b.node("Div", [c, k["sqrt2"]], "i_div")], "i_erf"),
+                       k["one"]], "i_add")
+    x = b.node("Mul", [c, b.node("Mul", [e, k["half"]], "i_half")], "i_mul")
+    # The tanh form with Pow, then with x * (x * x) as PyTorch writes it
+    c = b.conv(x, "conv_tanh_pow", 8, 3, pads=1)
+    cube = b.node("Mul", [b.node("Pow", [c, k["three"]], "p_cube"), k["kappa"]], "p_kappa")
+    u = b.node("Mul", [b.node("Add", [c, cube], "p_inner"), k["beta"]], "p_beta")
+    e = b.node("Add", [b.node("Tanh", [u], "p_tanh"), k["one"]], "p_add")
+    x = b.node("Mul", [b.node("Mul", [c, e], "p_mul"), k["half"]], "p_half")
+    c = b.conv(x, "conv_tanh_muls", 8, 1)
+    cube = b.node("Mul", [c, b.node("Mul", [c, c], "m_square")], "m_cube")
+    inner = b.node("Add", [c, b.node("Mul", [k["kappa"], cube], "m_kappa", channels=8)], "m_inner")
+    u = b.node("Mul", [k["beta"], inner], "m_beta", channels=8)
+    e = b.node("Add", [k["one"], b.node("Tanh", [u], "m_tanh")], "m_add", channels=8)
+    x = b.node("Mul", [k["half"], b.node("Mul", [c, e], "m_mul")], "m_half", channels=8)
+    x = b.node("Gelu", [b.conv(x, "conv_gelu_op", 8, 1)], "gelu_op")
+    x = b.node("Gelu", [b.conv(x, "conv_gelu_op_tanh", 8, 1)], "gelu_op_tanh",
+               approximate="tanh")
+    # x read by something else too: no GELU to fuse, the nodes run as they are.
+    c = b.conv(x, "conv_shared", 8, 1)
+    e = b.node("Add", [b.node("Erf", [b.node("Div", [c, k["sqrt2"]], "s_div")], "s_erf"),
+                       k["one"]], "s_add")
+    g = b.node("Mul", [b.node("Mul", [c, e], "s_mul"), k["half"]], "s_half")
+    return b.model(b.node("Add", [g, c], "s_residual"), "gelus")
+
+
+def test_gelu_in_every_exporters_form_is_fused(tmp_path):
+    path = Path(_save(_gelu_graph(), tmp_path))
+    model = load_model(path)
+    nodes, _ = conv_nodes(model)
+    got = {n.name: (n.fused, n.shape.act) for n in nodes}
+    assert got == {
+        "conv_erf_torch": (["t_div", "t_erf", "t_add", "t_mul", "t_half"], "gelu"),
+        "conv_erf_half_first": (["h_scale", "h_erf", "h_add", "h_half", "h_mul"], "gelu"),
+        "conv_erf_half_inner": (["i_div", "i_erf", "i_add", "i_half", "i_mul"], "gelu"),
+        "conv_tanh_pow": (["p_cube", "p_kappa", "p_inner", "p_beta", "p_tanh", "p_add",
+                           "p_mul", "p_half"], "gelu_tanh"),
+        "conv_tanh_muls": (["m_square", "m_cube", "m_kappa", "m_inner", "m_beta", "m_tanh",
+                            "m_add", "m_mul", "m_half"], "gelu_tanh"),
+        "conv_gelu_op": (["gelu_op"], "gelu"),
+        "conv_gelu_op_tanh": (["gelu_op_tanh"], "gelu_tanh"),
+        "conv_shared": ([], "none"),
+    }
+    _check_numerics(model, nodes, (1, 8, 7, 7))
+    report = run_check(default_plan(path, tmp_path))
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
 def test_conv_transpose_fusion_and_tasks_are_right(tmp_path):
     """A decoder: grouped 4x4/2 ConvTranspose with bias, BN and Relu folded in (the
     scale per output channel of the (c, oc/group, k, k) weight), then a 2x2/2 one

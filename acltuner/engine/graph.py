@@ -115,17 +115,19 @@ def conv_attrs(shape: ConvShape, config: ExecConfig, weight, bias) -> dict:
             "weight": weight, "bias": bias}
 
 
-def matmul_attrs(ukernel: str, b: np.ndarray, bias: np.ndarray | None) -> dict:
-    """A matmul's attributes for B given as K x N.  Gemm's transB weights are
-    the transpose of a contiguous N x K array: the engine packs them from there,
-    without a transposed copy."""
+def matmul_attrs(ukernel: str, b: np.ndarray, bias: np.ndarray | None, act: str = "none",
+                 act_a: float = 0.0, act_b: float = 0.0) -> dict:
+    """A matmul's attributes for B given as K x N, with the activation its
+    epilogue applies (act_a, act_b as a unary operation's a, b).  Gemm's
+    transB weights are the transpose of a contiguous N x K array: the engine
+    packs them from there, without a transposed copy."""
     b = np.asarray(b, dtype=np.float32)
     if b.ndim != 2:
         raise ValueError(f"matmul: B must be K x N, got shape {b.shape}")
     transposed = not b.flags.c_contiguous and b.T.flags.c_contiguous
     return {"ukernel": ukernel, "k": b.shape[0], "n": b.shape[1],
             "b": b.T if transposed else np.ascontiguousarray(b), "b_transposed": transposed,
-            "bias": bias}
+            "bias": bias, "act": act, "act_a": act_a, "act_b": act_b}
 
 
 class GraphBackend(Protocol):

@@ -1,13 +1,15 @@
 """The activation a convolution's epilogue absorbs: the ONNX node (or the
 x * gate(x) pattern exporters write for SiLU, HardSwish and Mish, HardSwish
-also as x * clip(x + 3, 0, 6) / 6 with the division on either side) that
-follows a tensor as its only use, as one of the engine's ACL_ACTIVATIONS.
+also as x * clip(x + 3, 0, 6) / 6 with the division on either side; GELU
+as its erf or tanh formula in the orders exporters write it, or ONNX's Gelu)
+that follows a tensor as its only use, as one of the engine's ACL_ACTIVATIONS.
 
 Parameters follow the engine: clip's bounds are (act_min, act_max), the
 others' (act_alpha, act_beta).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import onnx
@@ -64,7 +66,8 @@ def scalar(g, t: str, default: float) -> float | None:
     return float(c.reshape(-1)[0]) if c is not None and c.size == 1 else None
 
 
-ACTIVATION_OPS = ("Relu", "Sigmoid", "Mish", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish")
+ACTIVATION_OPS = ("Relu", "Sigmoid", "Mish", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish",
+                  "Gelu")
 
 
 def activation_node(g, node: onnx.NodeProto) -> Activation | None:
@@ -85,6 +88,10 @@ def activation_node(g, node: onnx.NodeProto) -> Activation | None:
                           nodes=(node,))
     if op == "HardSwish":
         return Activation("hard_swish", 1.0 / 6.0, 0.5, nodes=(node,))
+    if op == "Gelu":  # opset 20
+        approximate = next((helper.get_attribute_value(a) for a in node.attribute
+                            if a.name == "approximate"), b"none")
+        return Activation({b"none": "gelu", b"tanh": "gelu_tanh"}[approximate], nodes=(node,))
     return None
 
 
@@ -141,6 +148,100 @@ def _gated(g, x: str, users: list[onnx.NodeProto]) -> Activation | None:
     return None
 
 
+def _near(g, t: str, value: float) -> bool:
+    """t is a constant scalar within float32 rounding of value (exporters
+    write sqrt(2) and its kin to a few digits)."""
+    c = scalar(g, t, None)
+    return c is not None and abs(c - value) <= 1e-6 * abs(value)
+
+
+def _by_constant(g, node: onnx.NodeProto | None, x: str, value: float) -> bool:
+    """node is x * value (either order), or x / (1 / value)."""
+    if is_op(node, "Mul") and x in node.input:
+        return _near(g, node.input[1] if node.input[0] == x else node.input[0], value)
+    return is_op(node, "Div") and node.input[0] == x and _near(g, node.input[1], 1.0 / value)
+
+
+def _other_input(node: onnx.NodeProto, t: str) -> str:
+    return node.input[1] if node.input[0] == t else node.input[0]
+
+
+def _gelu_tail(g, x: str, one_plus: str) -> list[onnx.NodeProto] | None:
+    """The nodes making x * (1 + f) * 0.5 from x and one_plus = 1 + f, the
+    product in any order: (x * one_plus) * 0.5 (or / 2), x * (one_plus *
+    0.5), or (x * 0.5) * one_plus; the last one's output is GELU's."""
+    nxt = g.sole_consumer(one_plus)
+    if not is_op(nxt, "Mul"):
+        return None
+    other = _other_input(nxt, one_plus)
+    if other == x:  # (x * one_plus) * 0.5
+        half = g.sole_consumer(nxt.output[0])
+        return [nxt, half] if _by_constant(g, half, nxt.output[0], 0.5) else None
+    if _near(g, other, 0.5):  # x * (one_plus * 0.5)
+        final = g.sole_consumer(nxt.output[0])
+        if is_op(final, "Mul") and sorted(final.input) == sorted([x, nxt.output[0]]):
+            return [nxt, final]
+        return None
+    half = next((u for u in g.consumers.get(x, []) if u.output[0] == other), None)
+    if _by_constant(g, half, x, 0.5) and g.sole_consumer(other) is nxt:  # (x * 0.5) * one_plus
+        return [half, nxt]
+    return None
+
+
+def _plus_one(g, t: str) -> onnx.NodeProto | None:
+    add = g.sole_consumer(t)
+    return add if is_op(add, "Add") and _near(g, _other_input(add, t), 1.0) else None
+
+
+def _cube_chain(g, x: str, users: list[onnx.NodeProto]) -> list[onnx.NodeProto] | None:
+    """x^3 as Pow(x, 3), x * (x * x) or (x * x) * x: its nodes, the last one's
+    output the cube."""
+    for u in users:
+        if is_op(u, "Pow") and u.input[0] == x and _near(g, u.input[1], 3.0):
+            return [u]
+        if is_op(u, "Mul") and list(u.input) == [x, x]:
+            cube = g.sole_consumer(u.output[0])
+            if is_op(cube, "Mul") and sorted(cube.input) == sorted([x, u.output[0]]):
+                return [u, cube]
+    return None
+
+
+def gelu(g, x: str) -> Activation | None:
+    """GELU of x as exporters write it, every use of x inside it:
+    erf form   x * 0.5 * (1 + erf(x / sqrt 2))   (or x * (1 / sqrt 2))
+    tanh form  x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))"""
+    users = g.consumers.get(x, [])
+    for scale in users:
+        if not _by_constant(g, scale, x, 1.0 / math.sqrt(2.0)):
+            continue
+        erf = g.sole_consumer(scale.output[0])
+        add = _plus_one(g, erf.output[0]) if is_op(erf, "Erf") else None
+        tail = _gelu_tail(g, x, add.output[0]) if add is not None else None
+        if tail is not None:
+            nodes = [scale, erf, add, *tail]
+            if all(u in nodes for u in users):
+                return Activation("gelu", nodes=tuple(nodes))
+    cube = _cube_chain(g, x, users)
+    if cube is None:
+        return None
+    coef = g.sole_consumer(cube[-1].output[0])
+    if not _by_constant(g, coef, cube[-1].output[0], 0.044715):
+        return None
+    inner = g.sole_consumer(coef.output[0])
+    if not (is_op(inner, "Add") and sorted(inner.input) == sorted([x, coef.output[0]])):
+        return None
+    scale = g.sole_consumer(inner.output[0])
+    if not _by_constant(g, scale, inner.output[0], math.sqrt(2.0 / math.pi)):
+        return None
+    tanh = g.sole_consumer(scale.output[0])
+    add = _plus_one(g, tanh.output[0]) if is_op(tanh, "Tanh") else None
+    tail = _gelu_tail(g, x, add.output[0]) if add is not None else None
+    if tail is None:
+        return None
+    nodes = [*cube, coef, inner, scale, tanh, add, *tail]
+    return Activation("gelu_tanh", nodes=tuple(nodes)) if all(u in nodes for u in users) else None
+
+
 def following_activation(g, x: str) -> Activation | None:
     """The activation that is x's only use, if the engine has it."""
     if x in g.outputs:
@@ -149,5 +250,9 @@ def following_activation(g, x: str) -> Activation | None:
     if len(users) == 1 and users[0].input[0] == x:
         return activation_node(g, users[0])
     if len(users) == 2:
-        return _gated(g, x, users)
+        gated = _gated(g, x, users)
+        if gated is not None:
+            return gated
+    if len(users) >= 2:
+        return gelu(g, x)
     return None

@@ -130,13 +130,16 @@ float *acl_graph_arena(acl_graph *g);
 /* out->dims[i] = in->dims[perm[i]] (numpy.transpose). */
 #define ACL_TRANSPOSE_ATTRS(F, S) F(S, INTS, perm, 0)
 
-/* out[M, N] = in[M, K] x B + bias; B holds K x N floats row-major, or its
+/* out[M, N] = act(in[M, K] x B + bias); B holds K x N floats row-major, or its
  * transpose (N x K, as Gemm's transB stores it) when b_transposed (packed now
- * either way); bias: N floats or none.  in is [..., K] and out [..., N] with
- * the same leading dims, M their product; ukernel must accept K and N. */
+ * either way); bias: N floats or none; act with act_a and act_b as unary's
+ * a and b, applied to each tile as it is finished (a GELU after a linear
+ * layer costs no pass of its own).  in is [..., K] and out [..., N] with the
+ * same leading dims, M their product; ukernel must accept K and N. */
 #define ACL_MATMUL_ATTRS(F, S)                                                          \
     F(S, STRING, ukernel, 0) F(S, INT, k, 0) F(S, INT, n, 0) F(S, FLOATS, b, 0)        \
-    F(S, BOOL, b_transposed, 0) F(S, FLOATS, bias, 0)
+    F(S, BOOL, b_transposed, 0) F(S, FLOATS, bias, 0) F(S, ENUM, act, ACL_ACTIVATIONS) \
+    F(S, FLOAT, act_a, 0) F(S, FLOAT, act_b, 0)
 
 /* out[..., M, N] = a[..., M, K] x b[..., K, N] for two tensors of the
  * program (numpy matmul): a, b and out have one rank >= 2, and each batch dim

@@ -110,9 +110,10 @@ static inline float acl_square_error(float a, float sq)
  * from the fit.  One formula from 0 to 9.2 with nothing cancelling (exactly
  * 1 at 0); the exponent stays in range (no clamps) and goes to e^ as -sq_hi
  * plus the rest, unrounded (acl_exp_sum), a^2 in two parts because its
- * rounding, times a^2, would be the result's relative error.  Q by Estrin's scheme rather than Horner's: the whole function is
- * one chain of dependent operations, and its depth, not the operation count,
- * bounds the throughput (GELU 0.26 -> 0.22 ms over 500k floats, one core). */
+ * rounding, times a^2, would be the result's relative error.  Q by Estrin's
+ * scheme rather than Horner's: the whole function is one chain of dependent
+ * operations, and its depth, not the operation count, bounds the throughput
+ * (GELU 0.26 -> 0.22 ms over 500k floats, one core). */
 static inline float acl_erfc(float a, float sq_hi, float sq_lo)
 {
     const float d = 1.0f / (2.0f + a), w = a * d, v = w - 0.41666666667f;

@@ -944,7 +944,8 @@ static void resize_case(int big)
 
 typedef struct {
     const char *ukernel;
-    int k, n;
+    int k, n, act;
+    float act_a, act_b;
     float *b, *bias;
     acl_tensor in, out;
 } matmul_spec;
@@ -954,7 +955,8 @@ static int add_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
     const matmul_spec *s = spec;
     const acl_matmul_attrs a = {.ukernel = s->ukernel, .k = s->k, .n = s->n, .b = s->b,
                                 .b_count = (size_t)s->k * s->n, .bias = s->bias,
-                                .bias_count = s->bias ? (size_t)s->n : 0};
+                                .bias_count = s->bias ? (size_t)s->n : 0, .act = s->act,
+                                .act_a = s->act_a, .act_b = s->act_b};
     return acl_graph_add(g, ACL_OP_MATMUL, &a, 1, &s->in, &s->out);
 }
 
@@ -963,7 +965,9 @@ static void matmul_case(int big)
     acl_ukernel_info info;
     if (acl_ukernel_count() == 0) return;
     acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
-    matmul_spec s = {.ukernel = info.name};
+    /* Any activation in the epilogue; clip's bounds ordered. */
+    matmul_spec s = {.ukernel = info.name, .act = rnd(0, ACL_ACT_COUNT - 1),
+                     .act_a = -0.5f * (float)rnd(0, 2), .act_b = 0.5f * (float)rnd(0, 2)};
     s.k = rnd(info.kmin + 1, info.kmax ? info.kmax : info.kmin + 150);
     s.n = info.n_multiple * rnd(1, 80 / info.n_multiple + 1);
     int rank = rnd(1, 3), in[ACL_MAX_RANK], out[ACL_MAX_RANK];
@@ -979,8 +983,8 @@ static void matmul_case(int big)
         fill_random(s.bias, (size_t)s.n, 1.0f);
     }
     trial t;
-    trial_begin(&t, TOL_GEMM, "matmul %s %s x [%d,%d]%s", s.ukernel, dims_str(rank, in), s.k,
-                s.n, s.bias ? " + bias" : "");
+    trial_begin(&t, TOL_GEMM, "matmul %s %s x [%d,%d]%s act %d", s.ukernel, dims_str(rank, in),
+                s.k, s.n, s.bias ? " + bias" : "", s.act);
     place(&t, &s.in, rank, in);
     place(&t, &s.out, rank, out);
     float *arena = trial_arena(&t);
@@ -990,7 +994,8 @@ static void matmul_case(int big)
             double acc = s.bias ? s.bias[j] : 0.0;
             for (int k = 0; k < s.k; k++)
                 acc += (double)arena[s.in.offset + m * s.k + k] * s.b[(size_t)k * s.n + j];
-            t.expected[s.out.offset + m * s.n + j] = (float)acc;
+            t.expected[s.out.offset + m * s.n + j] = (float)ref_activate(s.act, s.act_a, s.act_b,
+                                                                          acc);
         }
     trial_run(&t, &s.out, add_matmul, &s);
     free(s.b);
@@ -1428,10 +1433,13 @@ static void check_errors(void)
     expect_error(acl_graph_add(g, ACL_OP_RESIZE, &resize, 1, &a, &out96),
                  "resize: unknown coordinate_mode 9");
     float weights[64 * 8] = {0};
-    acl_matmul_attrs mm = {"no-such-kernel", 64, 8, weights, 64 * 8, 0, NULL, 0};
+    acl_matmul_attrs mm = {.ukernel = "no-such-kernel", .k = 64, .n = 8, .b = weights,
+                           .b_count = 64 * 8};
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "unknown micro-kernel");
     mm.b_count = 7;
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: b must hold 512 values");
+    mm.act = ACL_ACT_COUNT;
+    expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: unknown activation");
     const char *uk = NULL;
     if (acl_ukernel_count() > 0) {
         acl_ukernel_info info;

@@ -13,7 +13,7 @@ import onnx
 from acltuner.runtime.layout import identity
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
 from acltuner.taskgen.activation import (ACTIVATION_OPS, activation_node, following_activation,
-                                         is_op, scalar)
+                                         gelu, is_op, scalar)
 from acltuner.taskgen.graph import OnnxGraph, channel_affine, node_name
 
 _MATH = {"Sqrt": "sqrt", "Log": "log", "Exp": "exp", "Abs": "abs", "Neg": "neg",
@@ -28,6 +28,26 @@ def _unary(node: onnx.NodeProto, op: str, a: float = 0.0, b: float = 0.0):
         out = low.new(node.output[0], x.shape, x.perm)
         low.emit("unary", node_name(node), op, {"x": x, "out": out}, op=op, a=a, b=b)
     return lower
+
+
+@pattern
+def _gelu_chain(g: OnnxGraph, node: onnx.NodeProto):
+    """GELU's erf or tanh formula (taskgen.activation.gelu) that no convolution
+    or linear layer absorbed, as one unary pass: tried at its first node, a
+    use of x."""
+    x = node.input[0] if node.input else ""
+    if not x or x in g.constants or x in g.outputs:
+        return None
+    act = gelu(g, x)
+    if act is None or node not in act.nodes:
+        return None
+    last = act.nodes[-1]
+
+    def lower(low) -> None:
+        xv = low.get(x)
+        out = low.new(last.output[0], xv.shape, xv.perm)
+        low.emit("unary", node_name(last), act.act, {"x": xv, "out": out}, op=act.act)
+    return list(act.nodes), lower
 
 
 @handles(*ACTIVATION_OPS)

@@ -1,5 +1,6 @@
 """Pooling, LRN, Softmax, the fully connected layers (Gemm, MatMul by a
-constant) and MatMul of two computed tensors."""
+constant, with the bias Add and activation after them fused) and MatMul of
+two computed tensors."""
 from __future__ import annotations
 
 import math
@@ -12,8 +13,9 @@ from acltuner.engine.config import ConvShape
 from acltuner.engine.graph import matmul_attrs
 from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity
-from acltuner.runtime.ops.registry import attrs, handles, shape
+from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
 from acltuner.runtime.target import Target
+from acltuner.taskgen.activation import Activation, following_activation, is_op
 from acltuner.taskgen.conv_attrs import same_pads
 from acltuner.taskgen.graph import OnnxGraph, node_name
 
@@ -124,22 +126,25 @@ def matmul_ukernel(m: int, k: int, n: int, target: Target) -> str:
 
 
 def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray | None,
-            out_name: str | None) -> Value:
-    """out[..., N] = a[..., K] x b[K, N] + bias: `a`'s leading axes are the rows."""
+            out_name: str | None, act: Activation | None = None) -> Value:
+    """out[..., N] = act(a[..., K] x b[K, N] + bias): `a`'s leading axes are the rows."""
     k, n = b.shape
     av = low.get(a, identity(len(shape(low.g, a))))
     out_shape = av.shape[:-1] + (n,)
     m = av.size // k
     yv = low.new(out_name, out_shape, identity(len(out_shape)))
     ukernel = matmul_ukernel(m, k, n, low.target)
-    low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}",
+    fused = f" {act.act}" if act else ""
+    low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}{fused}",
              {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
-             **matmul_attrs(ukernel, b, bias))
+             **matmul_attrs(ukernel, b, bias, *((act.act, act.a, act.b) if act else ())))
     return yv
 
 
-@handles("Gemm")
-def _gemm(g: OnnxGraph, node: onnx.NodeProto):
+def _gemm_operands(g: OnnxGraph, node: onnx.NodeProto
+                   ) -> tuple[np.ndarray, np.ndarray | None, bool] | None:
+    """A Gemm's B as K x N (alpha folded in), its C times beta (or None) and
+    whether C is one bias per column; None when the engine does not run it."""
     a = attrs(node)
     b_name, c_name = node.input[1], (node.input[2] if len(node.input) > 2 else "")
     if (a.get("transA", 0) or b_name not in g.constants or len(shape(g, node.input[0])) != 2
@@ -149,11 +154,20 @@ def _gemm(g: OnnxGraph, node: onnx.NodeProto):
     b = b.T if a.get("transB", 0) else b  # packed as K x N
     if a.get("alpha", 1.0) != 1.0:
         b = np.float32(a["alpha"]) * b
-    out_shape = shape(g, node.output[0])
-    n = out_shape[1]
+    n = shape(g, node.output[0])[1]
     c = np.float32(a.get("beta", 1.0)) * np.asarray(g.constants[c_name], np.float32) \
         if c_name else None
-    per_column = c is not None and (c.size == 1 or c.shape in ((n,), (1, n)))
+    return b, c, c is not None and (c.size == 1 or c.shape in ((n,), (1, n)))
+
+
+@handles("Gemm")
+def _gemm(g: OnnxGraph, node: onnx.NodeProto):
+    operands = _gemm_operands(g, node)
+    if operands is None:
+        return None
+    b, c, per_column = operands
+    out_shape = shape(g, node.output[0])
+    n = out_shape[1]
 
     def lower(low) -> None:
         if c is None or per_column:
@@ -166,6 +180,57 @@ def _gemm(g: OnnxGraph, node: onnx.NodeProto):
         out = low.new(node.output[0], out_shape, identity(2))
         low.emit("binary", node_name(node), "add", {"a": product, "b": bias, "out": out}, op="add")
     return lower
+
+
+def _column_bias(g: OnnxGraph, add: onnx.NodeProto | None, y: str, n: int) -> np.ndarray | None:
+    """The N floats of `add` = y + a constant of one value per column (any
+    leading 1s, either order), not broadcasting y any wider; else None."""
+    if not is_op(add, "Add") or y not in add.input:
+        return None
+    c = g.constants.get(add.input[1] if add.input[0] == y else add.input[0])
+    if (c is None or c.size != n or c.ndim > len(shape(g, y)) or c.shape[-1] != n
+            or shape(g, add.output[0]) != shape(g, y)):
+        return None
+    return np.asarray(c, np.float32).reshape(n)
+
+
+@pattern
+def _linear(g: OnnxGraph, node: onnx.NodeProto):
+    """A MatMul by a constant (or a Gemm with one bias per column), the Add
+    of a bias per column after it, and the activation after that (a GELU,
+    a ReLU...), as one matmul whose epilogue adds and applies them: at least
+    one of the two, else the node's handler runs it alone."""
+    dims = g.static_shape(node.input[0]) if node.input else None
+    if dims is None or g.static_shape(node.output[0]) is None:
+        return None
+    if is_op(node, "MatMul"):
+        b = g.constants.get(node.input[1])
+        if b is None or b.ndim != 2 or len(dims) < 2:
+            return None
+        b, bias = np.asarray(b, np.float32), None
+    elif is_op(node, "Gemm"):
+        operands = _gemm_operands(g, node)
+        if operands is None or (operands[1] is not None and not operands[2]):
+            return None
+        b, c, _ = operands
+        bias = None if c is None else np.broadcast_to(c.reshape(-1), (b.shape[1],))
+    else:
+        return None
+    nodes, out = [node], node.output[0]
+    if bias is None:
+        bias = _column_bias(g, g.sole_consumer(out), out, b.shape[1])
+        if bias is not None:
+            nodes.append(g.sole_consumer(out))
+            out = nodes[-1].output[0]
+    act = following_activation(g, out)
+    if act is not None:
+        nodes += act.nodes
+    if len(nodes) == 1:
+        return None
+
+    def lower(low) -> None:
+        _matmul(low, node, node.input[0], b, bias, nodes[-1].output[0], act)
+    return nodes, lower
 
 
 @handles("MatMul")

@@ -1,7 +1,7 @@
-/* MatMul / Gemm nodes: out[M, N] = in[M, K] x B + bias on the engine's
+/* MatMul / Gemm nodes: out[M, N] = act(in[M, K] x B + bias) on the engine's
  * macro-kernel.  B is packed, the bias copied and the A panels allocated at
- * add time; the bias rides the GEMM's fused epilogue, so a run allocates
- * nothing and makes no second pass over the output. */
+ * add time; the bias and activation ride the GEMM's fused epilogue, so a run
+ * allocates nothing and makes no second pass over the output. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +64,8 @@ int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_
     const int k = a->k, n = a->n, b_transposed = a->b_transposed;
     const float *b = a->b, *bias = a->bias;
     if (k < 1 || n < 1) return acl_fail("matmul: k and n must be >= 1, got %d and %d", k, n);
+    if (a->act < 0 || a->act >= ACL_ACT_COUNT)
+        return acl_fail("matmul: unknown activation %d (0 to %d)", a->act, ACL_ACT_COUNT - 1);
     if (graph_check_count("matmul", "b", a->b_count, (size_t)k * (size_t)n) != 0 ||
         (bias && graph_check_count("matmul", "bias", a->bias_count, (size_t)n) != 0))
         return -1;
@@ -90,7 +92,7 @@ int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_
             .m = (int)m,
             .c = graph_ptr(g, out),
             .ldc = n,
-            .ep = {.bias = p->bias, .act = ACL_ACT_NONE},
+            .ep = {.bias = p->bias, .act = a->act, .act_a = a->act_a, .act_b = a->act_b},
             .a_packed = p->a_packed,
             .whole_k = acl_gemm_whole_k(uk, (int)m),
         };

@@ -1,8 +1,9 @@
 """The float64 reference `run --check` judges both engines by where they
 disagree: onnx's reference evaluator on the model made float64 agrees with
 onnxruntime on operators the evaluator gets wrong as it ships (LRN; opset 9
-BatchNormalization and Dropout), on a Resize's float32 scales, constants and
-casts, and it is float64 all through."""
+BatchNormalization and Dropout), on the convolutions it runs its own way, on
+a Resize's float32 scales, constants and casts, and it is float64 all
+through."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,9 +51,24 @@ def _opset13(path) -> None:
     ], {"scales": np.array([1, 1, 1.5, 2], np.float32)}, 13)
 
 
+def _convs(path) -> None:
+    """Convolutions: dilated depthwise, strided and padded unevenly; grouped;
+    SAME_UPPER padding (the evaluator's own Conv)."""
+    rng = np.random.default_rng(2)
+    _model(path, [
+        helper.make_node("Conv", ["x", "dw", "b"], ["a"], group=8, dilations=[3, 2],
+                         strides=[2, 1], pads=[3, 2, 1, 2]),
+        helper.make_node("Conv", ["a", "grouped"], ["c"], group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["c", "same"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2]),
+    ], {"dw": rng.standard_normal((8, 1, 3, 3)).astype(np.float32),
+        "b": rng.standard_normal(8).astype(np.float32),
+        "grouped": rng.standard_normal((6, 4, 3, 3)).astype(np.float32),
+        "same": rng.standard_normal((5, 6, 2, 2)).astype(np.float32)}, 13)
+
+
 def test_the_float64_reference_agrees_with_onnxruntime(tmp_path):
     x = {"x": np.random.default_rng(0).uniform(-3, 3, _SHAPE).astype(np.float32)}
-    for make in (_opset9, _opset13):
+    for make in (_opset9, _opset13, _convs):
         path = tmp_path / f"{make.__name__}.onnx"
         make(path)
         ref = reference(str(path), x, ["y"], timeout_s=120)

@@ -263,7 +263,8 @@ def _gelu_graph() -> onnx.ModelProto:
     """Convolutions each followed by GELU as an exporter writes it: the erf form
     x * 0.5 * (1 + erf(x / sqrt 2)) with the product in each order exporters
     use and the scaling as Div or Mul, the tanh form with x^3 as Pow and as
-    two Muls, and opset 20's Gelu op in both modes."""
+    two Muls, opset 20's Gelu op in both modes, and after a BatchNormalization
+    and an Identity."""
     b = GraphBuilder(seed=5, input_shape=(1, 8, 7, 7), opset=20)
     k = {n: b.constant(n, np.float32(v)) for n, v in (
         ("sqrt2", np.sqrt(2.0)), ("rsqrt2", 1 / np.sqrt(2.0)), ("one", 1.0), ("half", 0.5),
@@ -299,6 +300,11 @@ def _gelu_graph() -> onnx.ModelProto:
     x = b.node("Gelu", [b.conv(x, "conv_gelu_op", 8, 1)], "gelu_op")
     x = b.node("Gelu", [b.conv(x, "conv_gelu_op_tanh", 8, 1)], "gelu_op_tanh",
                approximate="tanh")
+    # Paddle's: BatchNormalization, an Identity (a cast to float32), then GELU
+    c = b.node("Identity", [b.conv(x, "conv_bn_cast", 8, 1, bn="c_bn")], "c_cast")
+    e = b.node("Add", [b.node("Erf", [b.node("Div", [c, k["sqrt2"]], "c_div")], "c_erf"),
+                       k["one"]], "c_add")
+    x = b.node("Mul", [b.node("Mul", [c, e], "c_mul"), k["half"]], "c_half")
     # x read by something else too: no GELU to fuse, the nodes run as they are.
     c = b.conv(x, "conv_shared", 8, 1)
     e = b.node("Add", [b.node("Erf", [b.node("Div", [c, k["sqrt2"]], "s_div")], "s_erf"),
@@ -322,6 +328,8 @@ def test_gelu_in_every_exporters_form_is_fused(tmp_path):
                             "m_add", "m_mul", "m_half"], "gelu_tanh"),
         "conv_gelu_op": (["gelu_op"], "gelu"),
         "conv_gelu_op_tanh": (["gelu_op_tanh"], "gelu_tanh"),
+        "conv_bn_cast": (["c_bn", "c_cast", "c_div", "c_erf", "c_add", "c_mul", "c_half"],
+                         "gelu"),
         "conv_shared": ([], "none"),
     }
     _check_numerics(model, nodes, (1, 8, 7, 7))

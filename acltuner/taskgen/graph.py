@@ -184,9 +184,13 @@ def _channel_constant(g: OnnxGraph, node: onnx.NodeProto, out: str, oc: int,
 
 def channel_affine(g: OnnxGraph, node: onnx.NodeProto | None, out: str, oc: int,
                     rank: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(scale, shift) of a per-channel affine node reading out, else None."""
+    """(scale, shift) of a per-channel affine node reading out, else None.  An
+    Identity is the affine 1, 0 (Paddle's exports put one, a cast to float32,
+    between a BatchNormalization and its GELU: it must not stop the fusion)."""
     if is_op(node, "BatchNormalization"):
         return bn_affine(g, node, oc)
+    if is_op(node, "Identity"):
+        return np.ones(oc), np.zeros(oc)
     if not (is_op(node, "Add") or is_op(node, "Mul")):
         return None
     value = _channel_constant(g, node, out, oc, rank)

@@ -61,4 +61,28 @@ static inline __attribute__((always_inline)) void fold_rows(int op, const float 
             for (int i = 0; i < w; i++) out[i] = fold_op(op, level[l][i], out[i]);
 }
 
+/* A contiguous row is folded as rows of FOLD_LANES columns, then the lanes
+ * pairwise. */
+#define FOLD_LANES 16
+
+/* The fold of one contiguous row of len >= 1 floats: its whole rows of lanes
+ * folded, then the lanes pairwise, then the last len % FOLD_LANES floats in
+ * order. */
+static inline __attribute__((always_inline)) float fold_row(int op, const float *x, size_t len)
+{
+    size_t r = len / FOLD_LANES * FOLD_LANES;
+    float acc = x[0];
+    if (r > 0) {
+        float lanes[FOLD_LANES];
+        fold_rows(op, x, r / FOLD_LANES, FOLD_LANES, FOLD_LANES, lanes);
+        for (int half = FOLD_LANES / 2; half >= 1; half /= 2)
+            for (int i = 0; i < half; i++) lanes[i] = fold_op(op, lanes[i], lanes[i + half]);
+        acc = lanes[0];
+    } else {
+        r = 1;
+    }
+    for (; r < len; r++) acc = fold_op(op, acc, x[r]);
+    return acc;
+}
+
 #endif

@@ -10,35 +10,12 @@
 #include "fold_rows.h"
 #include "graph_impl.h"
 
-/* A contiguous row is folded as rows of REDUCE_LANES columns, then the lanes
- * pairwise. */
-#define REDUCE_LANES 16
-
 typedef struct {
     int op;
     const float *x;
     float *y;
     size_t outer, len, inner, tiles; /* tiles: of FOLD_MAX_WIDTH columns per outer row */
 } reduce_params;
-
-/* One contiguous row of len floats: its whole rows of lanes folded, then
- * the lanes pairwise, then the last len % REDUCE_LANES floats in order. */
-static inline __attribute__((always_inline)) float reduce_row(int op, const float *x, size_t len)
-{
-    size_t r = len / REDUCE_LANES * REDUCE_LANES;
-    float acc = x[0];
-    if (r > 0) {
-        float lanes[REDUCE_LANES];
-        fold_rows(op, x, r / REDUCE_LANES, REDUCE_LANES, REDUCE_LANES, lanes);
-        for (int half = REDUCE_LANES / 2; half >= 1; half /= 2)
-            for (int i = 0; i < half; i++) lanes[i] = fold_op(op, lanes[i], lanes[i + half]);
-        acc = lanes[0];
-    } else {
-        r = 1;
-    }
-    for (; r < len; r++) acc = fold_op(op, acc, x[r]);
-    return acc;
-}
 
 /* Unit u: one outer row's tile of columns; written once, instantiated per
  * op so each loop vectorises. */
@@ -50,7 +27,7 @@ static inline __attribute__((always_inline)) void reduce_unit(int op, const redu
     float *y = p->y + o * p->inner + i0;
     const size_t w = p->inner - i0 < FOLD_MAX_WIDTH ? p->inner - i0 : FOLD_MAX_WIDTH;
     if (p->inner == 1)
-        y[0] = reduce_row(op, x, p->len);
+        y[0] = fold_row(op, x, p->len);
     else if (w == FOLD_MAX_WIDTH)  /* a constant width stays in registers */
         fold_rows(op, x, p->len, p->inner, FOLD_MAX_WIDTH, y);
     else

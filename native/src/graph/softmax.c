@@ -1,9 +1,11 @@
 /* Softmax over the innermost axis, one row per unit of work: numerically
  * stable (the row's max is subtracted before exp), with the activations'
- * vectorisable exp. */
+ * vectorisable exp, the max and the sum folded in lanes (fold_rows.h) so
+ * that every pass over the row vectorises. */
 #include <stdlib.h>
 
 #include "activation.h"
+#include "fold_rows.h"
 #include "graph_impl.h"
 
 typedef struct {
@@ -18,14 +20,9 @@ static void softmax_rows(const void *arg, size_t begin, size_t end)
     for (size_t r = begin; r < end; r++) {
         const float *x = p->x + r * p->len;
         float *y = p->y + r * p->len;
-        float max = x[0];
-        for (size_t i = 1; i < p->len; i++) max = x[i] > max ? x[i] : max;
-        float sum = 0.0f;
-        for (size_t i = 0; i < p->len; i++) {
-            y[i] = acl_exp(x[i] - max);
-            sum += y[i];
-        }
-        const float scale = 1.0f / sum;
+        const float max = fold_row(ACL_REDUCE_MAX, x, p->len);
+        for (size_t i = 0; i < p->len; i++) y[i] = acl_exp(x[i] - max);
+        const float scale = 1.0f / fold_row(ACL_REDUCE_SUM, y, p->len);
         for (size_t i = 0; i < p->len; i++) y[i] *= scale;
     }
 }

@@ -473,11 +473,25 @@ def _reductions_opset18(b):
     return b.node("Add", [y, columns], "out")
 
 
+def _global_pools_1d_3d(b):
+    """GlobalAveragePool and GlobalMaxPool of a 1-D and a 3-D map (an audio
+    CNN's, a video net's): reductions over their spatial axes."""
+    x = _features(b)  # [2, 8, 10, 10]
+    seq = b.node("Reshape", [x, b.constant("to_seq", np.array([2, 8, 100]))], "seq")
+    vol = b.node("Reshape", [x, b.constant("to_vol", np.array([2, 8, 2, 5, 10]))], "vol")
+    y = b.node("Add", [b.node("GlobalAveragePool", [seq], "gap_1d"),
+                       b.node("GlobalMaxPool", [seq], "gmax_1d")], "pools_1d")
+    z = b.node("Add", [b.node("GlobalAveragePool", [vol], "gap_3d"),
+                       b.node("GlobalMaxPool", [vol], "gmax_3d")], "pools_3d")
+    z = b.node("Reshape", [z, b.constant("to_1d", np.array([2, 8, 1]))], "flat_3d")
+    return b.node("Add", [y, z], "out")
+
+
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
-    _linear_epilogues)}
+    _linear_epilogues, _global_pools_1d_3d)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
           "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},

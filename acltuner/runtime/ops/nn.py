@@ -14,6 +14,7 @@ from acltuner.engine.graph import matmul_attrs
 from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
+from acltuner.runtime.ops.reduce import reduce_lowering
 from acltuner.runtime.target import Target
 from acltuner.taskgen.activation import Activation, following_activation, is_op
 from acltuner.taskgen.conv_attrs import same_pads
@@ -58,8 +59,9 @@ def _pool(g: OnnxGraph, node: onnx.NodeProto):
 @handles("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(g: OnnxGraph, node: onnx.NodeProto):
     x, out = shape(g, node.input[0]), shape(g, node.output[0])
-    if len(x) != 4:
-        return None
+    if len(x) != 4:  # a 1-D or 3-D map: a reduction over its spatial axes
+        op = "mean" if node.op_type == "GlobalAveragePool" else "max"
+        return reduce_lowering(node, x, list(range(2, len(x))), op, keepdims=True)
 
     def lower(low) -> None:
         xv = low.get(node.input[0], NHWC)

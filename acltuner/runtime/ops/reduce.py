@@ -38,8 +38,14 @@ def _reduce(g: OnnxGraph, node: onnx.NodeProto):
         return None
     if not axes:
         return lambda low: low.alias(node.output[0], low.get(node.input[0]))
-    op = _REDUCE[node.op_type]
-    keepdims = attrs(node).get("keepdims", 1)
+    return reduce_lowering(node, dims, axes, _REDUCE[node.op_type],
+                           bool(attrs(node).get("keepdims", 1)))
+
+
+def reduce_lowering(node: onnx.NodeProto, dims: tuple[int, ...], axes: list[int], op: str,
+                    keepdims: bool):
+    """The lowering of node as the engine's reduce `op` of its first input over
+    `axes` (sorted, non-empty) into its first output."""
     kept = tuple(1 if i in axes else d for i, d in enumerate(dims))
 
     def lower(low) -> None:

@@ -8,9 +8,16 @@
  * segments of output coordinates with the same taps, and the output a grid of
  * regions, one per (row segment, column segment).  Each region's B holds its
  * taps alone, packed at create; A reads only those taps through the
- * indirection.  A GEMM job is one output row's stretch of a column segment
- * and one group, so that its C rows are evenly spaced.  Output pixels that no
- * tap reaches (a pad wider than the kernel) take the bias alone. */
+ * indirection.  One GEMM job per region and group covers the region's pixels
+ * over the batch: its C rows go to a region-ordered copy of the output in
+ * the scratch, copied into place afterwards (and the residual out of place
+ * before), one run of a row's pixels at a time.  Jobs of one output row's
+ * stretch could write in place, but would stream the region's whole B for
+ * every few rows, where the macro-kernel reuses it over 128: at rate 12 on
+ * 24x24, 48 stretches of 12 pixels each read a B of 2 MB, 96 MB a run
+ * against 16 MB.  The x86 host reads that from its L3 at the same speed; a
+ * board without one would read it from memory.  Output pixels that no tap
+ * reaches (a pad wider than the kernel) take the bias alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,24 +28,23 @@ typedef struct {
     int o0, o1, k0, k1;
 } tap_segment;
 
-/* Where a job's operands are, fixed at create; the run adds the tensors. */
-typedef struct {
-    size_t ptr;  /* first row pointer of the job's pixels */
-    int pixel;   /* first output pixel */
-    int group;
-} region_job;
+/* Row pointers per rebase unit. */
+#define POINTER_CHUNK 1024
 
 typedef struct {
     int nys, nxs;
     tap_segment *ys, *xs;
+    int *first;             /* [ys][xs]: the region's first row of the region-ordered output */
     acl_packed_b *b;        /* [ys][xs][group]; no data for a region without taps */
     int njobs;
-    region_job *where;      /* per job */
-    acl_gemm_job *jobs;     /* per job, pointed at each run's tensors */
+    acl_gemm_job *jobs;     /* [region with taps][group] */
+    size_t *job_ptr;        /* per job: its first row pointer */
+    int *job_row;           /* per job: its first row of the region-ordered output */
     int *tapless;           /* output pixels no tap reaches */
     int ntapless;
     float *zero;            /* oc zeros: the sums of a tapless pixel */
-    conv_indirection ind;   /* per output row: its segments' pixels and taps in turn */
+    conv_indirection ind;   /* region by region: each pixel's taps */
+    size_t out_at, res_at;  /* scratch: the region-ordered output and residual */
 } regions_state;
 
 /* The segments of one axis of `out` outputs; returns how many (<= out). */
@@ -71,6 +77,8 @@ static int taps_of(const tap_segment *y, const tap_segment *x)
     return (y->k1 - y->k0) * (x->k1 - x->k0);
 }
 
+static int length(const tap_segment *seg) { return seg->o1 - seg->o0; }
+
 /* Packs every region's B: its taps of each group, ky then kx as indirect's. */
 static int pack_regions(acl_conv *conv, regions_state *st, const float *weight)
 {
@@ -98,58 +106,60 @@ static int pack_regions(acl_conv *conv, regions_state *st, const float *weight)
     return rc;
 }
 
-/* The row pointers' pixels, the jobs and the tapless pixels. */
+/* The jobs, each region's rows and row pointers' pixels, and the tapless
+ * pixels. */
 static int map_regions(acl_conv *conv, regions_state *st)
 {
     const acl_conv_shape *s = &conv->s;
     const conv_dims *d = &conv->d;
-    int row_ptrs = 0;  /* the most pointers an output row needs */
-    for (int y = 0; y < st->nys; y++) {
-        int ptrs = 0;
-        for (int x = 0; x < st->nxs; x++)
-            ptrs += (st->xs[x].o1 - st->xs[x].o0) * taps_of(&st->ys[y], &st->xs[x]);
-        row_ptrs = acl_max(row_ptrs, ptrs);
-    }
-    if (conv_indirection_alloc(&st->ind, conv, s->n * d->oh, acl_max(1, row_ptrs)) != 0)
-        return -1;
-    const int rows = s->n * d->oh;
-    st->where = calloc((size_t)rows * st->nxs * s->group, sizeof *st->where);
-    st->jobs = calloc((size_t)rows * st->nxs * s->group, sizeof *st->jobs);
+    const int nregions = st->nys * st->nxs;
+    st->first = calloc((size_t)nregions, sizeof *st->first);
+    st->jobs = calloc((size_t)nregions * s->group, sizeof *st->jobs);
+    st->job_ptr = calloc((size_t)nregions * s->group, sizeof *st->job_ptr);
+    st->job_row = calloc((size_t)nregions * s->group, sizeof *st->job_row);
     st->tapless = calloc((size_t)d->m, sizeof *st->tapless);
-    if (!st->where || !st->jobs || !st->tapless)
+    if (!st->first || !st->jobs || !st->job_ptr || !st->job_row || !st->tapless)
         return acl_fail("out of memory creating %s", conv->algo->name);
-    for (int row = 0; row < rows; row++) {
-        const int b = row / d->oh, oy = row % d->oh;
-        int y = 0;
-        while (oy >= st->ys[y].o1) y++;
-        const tap_segment *ys = &st->ys[y];
-        int32_t *p = st->ind.pixel + (size_t)row * st->ind.ptrs_per_row;
-        int32_t *end = p + st->ind.ptrs_per_row;
-        for (int x = 0; x < st->nxs; x++) {
-            const tap_segment *xs = &st->xs[x];
-            const int pixel = row * d->ow + xs->o0;
-            if (!taps_of(ys, xs)) {
-                for (int ox = xs->o0; ox < xs->o1; ox++)
-                    st->tapless[st->ntapless++] = pixel + ox - xs->o0;
-                continue;
-            }
-            for (int g = 0; g < s->group; g++) {
-                const acl_packed_b *bg = &st->b[((size_t)y * st->nxs + x) * s->group + g];
-                st->where[st->njobs] = (region_job){
-                    .ptr = (size_t)(p - st->ind.pixel), .pixel = pixel, .group = g};
-                st->jobs[st->njobs++] = (acl_gemm_job){.b = bg, .m = xs->o1 - xs->o0,
-                                                       .ldc = s->oc};
-            }
-            for (int ox = xs->o0; ox < xs->o1; ox++)
-                for (int ky = ys->k0; ky < ys->k1; ky++)
-                    for (int kx = xs->k0; kx < xs->k1; kx++) {
-                        const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-                        const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
-                        *p++ = (b * s->h + iy) * s->w + ix;
-                    }
+    size_t ptrs = 0;
+    int rows = 0;
+    for (int i = 0; i < nregions; i++) {
+        const tap_segment *ys = &st->ys[i / st->nxs], *xs = &st->xs[i % st->nxs];
+        const int ks = taps_of(ys, xs), m = s->n * length(ys) * length(xs);
+        st->first[i] = rows;
+        if (!ks) continue;
+        for (int g = 0; g < s->group; g++, st->njobs++) {
+            st->job_ptr[st->njobs] = ptrs;
+            st->job_row[st->njobs] = rows;
+            st->jobs[st->njobs] = (acl_gemm_job){.b = &st->b[(size_t)i * s->group + g], .m = m,
+                                                 .ldc = s->oc};
         }
-        while (p < end) *p++ = -1;  /* rows with fewer taps than the most */
+        ptrs += (size_t)m * ks;
+        rows += m;
     }
+    const int chunks = (int)acl_max(1, (ptrs + POINTER_CHUNK - 1) / POINTER_CHUNK);
+    if (conv_indirection_alloc(&st->ind, conv, chunks, POINTER_CHUNK) != 0) return -1;
+    st->out_at = conv_scratch_reserve(conv, (size_t)rows * s->oc * sizeof(float));
+    if (s->has_residual)
+        st->res_at = conv_scratch_reserve(conv, (size_t)rows * s->oc * sizeof(float));
+    int32_t *p = st->ind.pixel;
+    for (int i = 0; i < nregions; i++) {
+        const tap_segment *ys = &st->ys[i / st->nxs], *xs = &st->xs[i % st->nxs];
+        for (int b = 0; b < s->n; b++)
+            for (int oy = ys->o0; oy < ys->o1; oy++)
+                for (int ox = xs->o0; ox < xs->o1; ox++) {
+                    if (!taps_of(ys, xs)) {
+                        st->tapless[st->ntapless++] = (b * d->oh + oy) * d->ow + ox;
+                        continue;
+                    }
+                    for (int ky = ys->k0; ky < ys->k1; ky++)
+                        for (int kx = xs->k0; kx < xs->k1; kx++) {
+                            const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+                            const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
+                            *p++ = (b * s->h + iy) * s->w + ix;
+                        }
+                }
+    }
+    for (int32_t *end = st->ind.pixel + (size_t)chunks * POINTER_CHUNK; p < end;) *p++ = -1;
     if (st->ntapless) {
         st->zero = acl_alloc((size_t)s->oc * sizeof(float));
         if (!st->zero) return -1;
@@ -175,20 +185,63 @@ static int regions_create(acl_conv *conv, const float *weight)
     return map_regions(conv, st);
 }
 
+/* Copies between the output's (or residual's) rows and the region order:
+ * each output row's run of pixels in each region with taps is one copy. */
+typedef struct {
+    const acl_conv *conv;
+    float *tensor;   /* NHWC output, or the residual */
+    float *ordered;  /* region-ordered rows */
+    int to_tensor;
+} reorder_ctx;
+
+static void reorder_rows(void *arg, int begin, int end, int worker)
+{
+    const reorder_ctx *ctx = arg;
+    const acl_conv *conv = ctx->conv;
+    const regions_state *st = conv->impl;
+    const int oh = conv->d.oh, ow = conv->d.ow, oc = conv->s.oc;
+    for (int row = begin; row < end; row++) {
+        const int b = row / oh, oy = row % oh;
+        int y = 0;
+        while (oy >= st->ys[y].o1) y++;
+        const tap_segment *ys = &st->ys[y];
+        for (int x = 0; x < st->nxs; x++) {
+            const tap_segment *xs = &st->xs[x];
+            if (!taps_of(ys, xs)) continue;
+            const int ordered_row = st->first[y * st->nxs + x] +
+                                    (b * length(ys) + oy - ys->o0) * length(xs);
+            float *t = ctx->tensor + ((size_t)row * ow + xs->o0) * oc;
+            float *o = ctx->ordered + (size_t)ordered_row * oc;
+            const size_t bytes = (size_t)length(xs) * oc * sizeof(float);
+            if (ctx->to_tensor)
+                memcpy(t, o, bytes);
+            else
+                memcpy(o, t, bytes);
+        }
+    }
+}
+
 static int regions_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     regions_state *st = conv->impl;
     const acl_conv_shape *s = &conv->s;
+    const int rows = s->n * conv->d.oh;
     const float *const *ptrs = conv_indirection_rebase(&st->ind, ex, io, &t->pre_ms);
     if (!ptrs) return -1;
+    float *out = conv_scratch_at(io, st->out_at);
+    float *res = io->residual ? conv_scratch_at(io, st->res_at) : NULL;
+    if (res) {
+        reorder_ctx in = {conv, (float *)io->residual, res, 0};
+        if (conv_stage(ex, rows, reorder_rows, &in, &t->pre_ms) != 0) return -1;
+    }
     for (int j = 0; j < st->njobs; j++) {
-        const region_job *w = &st->where[j];
-        const ptrdiff_t at = (ptrdiff_t)w->pixel * s->oc + (ptrdiff_t)w->group * conv->d.ocg;
+        const int g = j % s->group;
+        const ptrdiff_t at = (ptrdiff_t)st->job_row[j] * s->oc + (ptrdiff_t)g * conv->d.ocg;
         acl_gemm_job *job = &st->jobs[j];
-        job->a = (acl_a_source){.rows = ptrs + w->ptr, .offset = (ptrdiff_t)w->group * conv->d.cg};
-        job->c = io->y + at;
-        job->ep = conv_gemm_epilogue(conv, (ptrdiff_t)w->group * conv->d.ocg,
-                                     io->residual ? io->residual + at : NULL);
+        job->a = (acl_a_source){.rows = ptrs + st->job_ptr[j],
+                                .offset = (ptrdiff_t)g * conv->d.cg};
+        job->c = out + at;
+        job->ep = conv_gemm_epilogue(conv, (ptrdiff_t)g * conv->d.ocg, res ? res + at : NULL);
     }
     for (int i = 0; i < st->ntapless; i++) {
         const size_t at = (size_t)st->tapless[i] * s->oc;
@@ -196,8 +249,11 @@ static int regions_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, ac
                     s->oc);
     }
     acl_gemm_batch batch;
-    if (acl_gemm_batch_init(&batch, st->jobs, st->njobs, ex->workloads) != 0) return -1;
-    return acl_gemm_batch_compute(&batch, ex, &t->gemm_ms);
+    if (st->njobs && (acl_gemm_batch_init(&batch, st->jobs, st->njobs, ex->workloads) != 0 ||
+                      acl_gemm_batch_compute(&batch, ex, &t->gemm_ms) != 0))
+        return -1;
+    reorder_ctx back = {conv, io->y, out, 1};
+    return conv_stage(ex, rows, reorder_rows, &back, &t->post_ms);
 }
 
 static void regions_destroy(acl_conv *conv)
@@ -209,8 +265,10 @@ static void regions_destroy(acl_conv *conv)
     free(st->b);
     free(st->ys);
     free(st->xs);
-    free(st->where);
+    free(st->first);
     free(st->jobs);
+    free(st->job_ptr);
+    free(st->job_row);
     free(st->tapless);
     acl_free(st->zero);
     free(st);

@@ -456,6 +456,45 @@ def _layer_norm_and_math(b):
     return b.node("Concat", [y, b.node("Erf", [ch], "erf")], "out", axis=1)
 
 
+def _layer_norm_chain(b, x: str, name: str, axes: list[int], affine: tuple | None,
+                      squares: str = "Pow") -> str:
+    """The LayerNorm exporters decompose: ReduceMean, Sub, Pow (or Mul), ReduceMean,
+    Add epsilon, Sqrt, Div, then Mul and Add of constants if `affine` holds them."""
+    mean = b.node("ReduceMean", [x], f"{name}.mean", axes=axes)
+    d = b.node("Sub", [x, mean], f"{name}.d")
+    sq = (b.node("Pow", [d, b.constant(f"{name}.two", np.float32(2))], f"{name}.sq")
+          if squares == "Pow" else b.node("Mul", [d, d], f"{name}.sq"))
+    var = b.node("ReduceMean", [sq], f"{name}.var", axes=axes)
+    std = b.node("Sqrt", [b.node("Add", [var, b.constant(f"{name}.eps", np.float32(1e-5))],
+                                 f"{name}.var_eps")], f"{name}.std")
+    y = b.node("Div", [d, std], f"{name}.norm")
+    if affine is None:
+        return y
+    y = b.node("Mul", [y, b.constant(f"{name}.scale", affine[0])], f"{name}.scaled")
+    return b.node("Add", [b.constant(f"{name}.shift", affine[1]), y], name, channels=b.channels[y])
+
+
+def _layer_norms(b):
+    """LayerNormalization as the operator (the last axis of tokens with and
+    without a bias, the last two axes) and as exporters decompose it (over
+    the channels of a map, ConvNeXt's LayerNorm2d, and the last axis of
+    tokens with the squares as a Mul): each one layer_norm operation."""
+    x = _features(b)  # [2, 8, 10, 10], NHWC in memory
+    c = b.rng.normal(1, 0.2, (1, 8, 1, 1)), b.rng.normal(0, 0.2, (1, 8, 1, 1))
+    x = _layer_norm_chain(b, x, "ln2d", [1], c)  # the channels: innermost in NHWC
+    tokens = b.node("Reshape", [x, b.constant("to_tokens", np.array([2, 8, 100]))], "tokens")
+    y = b.node("LayerNormalization", [tokens, b.constant("g1", b.rng.normal(1, 0.2, 100)),
+                                      b.constant("b1", b.rng.normal(0, 0.2, 100))], "ln_op",
+               axis=-1, epsilon=1e-6)
+    y = b.node("LayerNormalization", [y, b.constant("g2", b.rng.normal(1, 0.2, 100))],
+               "ln_no_bias")
+    y = b.node("LayerNormalization", [y, b.constant("g3", b.rng.normal(1, 0.2, (8, 100))),
+                                      b.constant("b3", b.rng.normal(0, 0.2, (1, 100)))],
+               "ln_two_axes", axis=1)
+    c = b.rng.normal(1, 0.2, 100), b.rng.normal(0, 0.2, 100)
+    return _layer_norm_chain(b, y, "ln_tokens", [-1], c, squares="Mul")
+
+
 def _reductions_opset18(b):
     """Opset 18's reductions, their axes an input: any set of axes of a 4-D
     map (two apart, the batch and height, all of them) and of a 3-D view of it."""
@@ -492,7 +531,7 @@ CASES = {f.__name__[1:]: f for f in (
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
     _linear_epilogues, _global_pools_1d_3d)}
-OPSETS = {"softmax_opset11": (_softmax_opset11, 11),
+OPSETS = {"softmax_opset11": (_softmax_opset11, 11), "layer_norms": (_layer_norms, 17),
           "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},
           **{f"slice_opset{v}": (lambda b, v=v: _slice(b, v), v) for v in (9, 13)}}
@@ -533,6 +572,15 @@ def test_gelu_is_one_pass_and_rides_the_matmul_epilogue(tmp_path):
              if not k.startswith("conv ") and k != "transpose"]  # features to NCHW order
     assert [k.split()[0] for k in kinds] == ["matmul", "matmul", "matmul", "copies"], kinds
     assert kinds[0].endswith(" gelu") and kinds[2].endswith(" relu"), kinds
+
+
+def test_layer_norms_are_one_pass_each_in_place_of_the_layout(tmp_path):
+    kinds = [k for k in _kinds("layer_norms", tmp_path) if not k.startswith("conv ")]
+    # The channels of the NHWC map are normalised where they lie; the tokens
+    # need the map in NCHW order once, for the Reshape.
+    assert kinds == ["layer_norm", "transpose", "layer_norm", "layer_norm", "layer_norm",
+                     "layer_norm", "copies into and out of arenas"], kinds
+    assert "layer_norm" in _kinds("layer_norm_and_math", tmp_path)
 
 
 def test_channel_shuffle_is_one_gather(tmp_path):

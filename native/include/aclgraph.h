@@ -69,7 +69,8 @@ float *acl_graph_arena(acl_graph *g);
     X(BATCH_MATMUL, batch_matmul, 2, 2, ACL_BATCH_MATMUL_ATTRS) \
     X(GATHER, gather, 1, 1, ACL_GATHER_ATTRS)                  \
     X(SLICE, slice, 1, 1, ACL_SLICE_ATTRS)                     \
-    X(LSTM, lstm, 3, 3, ACL_LSTM_ATTRS)
+    X(LSTM, lstm, 3, 3, ACL_LSTM_ATTRS)                        \
+    X(LAYER_NORM, layer_norm, 3, 3, ACL_LAYER_NORM_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -223,6 +224,14 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_LSTM_ATTRS(F, S)                                                      \
     F(S, INT, hidden, 0) F(S, INT, reverse, 0) F(S, FLOATS, w, 0) F(S, FLOATS, r, 0) \
     F(S, FLOATS, bias, 0)
+
+/* ONNX LayerNormalization over the innermost axis of x, of length D (the
+ * compiler lays the normalised axes out innermost and flattens them): each
+ * row of D floats becomes (x - mean) / sqrt(variance + epsilon) * scale +
+ * shift; inputs x, scale and shift (both D floats).  The mean, then the
+ * variance as the mean of the centred squares (two passes, no E[x^2] -
+ * E[x]^2 cancellation), summed in blocks and pairs; out must not overlap x. */
+#define ACL_LAYER_NORM_ATTRS(F, S) F(S, FLOAT, epsilon, 0)
 
 /* The math ops number on from the activations. */
 enum acl_unary_math { ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1, ACL_UNARY_MATH(ACL_ENUM_CONSTANT)

@@ -361,6 +361,59 @@ static void affine_case(int big)
     trial_run(&t, &s.out, add_affine, &s);
 }
 
+/* ---- layer_norm ------------------------------------------------------------- */
+
+typedef struct {
+    float epsilon;
+    acl_tensor x, scale, shift, out;
+} layer_norm_spec;
+
+static int add_layer_norm(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const layer_norm_spec *s = spec;
+    const acl_tensor ins[3] = {s->x, s->scale, s->shift};
+    return acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){s->epsilon}, 3, ins,
+                         &s->out);
+}
+
+/* Against float64, rows of 16 or more far from zero mean (an offset of 100
+ * over a spread of 1: a one-pass E[x^2] - E[x]^2 would lose 1e-3 of the
+ * variance; two passes lose the mean's rounding, ulp(100) / 2 over the
+ * spread).  Shorter rows stay near 0, where their spread may be tiny. */
+static void layer_norm_case(int big)
+{
+    layer_norm_spec s = {.epsilon = rnd(0, 1) ? 1e-5f : 0.5f};
+    int dims[ACL_MAX_RANK], rank = rnd(1, 4);
+    random_dims(rank, big, dims);
+    if (rnd(0, 1)) dims[rank - 1] = rnd(1, 300);  /* rows of every length, tails included */
+    const int d = dims[rank - 1];
+    trial t;
+    const float offset = d >= 16 ? 100.0f : 0.0f;
+    trial_begin(&t, TOL_GEMM, "layer_norm eps %g %s + %g", (double)s.epsilon,
+                dims_str(rank, dims), (double)offset);
+    place(&t, &s.x, rank, dims);
+    place(&t, &s.scale, 1, &d);
+    place(&t, &s.shift, 1, &d);
+    place(&t, &s.out, rank, dims);
+    float *arena = trial_arena(&t);
+    const size_t n = volume(rank, dims);
+    for (size_t i = 0; i < n; i++) arena[s.x.offset + i] += offset;
+    memcpy(t.expected, arena, t.arena * sizeof(float));
+    for (size_t row = 0; row < n / (size_t)d; row++) {
+        const float *x = arena + s.x.offset + row * d;
+        double mean = 0, var = 0;
+        for (int i = 0; i < d; i++) mean += x[i];
+        mean /= d;
+        for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
+        const double rstd = 1.0 / sqrt(var / d + s.epsilon);
+        for (int i = 0; i < d; i++)
+            t.expected[s.out.offset + row * d + i] =
+                (float)((x[i] - mean) * rstd * arena[s.scale.offset + i] +
+                        arena[s.shift.offset + i]);
+    }
+    trial_run(&t, &s.out, add_layer_norm, &s);
+}
+
 /* ---- binary ----------------------------------------------------------------- */
 
 typedef struct {
@@ -1440,6 +1493,13 @@ static void check_errors(void)
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: b must hold 512 values");
     mm.act = ACL_ACT_COUNT;
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: unknown activation");
+    const acl_tensor norm_in[3] = {a, wide, {19100, 1, {32}}}, norm_out = {8000, 4, {1, 7, 7, 64}};
+    expect_error(acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){1e-5f}, 3, norm_in,
+                               &norm_out),
+                 "layer_norm: shift has dims [32] but must have [64]");
+    expect_error(acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){-1.0f}, 3, norm_in,
+                               &norm_out),
+                 "layer_norm: epsilon must be >= 0");
     const char *uk = NULL;
     if (acl_ukernel_count() > 0) {
         acl_ukernel_info info;
@@ -1494,7 +1554,7 @@ static void (*const op_cases[])(int big) = {
     unary_case,   affine_case,  binary_case, pool_case,    global_average_pool_case, concat_case,
     transpose_case, pad_case,  softmax_case, lrn_case,                 matmul_case,
     conv_case,    resize_case, batch_matmul_case, gather_case,
-    slice_case,   gather_shuffle_case,
+    slice_case,   gather_shuffle_case, layer_norm_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 

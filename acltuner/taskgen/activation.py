@@ -91,7 +91,8 @@ def activation_node(g, node: onnx.NodeProto) -> Activation | None:
     if op == "Gelu":  # opset 20
         approximate = next((helper.get_attribute_value(a) for a in node.attribute
                             if a.name == "approximate"), b"none")
-        return Activation({b"none": "gelu", b"tanh": "gelu_tanh"}[approximate], nodes=(node,))
+        act = {b"none": "gelu", b"tanh": "gelu_tanh"}.get(approximate)
+        return None if act is None else Activation(act, nodes=(node,))
     return None
 
 

@@ -82,11 +82,11 @@ def _layer_norm(g: OnnxGraph, node: onnx.NodeProto):
                               shift, epsilon)
 
 
-def _mean_over(g: OnnxGraph, node: onnx.NodeProto | None, x: str, axes: list[int]) -> bool:
-    """node is ReduceMean(x) over `axes`, dims kept."""
+def _mean_over(g: OnnxGraph, node: onnx.NodeProto | None, x: str, rank: int,
+               axes: list[int]) -> bool:
+    """node is ReduceMean(x) over `axes` of the rank-`rank` x, dims kept."""
     return (is_op(node, "ReduceMean") and node.input[0] == x
-            and attrs(node).get("keepdims", 1) == 1
-            and reduced_axes(g, node, len(shape(g, x))) == axes)
+            and attrs(node).get("keepdims", 1) == 1 and reduced_axes(g, node, rank) == axes)
 
 
 def _squares(g: OnnxGraph, node: onnx.NodeProto, d: str) -> bool:
@@ -114,7 +114,7 @@ def _layer_norm_chain(g: OnnxGraph, node: onnx.NodeProto):
     x = node.input[0]
     dims = g.static_shape(x)
     axes = reduced_axes(g, node, len(dims)) if dims else None
-    if not axes or not _mean_over(g, node, x, axes):
+    if not axes or not _mean_over(g, node, x, len(dims), axes):
         return None
     sub = g.sole_consumer(node.output[0])
     if not (is_op(sub, "Sub") and list(sub.input) == [x, node.output[0]]):
@@ -122,12 +122,12 @@ def _layer_norm_chain(g: OnnxGraph, node: onnx.NodeProto):
     d = sub.output[0]
     users = g.consumers.get(d, [])
     square = next((u for u in users if _squares(g, u, d)), None)
-    divide = next((u for u in users if u is not square), None)
-    if len(users) != 2 + (square is not None and is_op(square, "Mul")) or d in g.outputs \
-            or square is None:
+    # d's uses: the square (listed twice when it is d * d) and the division
+    if square is None or d in g.outputs or len(users) != (3 if is_op(square, "Mul") else 2):
         return None
+    divide = next(u for u in users if u is not square)
     var = g.sole_consumer(square.output[0])
-    if not _mean_over(g, var, square.output[0], axes):
+    if not _mean_over(g, var, square.output[0], len(dims), axes):
         return None
     add = g.sole_consumer(var.output[0])
     eps = _constant_operand(g, add, "Add", var.output[0])

@@ -38,7 +38,6 @@ EXPECTED_FAILURES: dict[str, str] = {}
 # the engine gets it.
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
 DELEGATED_TODAY: dict[str, set[str]] = {
-    "crnn_unrolled_bilstm": {"LogSoftmax"},
     "basic_pitch": {"Equal", "Where"},
 }
 

@@ -198,7 +198,17 @@ def _lrn_softmax(b):
 
 
 def _softmax_opset11(b):
-    return b.node("Softmax", [_features(b)], "flattened", axis=1)  # over C*H*W
+    x = _features(b)
+    y = b.node("Softmax", [x], "flattened", axis=1)  # over C*H*W
+    return b.node("Add", [y, b.node("LogSoftmax", [x], "log_flattened", axis=2)], "both")
+
+
+def _log_softmax(b):
+    """LogSoftmax over the channels (innermost in NHWC) and over the rows, of
+    logits far apart: no log of a probability rounded to 0."""
+    x = b.node("Mul", [_features(b), b.constant("spread", np.float32(40))], "logits")
+    y = b.node("LogSoftmax", [x], "over_channels", axis=1)
+    return b.node("LogSoftmax", [y], "over_rows", axis=2)
 
 
 def _fully_connected(b):
@@ -530,7 +540,7 @@ CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
-    _linear_epilogues, _global_pools_1d_3d)}
+    _linear_epilogues, _global_pools_1d_3d, _log_softmax)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11), "layer_norms": (_layer_norms, 17),
           "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},

@@ -61,7 +61,7 @@ float *acl_graph_arena(acl_graph *g);
     X(CONCAT, concat, 1, 0, ACL_CONCAT_ATTRS)                  \
     X(TRANSPOSE, transpose, 1, 1, ACL_TRANSPOSE_ATTRS)         \
     X(MATMUL, matmul, 1, 1, ACL_MATMUL_ATTRS)                  \
-    X(SOFTMAX, softmax, 1, 1, ACL_NO_ATTRS)                    \
+    X(SOFTMAX, softmax, 1, 1, ACL_SOFTMAX_ATTRS)               \
     X(LRN, lrn, 1, 1, ACL_LRN_ATTRS)                           \
     X(PAD, pad, 1, 1, ACL_PAD_ATTRS)                           \
     X(REDUCE, reduce, 1, 1, ACL_REDUCE_ATTRS)                  \
@@ -121,8 +121,12 @@ float *acl_graph_arena(acl_graph *g);
     F(S, ENUM, op, ACL_POOL_OPS) F(S, INTS, kernel, 0) F(S, INTS, strides, 0)          \
     F(S, INTS, dilations, 0) F(S, INTS, pads, 0) F(S, BOOL, count_include_pad, 0)
 
-/* global_average_pool: [N, H, W, C] -> [N, 1, 1, C].  softmax: over the
- * innermost axis (the compiler transposes others there); out may be x. */
+/* global_average_pool: [N, H, W, C] -> [N, 1, 1, C]. */
+
+/* softmax: over the innermost axis (the compiler transposes others there),
+ * or its logarithm when `log` (LogSoftmax, x - max - log(sum e^(x - max)):
+ * no log of a rounded-away probability); out may be x. */
+#define ACL_SOFTMAX_ATTRS(F, S) F(S, BOOL, log, 0)
 
 /* The inputs have out's rank and dims except along axis (negative counts from
  * the end), where their sizes add up to out's. */

@@ -91,7 +91,7 @@ def _lrn(g: OnnxGraph, node: onnx.NodeProto):
     return lower
 
 
-@handles("Softmax")
+@handles("Softmax", "LogSoftmax")
 def _softmax(g: OnnxGraph, node: onnx.NodeProto):
     dims = shape(g, node.input[0])
     rank = len(dims)
@@ -112,8 +112,9 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
         yv = low.new(node.output[0], dims, xv.perm)
         inner = math.prod(dims[p] for p in reduced)
         view = (xv.size // inner, inner)
-        low.emit("softmax", node_name(node), "softmax",
-                 {"x": low.view(xv, view), "out": low.view(yv, view)})
+        log = node.op_type == "LogSoftmax"
+        low.emit("softmax", node_name(node), "log softmax" if log else "softmax",
+                 {"x": low.view(xv, view), "out": low.view(yv, view)}, log=log)
     return lower
 
 

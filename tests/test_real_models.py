@@ -37,9 +37,7 @@ EXPECTED_FAILURES: dict[str, str] = {}
 # operator delegated today is listed for its model, and leaves the list when
 # the engine gets it.
 MAY_DELEGATE = {"LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
-DELEGATED_TODAY: dict[str, set[str]] = {
-    "basic_pitch": {"Equal", "Where"},
-}
+DELEGATED_TODAY: dict[str, set[str]] = {}
 
 
 class ExpectedFailure(Exception):

@@ -203,6 +203,18 @@ def _softmax_opset11(b):
     return b.node("Add", [y, b.node("LogSoftmax", [x], "log_flattened", axis=2)], "both")
 
 
+def _div_no_nan(b):
+    """TensorFlow's div_no_nan as tf2onnx writes it: Where(Equal(d, 0), 0, n / d),
+    d exactly 0 at some pixels (a Relu's), one pass."""
+    x = b.conv(b.input, "features", 8, 3, pads=1, bias=True)
+    d = b.node("Relu", [x], "d")
+    n = b.node("Add", [x, b.constant("one", np.float32(1))], "n")
+    q = b.node("Div", [n, d], "q")
+    zero = b.constant("zero", np.zeros((1,), np.float32))
+    is_zero = b.node("Equal", [d, zero], "is_zero")
+    return b.node("Where", [is_zero, zero, q], "no_nan")
+
+
 def _log_softmax(b):
     """LogSoftmax over the channels (innermost in NHWC) and over the rows, of
     logits far apart: no log of a probability rounded to 0."""
@@ -540,7 +552,7 @@ CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
-    _linear_epilogues, _global_pools_1d_3d, _log_softmax)}
+    _linear_epilogues, _global_pools_1d_3d, _log_softmax, _div_no_nan)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11), "layer_norms": (_layer_norms, 17),
           "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},

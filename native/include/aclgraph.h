@@ -104,10 +104,12 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_AFFINE_ATTRS(F, S) F(S, ENUM, act, ACL_ACTIVATIONS) F(S, FLOAT, a, 0) F(S, FLOAT, b, 0)
 
 /* Elementwise with numpy broadcasting: both inputs have out's rank (dims of 1
- * broadcast). */
+ * broadcast).  div_no_nan: a / b, 0 where b is 0 (TensorFlow's, which its
+ * ONNX exports spell Div, Equal and Where). */
 #define ACL_BINARY_OPS(X)                                                                    \
     X(ACL_BINARY_ADD, add) X(ACL_BINARY_MUL, mul) X(ACL_BINARY_SUB, sub) X(ACL_BINARY_DIV, div) \
-    X(ACL_BINARY_MAX, max) X(ACL_BINARY_MIN, min) X(ACL_BINARY_PRELU, prelu)
+    X(ACL_BINARY_MAX, max) X(ACL_BINARY_MIN, min) X(ACL_BINARY_PRELU, prelu)           \
+    X(ACL_BINARY_DIV_NO_NAN, div_no_nan)
 #define ACL_BINARY_ATTRS(F, S) F(S, ENUM, op, ACL_BINARY_OPS)
 
 /* NHWC pooling: kernel, strides and dilations are (h, w), pads (top, left,

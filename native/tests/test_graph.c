@@ -443,7 +443,7 @@ static size_t broadcast_offset(const acl_tensor *out, const acl_tensor *x, size_
 
 static void binary_case(int big)
 {
-    binary_spec s = {.op = rnd(ACL_BINARY_ADD, ACL_BINARY_DIV)};
+    binary_spec s = {.op = rnd(0, 4) ? rnd(ACL_BINARY_ADD, ACL_BINARY_DIV) : ACL_BINARY_DIV_NO_NAN};
     int rank = rnd(0, 6), dims[ACL_MAX_RANK], da[ACL_MAX_RANK], db[ACL_MAX_RANK];
     random_dims(rank, big && rank <= 4, dims);
     const int style = rnd(0, 3);  /* 0: equal shapes, 1: per-channel b, 2-3: any broadcast */
@@ -460,9 +460,12 @@ static void binary_case(int big)
     place(&t, &s.b, rank, db);
     place_output(&t, &s.out, &s.a, in_place, rank, dims);
     float *arena = trial_arena(&t);
-    /* Divisors kept away from 0. */
+    /* Divisors kept away from 0, but for div_no_nan's every third, 0. */
     for (size_t i = 0; i < volume(rank, db); i++)
-        arena[s.b.offset + i] = copysignf(0.5f + fabsf(arena[s.b.offset + i]), arena[s.b.offset + i]);
+        arena[s.b.offset + i] = s.op == ACL_BINARY_DIV_NO_NAN && i % 3 == 0
+                                    ? 0.0f
+                                    : copysignf(0.5f + fabsf(arena[s.b.offset + i]),
+                                                arena[s.b.offset + i]);
     memcpy(t.expected, arena, t.arena * sizeof(float));
     for (size_t i = 0; i < volume(rank, dims); i++) {
         const float x = arena[s.a.offset + broadcast_offset(&s.out, &s.a, i)];
@@ -470,6 +473,7 @@ static void binary_case(int big)
         const float r = s.op == ACL_BINARY_ADD ? x + y
                         : s.op == ACL_BINARY_MUL ? x * y
                         : s.op == ACL_BINARY_SUB ? x - y
+                        : s.op == ACL_BINARY_DIV_NO_NAN && y == 0.0f ? 0.0f
                                                  : x / y;
         t.expected[s.out.offset + i] = r;
     }
@@ -811,23 +815,30 @@ static void pad_case(int big)
 
 /* ---- softmax / LRN ----------------------------------------------------------- */
 
+typedef struct {
+    int log;
+    acl_tensor in, out;
+} softmax_spec;
+
 static int add_softmax(acl_graph *g, const void *spec, const acl_exec *ex)
 {
-    const io_spec *s = spec;
-    return acl_graph_add(g, ACL_OP_SOFTMAX, NULL, 1, &s->in, &s->out);
+    const softmax_spec *s = spec;
+    const acl_softmax_attrs a = {s->log};
+    return acl_graph_add(g, ACL_OP_SOFTMAX, &a, 1, &s->in, &s->out);
 }
 
 static void softmax_case(int big)
 {
-    io_spec s;
+    softmax_spec s = {.log = rnd(0, 1)};
     int rank = rnd(1, 4), dims[ACL_MAX_RANK], in_place = rnd(0, 3) == 0;
     random_dims(rank, big, dims);
     dims[rank - 1] = rnd(1, big ? 1000 : 40);
-    /* Large logits: exp overflows unless the max is subtracted. */
+    /* Large logits: exp overflows unless the max is subtracted, and the
+     * smallest probabilities round to 0, whose log LogSoftmax never takes. */
     const float scale = rnd(0, 1) ? 200.0f : 4.0f;
     trial t;
-    trial_begin(&t, TOL_EXACT, "softmax %s x%g%s", dims_str(rank, dims), (double)scale,
-                in_place ? " in place" : "");
+    trial_begin(&t, TOL_EXACT, "%s %s x%g%s", s.log ? "log softmax" : "softmax",
+                dims_str(rank, dims), (double)scale, in_place ? " in place" : "");
     place(&t, &s.in, rank, dims);
     place_output(&t, &s.out, &s.in, in_place, rank, dims);
     float *arena = trial_arena(&t);
@@ -841,7 +852,9 @@ static void softmax_case(int big)
         double sum = 0.0;
         for (size_t i = 0; i < len; i++) sum += exp((double)x[i] - max);
         for (size_t i = 0; i < len; i++)
-            t.expected[s.out.offset + r * len + i] = (float)(exp((double)x[i] - max) / sum);
+            t.expected[s.out.offset + r * len + i] =
+                s.log ? (float)((double)x[i] - max - log(sum))
+                      : (float)(exp((double)x[i] - max) / sum);
     }
     trial_run(&t, &s.out, add_softmax, &s);
 }

@@ -137,6 +137,32 @@ def _binary(g: OnnxGraph, node: onnx.NodeProto):
     return lambda low: _binary_chain(low, g, node, _BINARY[node.op_type], list(node.input))
 
 
+def _zeros(g: OnnxGraph, t: str) -> bool:
+    return t in g.constants and not np.any(g.constants[t])
+
+
+@pattern
+def _div_no_nan(g: OnnxGraph, node: onnx.NodeProto):
+    """Where(Equal(b, 0), 0, a / b), TensorFlow's div_no_nan as tf2onnx writes
+    it, as one binary pass (Equal's boolean is no tensor of the engine's)."""
+    if not is_op(node, "Div") or "broadcast" in attrs(node):
+        return None
+    a, b = node.input
+    where = g.sole_consumer(node.output[0])
+    if (not is_op(where, "Where") or where.input[2] != node.output[0]
+            or not _zeros(g, where.input[1])):
+        return None
+    equal = next((n for n in g.consumers.get(b, []) if is_op(n, "Equal")
+                  and n.output[0] == where.input[0]), None)
+    if (equal is None or g.sole_consumer(equal.output[0]) is not where
+            or not _zeros(g, equal.input[1] if equal.input[0] == b else equal.input[0])):
+        return None
+
+    def lower(low) -> None:
+        _binary_chain(low, g, where, "div_no_nan", [a, b])
+    return [node, equal, where], lower
+
+
 @handles(*_VARIADIC)
 def _variadic(g: OnnxGraph, node: onnx.NodeProto):
     if len(node.input) == 1:

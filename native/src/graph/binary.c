@@ -19,6 +19,7 @@ static inline __attribute__((always_inline)) float apply(int op, float x, float 
     case ACL_BINARY_MAX: return x > y ? x : y;
     case ACL_BINARY_MIN: return x < y ? x : y;
     case ACL_BINARY_PRELU: return x < 0.0f ? x * y : x;
+    case ACL_BINARY_DIV_NO_NAN: return y == 0.0f ? 0.0f : x / y;
     }
     return 0;
 }

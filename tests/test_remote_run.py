@@ -94,7 +94,7 @@ def make_plan(model: onnx.ModelProto, client: LauncherClient, tmp_path, name: st
 
 
 def assert_matches_onnxruntime(model_path, inputs, outputs) -> None:
-    diff = check(str(model_path), inputs, outputs)
+    diff = check(str(model_path), inputs, outputs, REL_TOL, reference_timeout_s=60)
     assert diff.max_rel <= REL_TOL, diff
 
 

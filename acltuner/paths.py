@@ -21,5 +21,6 @@ def configs_dir() -> Path:
 
 def search_tables_dir() -> Path:
     """The exhaustive measurement tables `acltuner bench search` replays by
-    default: the repository's tests/data/search_tables (a source checkout)."""
-    return Path(__file__).resolve().parents[1] / "tests" / "data" / "search_tables"
+    default, package data (acltuner/bench/data/search_tables) so a wheel ships
+    them."""
+    return Path(str(importlib.resources.files("acltuner.bench") / "data" / "search_tables"))

@@ -1,5 +1,5 @@
 """The transfer cost model, BestOf pruning, tune's warm start and the replay
-benchmark, on the shipped exhaustive tables (tests/data/search_tables): no
+benchmark, on the shipped exhaustive tables (acltuner/bench/data/search_tables): no
 launcher, no timing."""
 from __future__ import annotations
 

@@ -102,8 +102,8 @@ def bench_farm(model: str, trials: int, config_path: str | None, rounds: int) ->
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1),
               help="Searches per strategy and task.")
 @click.option("--replay", "replay_dir", default=None, metavar="DIR",
-              help="Folder of exhaustive tables (*.json) to replay [default: the shipped "
-                   "tests/data/search_tables].")
+              help="Folder of exhaustive tables (*.json) to replay [default: the tables "
+                   "shipped in the package].")
 @click.option("--record", "record_dir", default=None, metavar="DIR",
               help="Measure the tables on this machine into DIR instead (a few minutes; "
                    "needs the launcher).")

@@ -331,6 +331,10 @@ def test_cli_board_list():
     assert result.exit_code == 0
     assert [ln.split()[0] for ln in result.output.splitlines()] == sorted(SHIPPED) + ["host"]
     assert "2x cortex-a53 2016 MHz + 4x cortex-a73 2400 MHz" in result.output
+    listed = json.loads(_cli("board", "list", "--json").output)["boards"]
+    assert [b["name"] for b in listed] == [load_board(n).name for n in sorted(SHIPPED) + ["host"]]
+    # Each board as `board show --json` gives it.
+    assert listed[0] == json.loads(_cli("board", "show", sorted(SHIPPED)[0], "--json").output)
 
 
 def test_cli_board_show():

@@ -53,6 +53,13 @@ def test_model_is_valid_and_runs(name):
     assert np.all(np.isfinite(y)) and 0.1 < np.abs(y).max() < 1e3
 
 
+def test_cli_lists_the_models():
+    result = CliRunner().invoke(main, ["zoo", "--list"])
+    assert result.exit_code == 0 and result.output.split() == list(zoo.MODELS)
+    listed = CliRunner().invoke(main, ["zoo", "--list", "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.output) == {"models": list(zoo.MODELS)}
+
+
 def test_build_is_deterministic_and_unknown_name_fails():
     assert zoo.build("resnet18").SerializeToString() == zoo.build("resnet18").SerializeToString()
     with pytest.raises(ValueError, match="unknown model 'resnet9'.*resnet18"):

@@ -30,23 +30,29 @@ def _board_summary(b) -> str:
                       for c in b.clusters)
 
 
-def _board_json(b) -> str:
+def _board_fields(b) -> dict:
     from acltuner.engine.build import board_engine_fingerprint
     engine, _ = board_engine_fingerprint(b)
-    return json.dumps({**b.to_dict(), "ncores": b.ncores, "armnn_threads": b.armnn_threads,
-                       "fingerprint": b.fingerprint, "engine_fingerprint": engine}, indent=2)
+    return {**b.to_dict(), "ncores": b.ncores, "armnn_threads": b.armnn_threads,
+            "fingerprint": b.fingerprint, "engine_fingerprint": engine}
 
 
 @board.command("list")
-def board_list() -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object, {\"boards\": [...]}, each board as 'board show "
+                   "--json' prints it.")
+def board_list(as_json: bool) -> None:
     """One line per known board: name, ISA and clusters (LITTLE to big).
 
     `host` is detected from this machine each time; the others are the files
     in configs/boards/ (ACLTUNER_CONFIGS=DIR reads DIR/boards/ instead).
     """
     from acltuner.board import list_boards, load_board
-    for name in list_boards():
-        b = load_board(name)
+    boards = {name: load_board(name) for name in list_boards()}
+    if as_json:
+        click.echo(json.dumps({"boards": [_board_fields(b) for b in boards.values()]}, indent=2))
+        return
+    for name, b in boards.items():
         click.echo(f"{name:16s} {b.isa:8s} {_board_summary(b)}")
 
 
@@ -76,7 +82,7 @@ def board_show(board_name: str, as_json: bool) -> None:
     from acltuner.board.cpulist import format_cpulist
     b = load_board(board_name)
     if as_json:
-        click.echo(_board_json(b))
+        click.echo(json.dumps(_board_fields(b), indent=2))
         return
     click.echo(f"board        {b.name}")
     if b.description:
@@ -134,7 +140,7 @@ def board_detect(root: str, as_json: bool, output: str | None) -> None:
         b = replace(b, name=Path(output).stem)
         save_file(b, output)
         click.echo(f"wrote {output} (fingerprint {b.fingerprint})", err=True)
-    click.echo(_board_json(b) if as_json else dump_yaml(b), nl=as_json)
+    click.echo(json.dumps(_board_fields(b), indent=2) if as_json else dump_yaml(b), nl=as_json)
 
 
 @board.command("doctor")

@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from acltuner.atomic import check_writable
 from acltuner.board.doctor import doctor_for_tune
 from acltuner.board.machine import check_cores
 from acltuner.board.model import Board
@@ -111,7 +112,12 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     shapes = parse_input_shapes(input_shapes)
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
-    records.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        records.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{records}: cannot make its folder: {e.strerror or e}") from None
+    check_writable(records)
+    check_writable(plan_path)
     # One tune of a records file at a time (they would measure the same configs
     # on the same cores); the launcher too: a board the measuring machine cannot
     # run fails before any output.

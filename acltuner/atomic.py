@@ -29,3 +29,20 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raises ValueError, one line naming `path`, unless write_atomic can
+    write there (a file is made in its folder and removed): checked before a
+    long run that writes it at its end."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: cannot write: it is a folder")
+    if not path.parent.is_dir():
+        raise ValueError(f"{path}: cannot write: no folder {path.parent}")
+    try:
+        with tempfile.NamedTemporaryFile(prefix=f".{path.name}.", suffix=".tmp",
+                                         dir=path.parent):
+            pass
+    except OSError as e:
+        raise ValueError(f"{path}: cannot write: {e.strerror or e}") from None

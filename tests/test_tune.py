@@ -318,3 +318,26 @@ def test_transfer_model_beside_the_records_only_with_auto(models, tmp_path):
 def _d2_key(records) -> str:
     keys = [r["task"] for r in read_records(records)]
     return keys[-1]
+
+
+def test_output_paths_are_checked_before_measuring(models, tmp_path):
+    """A plan or records path that cannot be written fails in one line naming
+    it, before any measurement (not at the end, with a temporary file's name)."""
+    a, _ = models
+    records = tmp_path / "r.jsonl"
+    missing = tmp_path / "missing" / "a.plan.json"
+    assert_one_line_error(_tune(a, "-o", missing, "--board", "split-host", "--trials", "4",
+                                "--records", records), str(missing), "no folder")
+    assert not records.exists() or not read_records(records)
+    assert_one_line_error(_tune(a, "-o", tmp_path, "--board", "split-host", "--trials", "4",
+                                "--records", records), str(tmp_path), "a folder")
+
+    plan = tmp_path / "a.plan.json"
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    under_a_file = a_file / "r.jsonl"
+    assert_one_line_error(_tune(a, "-o", plan, "--board", "split-host", "--records",
+                                under_a_file), str(under_a_file), "cannot make its folder")
+    assert_one_line_error(_tune(a, "-o", plan, "--board", "split-host", "--records", tmp_path),
+                          str(tmp_path), "a folder")
+    assert not plan.exists()

@@ -131,7 +131,9 @@ def compare(ours: list[NodeTime], ort: OrtProfile, aliases: dict[str, str]
     known = set(owner) | set(aliases)
     for name, (operator, ms) in ort.nodes.items():
         onnx_name = _onnx_name(name, known)
-        key = owner.get(aliases.get(onnx_name, onnx_name), name)
+        # A chain's operation is named after its first node (a MatMul whose
+        # bias and GELU it took) or its last (a channel shuffle's Reshape).
+        key = owner.get(aliases.get(onnx_name, onnx_name)) or owner.get(onnx_name, name)
         ort_ms[key] += ms
         kinds.setdefault(key, f"onnxruntime only: {operator}")
     rows = [ComparedNode(n, kinds[n], ours_ms.get(n, 0.0), ort_ms.get(n, 0.0))

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,20 @@ from acltuner.one_line import OneLineError
 from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
                              versioned)
 
-# Version 2 added a node's optional `pinned`; version 1 plans still load.
-SCHEMA_VERSION = 2
+# Version 2 added a node's optional `pinned`, version 3 the in-context check's
+# optional `in_context` and a node's `reverted`; older plans still load.
+SCHEMA_VERSION = 3
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
-               "strategy", "tuning", "nodes")
-_NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned")
+               "strategy", "tuning", "nodes", "in_context")
+_NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned",
+                "reverted")
+# The fields each older version did not have yet.
+_LATER_FIELDS = {1: ("pinned", "reverted", "in_context"), 2: ("reverted", "in_context")}
+_REVERTED_FIELDS = ("config", "tuned_ms", "why", "in_model_ms", "default_in_model_ms")
+# Why the in-context check sent a node back to its default config.
+REVERT_REASONS = {"node": "slower in the model than its default",
+                  "plan": "the default plan was kept"}
+CANDIDATES = ("tuned", "default", "mixed")  # the plans the in-context check runs whole
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HASH_CHUNK = 1 << 20
 
@@ -42,10 +51,38 @@ class PlanError(OneLineError):
 
 
 @dataclass(frozen=True)
+class Reverted:
+    """The in-context check sent a node back to its default config: the tuned
+    config it dropped, that config's time measured alone while tuning, why
+    (a key of REVERT_REASONS), and the node's median time in the whole model
+    with each config (None: not in the profile)."""
+    config: ExecConfig
+    tuned_ms: float | None
+    why: str
+    in_model_ms: float | None
+    default_in_model_ms: float | None
+
+    def to_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "tuned_ms": self.tuned_ms, "why": self.why,
+                "in_model_ms": self.in_model_ms, "default_in_model_ms": self.default_in_model_ms}
+
+    def describe(self) -> str:
+        """Why, and the config dropped with its times, for people."""
+        alone = "not measured" if self.tuned_ms is None else f"{self.tuned_ms:.3f} ms"
+        in_model = "" if self.in_model_ms is None or self.default_in_model_ms is None else (
+            f"; in the model {self.in_model_ms:.3f} ms, the default "
+            f"{self.default_in_model_ms:.3f} ms")
+        return (f"reverted to its default, {REVERT_REASONS[self.why]}: tuned {self.config} "
+                f"({alone} alone{in_model})")
+
+
+@dataclass(frozen=True)
 class PlanNode:
     """One Conv node: the config to run it with and the default it replaces;
-    `pinned` is the user's choice that set the config instead of the search,
-    as written (`tune --pin`, `plan edit --set`), absent from the file if none."""
+    `tuned_ms` is the time of `config`, measured alone while tuning.  `pinned`
+    is the user's choice that set the config instead of the search, as
+    written (`tune --pin`, `plan edit --set`), absent from the file if none;
+    `reverted`, the tuned config the in-context check replaced by the default."""
     node: str
     task: str
     config: ExecConfig
@@ -53,12 +90,36 @@ class PlanNode:
     tuned_ms: float | None = None
     default_ms: float | None = None
     pinned: str | None = None
+    reverted: Reverted | None = None
 
     def to_dict(self) -> dict:
         return {"node": self.node, "task": self.task, "config": self.config.to_dict(),
                 "tuned_ms": self.tuned_ms, "default_ms": self.default_ms,
                 "default_config": self.default_config.to_dict(),
-                **({"pinned": self.pinned} if self.pinned is not None else {})}
+                **({"pinned": self.pinned} if self.pinned is not None else {}),
+                **({"reverted": self.reverted.to_dict()} if self.reverted else {})}
+
+    def revert(self, why: str, in_model_ms: float | None,
+               default_in_model_ms: float | None) -> "PlanNode":
+        """This node sent back to its default config, with the default's time."""
+        return replace(
+            self, config=self.default_config, tuned_ms=self.default_ms,
+            reverted=Reverted(self.config, self.tuned_ms, why, in_model_ms, default_in_model_ms))
+
+
+@dataclass(frozen=True)
+class InContext:
+    """The in-context check's whole-model medians (ms) of the plans it ran (a
+    subset of CANDIDATES, tuned and default among them) and the one kept."""
+    kept: str
+    ms: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return {"kept": self.kept, "ms": dict(self.ms)}
+
+    def describe(self) -> str:
+        times = ", ".join(f"{name} {ms:.3f} ms" for name, ms in self.ms.items())
+        return f"whole model (in-context check, medians): {times}; kept the {self.kept} plan"
 
 
 @dataclass(frozen=True)
@@ -86,6 +147,8 @@ class Plan:
     # The whole board description, so a plan for a board file runs without that
     # file; None in plans written before it was recorded.
     board: Board | None = None
+    # What the in-context check measured; None where it did not run.
+    in_context: InContext | None = None
 
     def to_dict(self) -> dict:
         return {"schema_version": SCHEMA_VERSION,
@@ -97,7 +160,8 @@ class Plan:
                 "strategy": self.strategy,
                 "tuning": {"wall_s": self.tuning.wall_s, "tuner_s": self.tuning.tuner_s,
                            "measurements": self.tuning.measurements},
-                "nodes": [node.to_dict() for node in self.nodes]}
+                "nodes": [node.to_dict() for node in self.nodes],
+                **({"in_context": self.in_context.to_dict()} if self.in_context else {})}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "plan") -> "Plan":
@@ -115,20 +179,49 @@ def _member(d: dict, key: str, allowed: tuple[str, ...]) -> dict:
 
 def _parse_node(value: Any, path: str, fields: tuple[str, ...]) -> PlanNode:
     d = JSON.mapping(value, path, fields)
-    return PlanNode(node=JSON.get(d, "node", path, str), task=JSON.get(d, "task", path, str),
+    node = PlanNode(node=JSON.get(d, "node", path, str), task=JSON.get(d, "task", path, str),
                     config=exec_config(JSON.get(d, "config", path, dict), at(path, "config")),
                     default_config=exec_config(JSON.get(d, "default_config", path, dict),
                                                at(path, "default_config")),
                     tuned_ms=JSON.get(d, "tuned_ms", path, float, null=True, minimum=0),
                     default_ms=JSON.get(d, "default_ms", path, float, null=True, minimum=0),
                     pinned=JSON.get(d, "pinned", path, str, nonempty=True) if "pinned" in d
-                    else None)
+                    else None,
+                    reverted=_parse_reverted(d["reverted"], at(path, "reverted"))
+                    if "reverted" in d else None)
+    if node.reverted is not None and node.config != node.default_config:
+        raise FieldError(f"{at(path, 'config')} must be its default_config: the node is marked "
+                         f"reverted")
+    return node
+
+
+def _parse_reverted(value: Any, path: str) -> Reverted:
+    d = JSON.mapping(value, path, _REVERTED_FIELDS)
+    return Reverted(config=exec_config(JSON.get(d, "config", path, dict), at(path, "config")),
+                    tuned_ms=JSON.get(d, "tuned_ms", path, float, null=True, minimum=0),
+                    why=JSON.get(d, "why", path, str, choices=REVERT_REASONS,
+                                 what=" or ".join(map(repr, REVERT_REASONS))),
+                    **{key: JSON.get(d, key, path, float, null=True, minimum=0)
+                       for key in ("in_model_ms", "default_in_model_ms")})
+
+
+def _parse_in_context(value: Any, path: str) -> InContext:
+    d = JSON.mapping(value, path, ("kept", "ms"))
+    ms_path = at(path, "ms")
+    ms = {name: JSON.check(v, at(ms_path, name), float, minimum=0)
+          for name, v in JSON.mapping(JSON.get(d, "ms", path, dict), ms_path, CANDIDATES,
+                                      required=("tuned", "default")).items()}
+    return InContext(kept=JSON.get(d, "kept", path, str, choices=ms,
+                                   what=" or ".join(map(repr, ms))), ms=ms)
 
 
 def _parse(d: Any) -> Plan:
     version = d.get("schema_version") if isinstance(d, dict) else None
-    versioned(d, _TOP_FIELDS, 1 if version == 1 else SCHEMA_VERSION)
-    node_fields = tuple(f for f in _NODE_FIELDS if f != "pinned") if version == 1 else _NODE_FIELDS
+    if not (type(version) is int and version in _LATER_FIELDS):
+        version = SCHEMA_VERSION
+    later = _LATER_FIELDS.get(version, ())
+    versioned(d, [f for f in _TOP_FIELDS if f not in later], version)
+    node_fields = tuple(f for f in _NODE_FIELDS if f not in later)
     model = _member(d, "model", ("path", "sha256"))
     model_path = JSON.get(model, "path", "model", str)
     sha = JSON.get(model, "sha256", "model", str)
@@ -168,7 +261,9 @@ def _parse(d: Any) -> Plan:
     return Plan(model_path=model_path, model_sha256=sha, input_shapes=input_shapes,
                 board_name=board_name, board_fingerprint=board_fingerprint,
                 engine_version=engine_version, strategy=strategy, tuning=tuning, nodes=nodes,
-                created=created, board=description)
+                created=created, board=description,
+                in_context=_parse_in_context(d["in_context"], "in_context")
+                if "in_context" in d else None)
 
 
 def plan_board(plan: Plan, override: str | os.PathLike | None = None) -> Board:

@@ -73,5 +73,5 @@ def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, Conv
         if s.kernel_given and s.ukernel is None and config.ukernel is not None:
             raise ValueError(f"--set {s.text}: {s.algorithm} needs a micro-kernel, not '-'")
         nodes[s.node] = dataclasses.replace(old, config=config, tuned_ms=None,
-                                            pinned=f"plan edit {s.text}")
+                                            pinned=f"plan edit {s.text}", reverted=None)
     return dataclasses.replace(plan, nodes=tuple(nodes[n.node] for n in plan.nodes))

@@ -11,8 +11,8 @@ import pytest
 
 from acltuner import plan as plan_module
 from acltuner.engine.config import ExecConfig
-from acltuner.plan import (Plan, PlanError, PlanNode, Tuning, check_plan, load_plan, save_plan,
-                           sha256_file)
+from acltuner.plan import (InContext, Plan, PlanError, PlanNode, Tuning, check_plan, load_plan,
+                           save_plan, sha256_file)
 from json_edit import set_field
 
 BOARD_FP, ENGINE = "odroid-n2p-3f9a", "0.1.0"
@@ -39,6 +39,17 @@ def make_plan(model_path, nodes: int = 4) -> Plan:
                             for i in range(nodes)))
 
 
+def make_checked_plan(model_path) -> Plan:
+    """make_plan's, as the in-context check leaves it: node 1 sent back to its
+    default (slower in the model), node 2 too (the default plan kept)."""
+    plan = make_plan(model_path)
+    nodes = list(plan.nodes)
+    nodes[1] = nodes[1].revert("node", 4.5, 3.25)
+    nodes[2] = nodes[2].revert("plan", None, 4.0)
+    return replace(plan, nodes=tuple(nodes),
+                   in_context=InContext("mixed", {"tuned": 9.5, "default": 9.0, "mixed": 8.5}))
+
+
 def test_sha256_file(model):
     assert sha256_file(model) == hashlib.sha256(model.read_bytes()).hexdigest()
 
@@ -48,20 +59,42 @@ def test_save_and_load_round_trip(tmp_path, model):
     path = tmp_path / "plan.json"
     save_plan(plan, path)
     assert load_plan(path) == plan
-    assert json.loads(path.read_text())["schema_version"] == 2
+    assert json.loads(path.read_text())["schema_version"] == 3
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
 
 
-def test_a_version_1_plan_loads_without_pins_only(tmp_path, model):
+def test_a_reverted_node_runs_its_default_and_keeps_the_tuned_config_it_dropped(tmp_path, model):
+    tuned = make_plan(model)
+    plan = make_checked_plan(model)
+    node = plan.nodes[1]
+    assert node.config == node.default_config == DEFAULT
+    assert node.tuned_ms == node.default_ms == 3.0  # the time of the config that runs
+    assert node.reverted.config == tuned.nodes[1].config
+    assert node.reverted.tuned_ms == tuned.nodes[1].tuned_ms == 2.0
+    assert (node.reverted.why, node.reverted.in_model_ms, node.reverted.default_in_model_ms) \
+        == ("node", 4.5, 3.25)
+    path = tmp_path / "plan.json"
+    save_plan(plan, path)
+    assert load_plan(path) == plan
+    written = json.loads(path.read_text())
+    assert written["in_context"] == {"kept": "mixed",
+                                     "ms": {"tuned": 9.5, "default": 9.0, "mixed": 8.5}}
+    assert written["nodes"][2]["reverted"]["why"] == "plan"
+    assert "reverted" not in written["nodes"][0]
+
+
+@pytest.mark.parametrize("version, later", [(1, "pinned"), (2, "reverted")])
+def test_an_older_plan_loads_without_the_later_fields(tmp_path, model, version, later):
     plan = make_plan(model)
     data = plan.to_dict()
-    data["schema_version"] = 1
+    data["schema_version"] = version
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(data))
     assert load_plan(path) == plan
-    data["nodes"][0]["pinned"] = "im2col"
+    data["nodes"][0][later] = make_checked_plan(model).nodes[1].to_dict()["reverted"] \
+        if later == "reverted" else "im2col"
     path.write_text(json.dumps(data))
-    with pytest.raises(PlanError, match=r"nodes\[0\] has unknown field\(s\) pinned"):
+    with pytest.raises(PlanError, match=rf"nodes\[0\] has unknown field\(s\) {later}"):
         load_plan(path)
 
 
@@ -104,11 +137,23 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     (set_field("input_shapes.input[1]", 0), "input_shapes.input[1] must be >= 1, got 0"),
     (set_field("tuning.measurements", "4000"), "tuning.measurements must be an integer, got '4000'"),
     (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (set_field("schema_version", 3), "schema_version 3 is not supported (this acltuner reads 2)"),
+    (set_field("schema_version", 4), "schema_version 4 is not supported (this acltuner reads 3)"),
     (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
+    (set_field("nodes[1].reverted.why", "slow"),
+     "nodes[1].reverted.why must be 'node' or 'plan', got 'slow'"),
+    (set_field("nodes[1].reverted.in_model_ms", -1),
+     "nodes[1].reverted.in_model_ms must be >= 0, got -1"),
+    (set_field("nodes[1].reverted.config.workloads", 0),
+     "nodes[1].reverted.config.workloads must be >= 1, got 0"),
+    (set_field("nodes[1].config.workloads", 3),
+     "nodes[1].config must be its default_config: the node is marked reverted"),
+    (set_field("in_context.kept", "best"),
+     "in_context.kept must be 'tuned' or 'default' or 'mixed', got 'best'"),
+    (set_field("in_context.ms.default", KeyError), "in_context.ms.default is missing"),
+    (set_field("in_context.ms.fastest", 1.0), "in_context.ms has unknown field(s) fastest"),
 ])
 def test_a_bad_field_is_one_error_naming_file_and_field(tmp_path, model, change, message):
-    data = make_plan(model).to_dict()
+    data = make_checked_plan(model).to_dict()
     change(data)
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(data))

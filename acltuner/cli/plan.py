@@ -48,13 +48,16 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
     if p.board is not None and p.board.launcher_wrapper:
         click.echo(f"launcher_wrapper {shlex.join(p.board.launcher_wrapper)} (the plan's: never "
                    f"run; a wrapper runs only from --board FILE with acltuner --allow-wrapper)")
+    if p.in_context is not None:
+        click.echo(p.in_context.describe())
     width = max(len(n.node) for n in p.nodes)
     for n in p.nodes:
         times = f"{n.tuned_ms:8.3f} ms" if n.tuned_ms else "not measured"
         if n.default_ms:
             times += f"  default {n.default_ms:8.3f} ms"
         pinned = f"  pinned ({n.pinned})" if n.pinned else ""
-        click.echo(f"{n.node:{width}s}  {str(n.config):52s}  {times}{pinned}")
+        reverted = f"  {n.reverted.describe()}" if n.reverted else ""
+        click.echo(f"{n.node:{width}s}  {str(n.config):52s}  {times}{pinned}{reverted}")
 
 
 @plan.command("edit")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from acltuner.engine.launcher import LauncherClient
-from acltuner.plan import Plan, save_plan
+from acltuner.plan import InContext, Plan, save_plan
 from acltuner.runtime.inputs import random_inputs
 from acltuner.runtime.remote import RemoteProgram
 
@@ -117,7 +117,21 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
             ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")
             candidates["mixed"] = mixed
     kept = choose(ms)
-    return ContextCheck(kept, ms, tuple(reverted), candidates[kept])
+    return ContextCheck(kept, ms, tuple(reverted),
+                        _marked(plan, candidates[kept], InContext(kept, ms), reverted, runs))
+
+
+def _marked(tuned: Plan, kept: Plan, check: InContext, reverted: list[str], runs: _Runs) -> Plan:
+    """The plan kept, recording the check: its whole-model medians, and each
+    node it sent back to its default, with the tuned config dropped, why, and
+    both configs' times in the model."""
+    before = {n.node: n for n in tuned.nodes}
+    nodes = tuple(
+        n if n.config == before[n.node].config else before[n.node].revert(
+            "node" if n.node in reverted else "plan", runs.node_median("tuned", n.node),
+            runs.node_median("default", n.node))
+        for n in kept.nodes)
+    return dataclasses.replace(kept, nodes=nodes, in_context=check)
 
 
 def choose(ms: dict[str, float]) -> str:

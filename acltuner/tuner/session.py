@@ -139,7 +139,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
         if in_context and strategy != "default" and farm is None:
             check = check_in_context(plan, client, progress=reporter.progress)
             reporter.in_context(check)
-            if check.kept != "tuned":
+            if check.plan is not plan:  # measured: it records what it found
                 plan = check.plan
                 save_plan(plan, plan_path)
         reconnects = getattr(client, "reconnects", 0)

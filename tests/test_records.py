@@ -376,7 +376,8 @@ def _generated_records(seed: int = 7) -> list[Record]:
     records = []
     for board in (BOARD, "rk3588-77aa"):
         for task in ("conv_a", "conv_b", "conv_c"):
-            records.append(record(task, 1, rng.uniform(1, 5), board=board, strategy="default",
+            # A tune measures the task's default config first.
+            records.append(record(task, 1, rng.uniform(1, 5), board=board,
                                   measure=NOISE_CONTROL))
             for w in range(2, rng.randint(3, 12)):
                 ms = rng.choice([None, rng.uniform(0.5, 6)])
@@ -387,8 +388,14 @@ def _generated_records(seed: int = 7) -> list[Record]:
     records += [replace(record("conv_b", 20, 0.01, measure=NOISE_CONTROL), throttled=True),
                 record("conv_b", 20, 5.5, measure=NOISE_CONTROL)]
     records.append(record("conv_only_failed", 1, None, measure=NOISE_CONTROL))
+    # conv_a's default time taken again (throttled): the second one counts.
+    records += [replace(record("conv_a", 1, 0.01, measure=NOISE_CONTROL), throttled=True),
+                record("conv_a", 1, 2.5, measure=NOISE_CONTROL)]
+    # A task whose default config ran with a wrong output: no default time.
+    records += [record("conv_wrong_default", 3, 1.0, correct=False, measure=NOISE_CONTROL),
+                record("conv_wrong_default", 4, 2.0, measure=NOISE_CONTROL)]
     # Warm-cache measurements of a task also measured cold: a group of their own.
-    records += [record("conv_a", 1, 0.2, measure=WARM, strategy="default"),
+    records += [record("conv_a", 1, 0.2, measure=WARM),
                 record("conv_a", 2, 0.1, measure=WARM)]
     # A branch far slower than conv_c's best after enough tries (pruned), and
     # one as slow but tried too few times to say (kept).
@@ -412,7 +419,7 @@ def _expected(records: list[Record]) -> dict[tuple, dict]:
         usable = [r for r in mine if r.usable and r not in again]
         spreads = sorted(r.ci_pct for r in mine if r.ci_pct is not None)
         best = min(usable, key=lambda r: r.median_ms) if usable else None
-        defaults = [r for r in mine if r.ok and r.strategy == "default"]
+        default = [r for r in mine if r.config == mine[0].config][-1]
         pruned = sorted({f"{r.config.algorithm}/{r.config.ukernel}" for r in mine
                          if best and sum(s.config.algorithm == r.config.algorithm
                                          for s in mine) >= PRUNING.after
@@ -422,7 +429,7 @@ def _expected(records: list[Record]) -> dict[tuple, dict]:
         out[key] = {"measurements": len(mine), "failed": sum(not r.ok for r in mine),
                     "incorrect": sum(r.ok and r.correct is False for r in mine),
                     "best_ms": best and best.median_ms, "best_config": best and str(best.config),
-                    "default_ms": defaults[-1].median_ms if defaults else None,
+                    "default_ms": default.median_ms if default.usable else None,
                     "spread_pct": float(np.median(spreads)) if spreads else None,
                     "again": len(again), "pruned": len(pruned), "pruned_branches": pruned}
     return out
@@ -512,4 +519,37 @@ def test_records_stats_errors_are_one_line(tmp_path):
     assert corrupt.output.startswith(f"Error: {path}:2: ")
 
     path.write_text("")
+    assert _stats(str(path)).output == "no records\n"
+
+
+def test_records_stats_reads_tunes_records_by_default(tmp_path, monkeypatch):
+    path = tmp_path / "tune.jsonl"
+    monkeypatch.setenv("ACLTUNER_RECORDS", str(path))
+    assert _stats().output.splitlines() == [f"Error: {path}: no such records file"]
+    RecordStore(path).append([record("conv_a", 1, 2.0), record("conv_a", 2, 1.0)])
+    result = _stats("--json")
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)["tasks"]
+    assert (row["default_ms"], row["best_ms"], row["speedup"]) == (2.0, 1.0, 2.0)
+
+
+def test_records_stats_refuses_a_file_that_is_not_records(tmp_path):
+    plan = tmp_path / "model.plan.json"
+    plan.write_text(json.dumps({"schema_version": 1, "nodes": [{"node": "c1"}]}, indent=2))
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"\x08\x07\x12\x07pytorch\n\x00\x01" * 40)
+    text = tmp_path / "notes.txt"
+    text.write_text("tuned resnet18 today\n")
+    for path in (plan, model, text):
+        result = _stats(str(path))
+        assert result.exit_code == 1
+        assert result.output.splitlines() == [
+            f"Error: {path}: not a records file: no line of it is a record"], result.output
+
+
+def test_a_cut_off_first_record_is_still_a_records_file(tmp_path):
+    """A tune killed in its first append leaves a part of one record."""
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(record().to_dict())[:50])
+    assert RecordStore(path).records == []
     assert _stats(str(path)).output == "no records\n"

@@ -12,11 +12,14 @@ def records() -> None:
 
 
 @records.command("stats")
-@click.argument("file")
+@click.argument("file", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def records_stats(file: str, as_json: bool) -> None:
+def records_stats(file: str | None, as_json: bool) -> None:
     """Per board, engine version and task: measurements, failed ones, the best
     config and its median time, the default config's time and the speedup.
+
+    FILE: a records file [default: the one `tune` uses, $ACLTUNER_RECORDS or
+    ~/.cache/acltuner/records.jsonl].
 
     failed: the config could not run; incorrect: it ran with a wrong output.
     pruned: the (algorithm, kernel) branches the search stops sampling at
@@ -26,6 +29,7 @@ def records_stats(file: str, as_json: bool) -> None:
 
     \b
     Example:
+      acltuner records stats
       acltuner records stats records.jsonl
       acltuner records stats records.jsonl --json | jq '.totals'
     """
@@ -33,6 +37,8 @@ def records_stats(file: str, as_json: bool) -> None:
 
     from acltuner.tuner import record_stats
     from acltuner.tuner.records import RecordStore
+    from acltuner.tuner.session import default_records_path
+    file = file or str(default_records_path())
     if not Path(file).is_file():
         # RecordStore starts an empty log where there is none; here that is a typo.
         raise click.ClickException(f"{file}: no such records file")

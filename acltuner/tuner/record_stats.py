@@ -7,13 +7,15 @@ a correct output, but for times taken again (records.trusted).  "spread_pct" is
 the median over the task's records of their medians' 95% confidence
 half-width, in % (records measured without noise control have none);
 "again" counts the times taken again because they were throttled or spread
-beyond the target.  "default" is the latest successful record of strategy
-"default".  The totals' times add up, each task once however many nodes of a
-model share it, the tasks that have both a best and a default time; their
-speedup is the ratio of those sums.  "pruned" counts the (algorithm,
-micro-kernel) branches the search's pruning (pruning.py, with the tuner
-config's settings) stops feeding random picks on the task's records; the JSON
-names them.
+beyond the target.  "default" is the time of the task's default config (the
+ArmNN rule's): a tune measures it first, so it is the config of the task's
+first record, and its time that of the config's latest record if that ran
+with a correct output.  The totals' times add up, each task once however
+many nodes of a model share it, the tasks that have both a best and a
+default time; their speedup is the ratio of those sums.  "pruned" counts
+the (algorithm, micro-kernel) branches the search's pruning (pruning.py,
+with the tuner config's settings) stops feeding random picks on the task's
+records; the JSON names them.
 """
 from __future__ import annotations
 
@@ -54,14 +56,21 @@ def _frame(records: list[Record]) -> pd.DataFrame:
             for r in trusted(rs, measure)}
     frame = pd.DataFrame(
         [(r.board, r.engine, r.measure.label, r.task, not r.ok, r.ok and r.correct is False,
-          r.usable and id(r) in kept, id(r) not in kept, r.ok and r.strategy == "default",
-          r.median_ms, r.ci_pct, str(r.config))
+          r.usable and id(r) in kept, id(r) not in kept, r.median_ms, r.ci_pct, str(r.config))
          for r in records],
-        columns=KEYS + ["failed", "incorrect", "usable", "again", "default", "ms", "ci_pct",
-                        "config"])
+        columns=KEYS + ["failed", "incorrect", "usable", "again", "ms", "ci_pct", "config"])
     # Typed even when empty, where a mask of unknown type would select columns.
     return frame.astype({"failed": bool, "incorrect": bool, "usable": bool, "again": bool,
-                         "default": bool, "ms": "float64", "ci_pct": "float64"})
+                         "ms": "float64", "ci_pct": "float64"})
+
+
+def _default_ms(records: list[Record]) -> pd.Series:
+    """Per task: its default config's time (the module's doc), NaN if none."""
+    rows = {}
+    for (b, e, m, t), rs in _groups(records).items():
+        latest = [r for r in rs if r.config == rs[0].config][-1]
+        rows[(b, e, m.label, t)] = latest.median_ms if latest.usable else math.nan
+    return pd.Series(rows, dtype="float64").rename_axis(KEYS)
 
 def summarize(records: list[Record],
               pruning: PruningSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -75,7 +84,7 @@ def summarize(records: list[Record],
     best = usable.loc[usable.groupby(KEYS)["ms"].idxmin()].set_index(KEYS)
     tasks["best_ms"] = best["ms"]
     tasks["best_config"] = best["config"]
-    tasks["default_ms"] = df[df["default"]].groupby(KEYS)["ms"].last()
+    tasks["default_ms"] = _default_ms(records) if records else []
     tasks["speedup"] = tasks["default_ms"] / tasks["best_ms"]
     tasks["pruned_branches"] = _pruned(records, pruning) if records else []
     tasks["pruned"] = tasks["pruned_branches"].map(len)

@@ -243,20 +243,27 @@ class RecordStore:
             fcntl.flock(f, fcntl.LOCK_SH)  # not halfway through another process's append
             lines = f.read().split(b"\n")
         last = len(lines) if lines[-1] else len(lines) - 1
+        skipped = []  # the warnings, given once the file is known to be records
         for number, raw in enumerate(lines[:last], 1):
             where = f"{self.path}:{number}"
             try:
                 d = parse_json(raw)
             except ValueError as e:
                 if number == last:
-                    log.warning("%s: ignoring the cut-off last line (an interrupted write); "
-                                "the next append removes it", where)
+                    skipped.append(f"{where}: ignoring the cut-off last line (an interrupted "
+                                   f"write); the next append removes it")
                     break
-                log.warning("%s: skipping a damaged line (not valid JSON: %s); the other "
-                            "records are kept", where, e)
+                skipped.append(f"{where}: skipping a damaged line (not valid JSON: {e}); the "
+                               f"other records are kept")
                 self.damaged.append(number)
                 continue
             self._index(Record.from_dict(d, where))
+        # Records all, but for a cut-off last record (a tune killed in its
+        # first append); else another file (a plan, a model) given for one.
+        if not self.records and (self.damaged or (skipped and not lines[0].startswith(b"{"))):
+            raise RecordsError(f"{self.path}: not a records file: no line of it is a record")
+        for warning in skipped:
+            log.warning("%s", warning)
 
     def _index(self, record: Record) -> None:
         self.records.append(record)

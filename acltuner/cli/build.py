@@ -23,19 +23,28 @@ def build(board_name: str, build_dir: str | None) -> None:
     An AArch64 board is cross-compiled (gcc-aarch64-linux-gnu, the board's
     compiler_flags); an x86_64 board is built for this machine.  The folder is
     kept per board, so a build with nothing changed is quick.  The launcher is
-    statically linked: it is the one file `acltuner deploy` copies.  The last
-    line printed is the launcher's path.
+    statically linked: it is the one file `acltuner deploy` copies.  A
+    compiler runs per core at once, the progress on stderr; the last line
+    printed is the launcher's path.
 
     \b
     Example:
       acltuner build --board odroid-n2plus
     """
     from acltuner.board.registry import load_board
-    from acltuner.engine.build import build_for_board
+    from acltuner.cli.group import QUIET, info, verbosity
+    from acltuner.cli.progress import Progress
+    from acltuner.engine.build import build_for_board, build_jobs
     b = load_board(board_name)
     target = " ".join([b.isa, *b.compiler_flags])
-    click.echo(f"building the engine for board {b.name} ({target})", err=True)
-    click.echo(str(build_for_board(b, build_dir)))
+    info(f"building the engine for board {b.name} ({target}), {build_jobs()} jobs")
+    shown = Progress(every_s=0)
+
+    def progress(done: float, step: str) -> None:
+        shown.update(f"[{done:4.0%}] {step}")
+    launcher = build_for_board(b, build_dir, None if verbosity() == QUIET else progress)
+    shown.clear()
+    click.echo(str(launcher))
 
 
 @click.command("deploy")

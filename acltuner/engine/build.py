@@ -6,14 +6,19 @@ from __future__ import annotations
 import importlib.resources
 import os
 import platform
+import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_NATIVE = Path(__file__).resolve().parents[2] / "native"
 # Relative to the engine's sources, wherever they are (see native_sources).
 AARCH64_TOOLCHAIN = Path("cmake") / "aarch64-linux-gnu.cmake"
 BOARD_TARGETS = ["aclengine", "acl-launcher"]
+# A step of the build as CMake's Makefiles print it ("[ 42%] Building C object
+# ...") or Ninja does ("[17/41] Building C object ...").
+_STEP = re.compile(r"\[\s*(?:(\d+)%|(\d+)/(\d+))\]\s*(.*)")
 
 
 class BuildError(OSError):
@@ -41,11 +46,29 @@ def missing_tools(tools=("cmake", "aarch64-linux-gnu-gcc")) -> list[str]:
     return [t for t in tools if shutil.which(t) is None]
 
 
-def _run(cmd: list[str], log: Path) -> None:
+def build_jobs() -> int:
+    """How many compilers a build runs at once: one per core this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on macOS
+        return os.cpu_count() or 1
+
+
+def _run(cmd: list[str], log: Path, progress: Callable[[float, str], None] | None = None) -> None:
+    """Runs cmd, its output into the log; each build step it prints goes to
+    progress(fraction done, the step) too."""
     with log.open("a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace")
+        for line in proc.stdout:
+            f.write(line)
+            step = _STEP.match(line)
+            if step and progress:
+                percent, done, total, what = step.groups()
+                progress(int(percent) / 100 if percent else int(done) / int(total), what)
+        rc = proc.wait()
     if rc != 0:
         tail = "\n".join(log.read_text().splitlines()[-15:])
         raise BuildError(f"'{' '.join(cmd[:3])} ...' failed (exit {rc}), log {log}:\n{tail}")
@@ -63,10 +86,13 @@ def _cached_flags(build_dir: Path) -> str | None:
 
 
 def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = None,
-                cpu_flags: str = "", defines: dict[str, str] | None = None) -> list[Path]:
+                cpu_flags: str = "", defines: dict[str, str] | None = None,
+                progress: Callable[[float, str], None] | None = None) -> list[Path]:
     """Configures build_dir once (for the toolchain's target, or the host; with
     the CMake `defines`, e.g. {"ACL_SANITIZE": "thread"}, when given) and builds
-    `targets`; CMake makes a rebuild with nothing changed a no-op.  Returns the files."""
+    `targets`, build_jobs() compilers at once, each step reported to progress
+    (as _run does); CMake makes a rebuild with nothing changed a no-op.
+    Returns the files."""
     missing = missing_tools(("cmake", "aarch64-linux-gnu-gcc") if toolchain else ("cmake",))
     if missing:
         raise BuildError(f"cannot build the engine: {', '.join(missing)} not found "
@@ -90,7 +116,8 @@ def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = No
                           f"-DACL_CPU_FLAGS={cpu_flags}"]
         configure += [f"-D{name}={value}" for name, value in (defines or {}).items()]
         _run(configure, log)
-    _run(["cmake", "--build", str(build_dir), "--parallel", "--target", *targets], log)
+    _run(["cmake", "--build", str(build_dir), "--parallel", str(build_jobs()), "--target",
+          *targets], log, progress)
     return [build_dir / t for t in targets]
 
 
@@ -110,16 +137,18 @@ def board_build_dir(board_name: str) -> Path:
     return base / f"board-{board_name}"
 
 
-def build_for_board(board, build_dir: Path | None = None) -> Path:
+def build_for_board(board, build_dir: Path | None = None,
+                    progress: Callable[[float, str], None] | None = None) -> Path:
     """Builds the engine library and acl-launcher for `board` (an AArch64 board
     cross-compiled with its compiler flags; an x86_64 board on this machine)
-    and returns the launcher, which carries the engine linked in."""
+    and returns the launcher, which carries the engine linked in.  progress:
+    as in cmake_build."""
     build_dir = Path(build_dir) if build_dir else board_build_dir(board.name)
     if board.isa == "aarch64" and host_isa() != "aarch64":
         files = cmake_build(build_dir, BOARD_TARGETS, AARCH64_TOOLCHAIN,
-                            " ".join(board.compiler_flags))
+                            " ".join(board.compiler_flags), progress=progress)
     elif board.isa == host_isa():
-        files = cmake_build(build_dir, BOARD_TARGETS)
+        files = cmake_build(build_dir, BOARD_TARGETS, progress=progress)
     else:
         raise BuildError(f"cannot build for board {board.name} ({board.isa}) on this "
                          f"{host_isa()} machine")

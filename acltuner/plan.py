@@ -28,7 +28,9 @@ from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json,
                              versioned)
 
 # Version 2 added a node's optional `pinned`, version 3 the in-context check's
-# optional `in_context` and a node's `reverted`; older plans still load.
+# optional `in_context` and a node's `reverted`; older plans still load.  Plans
+# written since version 3 hold model.path relative to the plan's folder (older
+# ones an absolute path, which still loads).
 SCHEMA_VERSION = 3
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
                "strategy", "tuning", "nodes", "in_context")
@@ -284,17 +286,30 @@ def save_plan(plan: Plan, path: str | os.PathLike) -> None:
     path = Path(path)
     # A plan that would not load again is refused before anything is written.
     data = plan.to_dict()
+    # The model's path relative to the plan's folder: the two can move together.
+    data["model"]["path"] = os.path.relpath(Path(plan.model_path).resolve(),
+                                            path.parent.resolve())
     Plan.from_dict(data, f"plan to save as {path}")
     write_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def load_plan(path: str | os.PathLike) -> Plan:
-    raw = Path(path).read_bytes()
+    """The plan at `path`, its model path absolute: a relative one (as
+    save_plan writes it) is relative to the plan's folder, an absolute one (as
+    plans held before) stays."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise PlanError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         data = parse_json(raw)
     except ValueError as e:
         raise PlanError(f"{path}: not valid JSON: {e}") from None
-    return Plan.from_dict(data, str(path))
+    plan = Plan.from_dict(data, str(path))
+    if Path(plan.model_path).is_absolute():
+        return plan
+    return replace(plan, model_path=str((path.parent / plan.model_path).resolve()))
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -321,6 +321,27 @@ def test_bad_inputs_are_one_line(small, tmp_path):
     assert_one_line_error(invoke("run", plan, tmp_path / "text.npy"), "text.npy", "not a .npy")
 
 
+def test_paths_are_checked_before_running_and_named(small, tmp_path, monkeypatch):
+    _, plan = small
+
+    def never(*args):
+        raise AssertionError("ran before checking the paths")
+    monkeypatch.setattr("acltuner.runtime.measure.time_runs", never)
+    for output in ("/proc/x.npy", tmp_path / "missing" / "y.npy", tmp_path):
+        assert_one_line_error(invoke("run", plan, "--output", output), str(output),
+                              "cannot write")
+    for missing in (tmp_path / "missing.plan.json", tmp_path):
+        assert_one_line_error(invoke("run", missing), str(missing), "cannot read")
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_the_output_is_written_where_asked(small, tmp_path):
+    _, plan = small
+    out = tmp_path / "logits"  # no .npy added: the file is the one named
+    assert invoke("run", plan, "--output", out, "--repeat", "1", "--warmup", "0").exit_code == 0
+    assert np.load(out).shape == (1, 10) and [p.name for p in tmp_path.glob("logits*")] == ["logits"]
+
+
 def test_a_plan_for_another_model_is_refused(small):
     path, plan = small
     model = onnx.load(path)

@@ -22,21 +22,28 @@ def plan() -> None:
 @click.option("--force", is_flag=True,
               help="Show a plan whose model, board or engine differ, with warnings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool) -> None:
+@click.option("--model", "model_path", default=None, metavar="MODEL.onnx",
+              help="The plan's model, instead of the file the plan names (a model moved on "
+                   "its own; it must still be the one tuned).")
+def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool,
+              model_path: str | None) -> None:
     """Validate a plan and print each convolution's configuration.
 
-    The plan is refused, with one line saying what differs, when its model
-    file changed since tuning (sha256), when it was tuned for another board,
-    or with another engine version; --force shows it anyway, with warnings.
+    The plan is checked as 'acltuner run' checks it, and refused with the
+    same line: when its model file is missing or changed since tuning
+    (sha256), when it was tuned for another board or with another engine
+    version (--force shows it anyway, with warnings), or when a node's config
+    cannot run on its convolution or has a core weight count other than the
+    board's cores.
 
     \b
     Example:
       acltuner plan show resnet18.plan.json
     """
-    from acltuner.plan import check_plan, load_plan, plan_board
-    p = load_plan(plan_path)
-    board = plan_board(p, board_name)
-    for warning in check_plan(p, p.model_path, board.fingerprint, native.local_engine_id(), force):
+    from acltuner.runtime.load import check
+    checked = check(plan_path, model=model_path, force=force, board=board_name)
+    p = checked.plan
+    for warning in checked.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=2))

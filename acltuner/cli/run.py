@@ -1,6 +1,8 @@
 """`acltuner run`: a plan's whole model, here or on a board."""
 from __future__ import annotations
 
+import io
+
 import click
 
 
@@ -48,8 +50,11 @@ REFERENCE_TIMEOUT_S = 300
 @click.option("--host", default=None, metavar="HOST",
               help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
                    "and report the board's latency (--check still compares here).")
+@click.option("--model", "model_path", default=None, metavar="MODEL.onnx",
+              help="The model to run, instead of the file the plan names (a model moved on "
+                   "its own; it must still be the one tuned).")
 def run(plan_path, files, named, output_path, repeat, warmup, check, profile, compare_ort,
-        as_json, board_name, force, balance, host):
+        as_json, board_name, force, balance, host, model_path):
     """Run a plan's whole model natively with its tuned convolutions.
 
     Every convolution runs with the plan's config; the other operators run on
@@ -79,10 +84,14 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
     from acltuner.runtime.measure import check as compare
     from acltuner.runtime.profile import summarize
     from acltuner.runtime.report import render_json, render_text
+    from acltuner.atomic import check_writable, write_atomic
     if compare_ort and host:
         raise click.UsageError("--compare-ort compares with onnxruntime on this machine; "
                                "it cannot be combined with --host")
-    args = (plan_path, list(named), list(files), repeat, warmup, force, board_name, balance)
+    if output_path:
+        check_writable(output_path)
+    args = (plan_path, model_path, list(named), list(files), repeat, warmup, force, board_name,
+            balance)
     program, inputs, latency, outputs, rss_mb = (_run_on_host(host, *args) if host
                                                  else _run_here(*args))
     diff = None
@@ -90,10 +99,12 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
         diff = compare(program.plan.model_path, inputs, outputs, CHECK_TOLERANCE,
                        REFERENCE_TIMEOUT_S)
     if output_path:
+        saved = io.BytesIO()
         if len(outputs) == 1:
-            np.save(output_path, next(iter(outputs.values())))
+            np.save(saved, next(iter(outputs.values())))
         else:
-            np.savez(output_path, **outputs)
+            np.savez(saved, **outputs)
+        write_atomic(output_path, saved.getvalue())
     nodes = summarize(latency.profiles)
     compared = _compare_ort(program, inputs, nodes, repeat, warmup) if compare_ort else None
     if as_json:
@@ -128,19 +139,20 @@ def _warn(program) -> None:
         click.echo(f"warning: {warning}", err=True)
 
 
-def _run_here(plan_path, named, files, repeat, warmup, force, board_name, balance):
+def _run_here(plan_path, model_path, named, files, repeat, warmup, force, board_name, balance):
     """The plan in this process: (program, inputs, latency, outputs, peak RSS MB)."""
     from acltuner.runtime import load
     from acltuner.runtime.inputs import random_inputs, read_inputs
     from acltuner.runtime.measure import peak_rss_mb, time_runs
-    program = load(plan_path, force=force, board=board_name, balance=balance)
+    program = load(plan_path, model=model_path, force=force, board=board_name, balance=balance)
     _warn(program)
     inputs = read_inputs(program, named, files) or random_inputs(program)
     latency, outputs = time_runs(program, inputs, repeat, warmup)
     return program, inputs, latency, outputs, peak_rss_mb()
 
 
-def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_name, balance):
+def _run_on_host(host, plan_path, model_path, named, files, repeat, warmup, force, board_name,
+                 balance):
     """The plan inside the launcher on `host`, timed there; the same tuple, with
     the launcher's peak RSS."""
     from acltuner.remote.launcher import RemoteLauncherClient
@@ -149,8 +161,8 @@ def _run_on_host(host, plan_path, named, files, repeat, warmup, force, board_nam
     from acltuner.plan import load_plan, plan_board
     board = plan_board(load_plan(plan_path), board_name)
     with RemoteLauncherClient(board, host, timeout_s=600) as client:
-        remote = RemoteProgram(plan_path, client, force=force, board=board_name,
-                               balance=balance)
+        remote = RemoteProgram(plan_path, client, model=model_path, force=force,
+                               board=board_name, balance=balance)
         _warn(remote.program)
         inputs = read_inputs(remote.program, named, files) or random_inputs(remote.program)
         result = remote.run(inputs, repeat, warmup)

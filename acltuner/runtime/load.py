@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +12,12 @@ from acltuner.board.model import Board
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import Graph
-from acltuner.plan import Plan, check_plan, load_plan, plan_board
-from acltuner.runtime.ir import DelegatedSegment
+from acltuner.plan import Plan, PlanError, check_plan, load_plan, plan_board
+from acltuner.runtime.ir import DelegatedSegment, Stage
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.target import Target
-from acltuner.taskgen.graph import node_name
+from acltuner.taskgen.graph import OnnxGraph, node_name
 from acltuner.taskgen.model import load_model_detached
 
 
@@ -33,6 +34,13 @@ def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board:
     anything, a model with nodes that would run through onnxruntime.  balance:
     as in Program ("adaptive" runs, "strict" measurements)."""
     stages, g = lower(model, configs, engine, weights)
+    return _program(model, stages, g, board, warnings, plan, weights, make_graph, native_only,
+                    balance)
+
+
+def _program(model, stages, g, board, warnings, plan, weights, make_graph, native_only,
+             balance) -> Program:
+    """compile_model's program from the lowered stages."""
     if weights is not None:
         weights.clear()  # g holds what is still needed, and lets it go while packing
     delegated = [n for s in stages if isinstance(s, DelegatedSegment) for n in s.nodes]
@@ -43,21 +51,58 @@ def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board:
     return Program(model, g, stages, board, warnings, plan, make_graph, balance)
 
 
-def load(plan_path: str | os.PathLike, *, force: bool = False,
-         board: str | os.PathLike | None = None, engine: Target | None = None,
-         make_graph=Graph, native_only: bool = False, balance: str = "adaptive") -> Program:
-    """The plan's model, built with the plan's configs for `board` (default: the
-    plan's board) and `engine` (default: this process's).  A plan for another
-    model file, board or engine version is refused unless `force`, which keeps
-    the differences as Program.warnings.  make_graph, native_only and balance:
-    as in compile_model."""
+@dataclass(frozen=True)
+class CheckedPlan:
+    """A plan that passed every check `run` makes before building it."""
+    plan: Plan  # its model_path the model checked: --model's, else the plan's
+    board: Board
+    warnings: list[str]  # what differs, with force
+    model: onnx.ModelProto
+    weights: dict[str, np.ndarray]  # as load_model_detached gives them
+    stages: list[Stage]  # as lower() gives them
+    graph: OnnxGraph
+
+
+def check(plan_path: str | os.PathLike, *, model: str | os.PathLike | None = None,
+          force: bool = False, board: str | os.PathLike | None = None,
+          engine: Target | None = None) -> CheckedPlan:
+    """Everything run and plan show check before anything is built, each
+    problem one line (PlanError, ValueError): the plan file; its model (`model`
+    instead of the plan's, for a model moved on its own) present and unchanged
+    since tuning, its board and engine (with force: warnings); each node's core
+    weights, one per core of `board` (default: the plan's board); and each
+    node's config runnable by `engine` (default: this process's) on its Conv."""
     plan = load_plan(plan_path)
+    if model is not None:
+        if not Path(model).is_file():
+            raise PlanError(f"--model {model}: not a file")
+        plan = replace(plan, model_path=str(Path(model).resolve()))
+    elif not Path(plan.model_path).is_file():
+        raise PlanError(f"{plan_path}: its model {plan.model_path} is not a file: give the "
+                        f"model's new path with --model PATH")
     target = plan_board(plan, board)
-    if not Path(plan.model_path).is_file():
-        raise ValueError(f"{plan_path}: its model {plan.model_path} is not a file")
     engine_id = engine.engine if engine else native.local_engine_id()
     warnings = check_plan(plan, plan.model_path, target.fingerprint, engine_id, force)
-    model, weights = load_model_detached(plan.model_path, plan.input_shapes)
-    return compile_model(model, {n.node: n.config for n in plan.nodes}, target, warnings, plan,
-                         weights, engine=engine, make_graph=make_graph, native_only=native_only,
-                         balance=balance)
+    for n in plan.nodes:
+        if len(n.config.core_weights) != target.ncores:
+            raise PlanError(f"{plan_path}: node {n.node}: {len(n.config.core_weights)} core "
+                            f"weights for board {target.name}, of {target.ncores} cores")
+    onnx_model, weights = load_model_detached(plan.model_path, plan.input_shapes)
+    # Lowering checks every config against its Conv.
+    stages, g = lower(onnx_model, {n.node: n.config for n in plan.nodes}, engine, weights)
+    return CheckedPlan(plan, target, warnings, onnx_model, weights, stages, g)
+
+
+def load(plan_path: str | os.PathLike, *, model: str | os.PathLike | None = None,
+         force: bool = False, board: str | os.PathLike | None = None,
+         engine: Target | None = None, make_graph=Graph, native_only: bool = False,
+         balance: str = "adaptive") -> Program:
+    """The plan's model (`model`, if given, instead of the file the plan
+    names), built with the plan's configs for `board` (default: the plan's
+    board) and `engine` (default: this process's), once check() passed.  A
+    plan for another model file, board or engine version is refused unless
+    `force`, which keeps the differences as Program.warnings.  make_graph,
+    native_only and balance: as in compile_model."""
+    c = check(plan_path, model=model, force=force, board=board, engine=engine)
+    return _program(c.model, c.stages, c.graph, c.board, c.warnings, c.plan, c.weights,
+                    make_graph, native_only, balance)

@@ -182,6 +182,10 @@ class Program:
         return env
 
     def run(self, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, np.ndarray]:
+        """The model's outputs for `inputs` (a dict by input name, or the array of
+        a model with one input): a dict by output name, in the model's order,
+        each array the caller's to keep (`next(iter(...values()))` for a
+        model with one output)."""
         env = self._feed(inputs)
         self._copies_ms = sum(stage.run(env) for stage in self._stages)
         return {name: env[name] for name in self.outputs}

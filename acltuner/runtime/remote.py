@@ -36,14 +36,15 @@ class RemoteProgram:
     """A plan's model built into the graph of a running launcher (`client`,
     which the caller keeps and closes: a local one, or a board's over ssh);
     `program` describes it (inputs, outputs, arena_bytes, warnings).  Its runs
-    balance strictly unless told (they measure plans: the in-context check)."""
+    balance strictly unless told (they measure plans: the in-context check).
+    model, force and board: as in load()."""
 
     def __init__(self, plan_path: str | os.PathLike, client: LauncherClient, *,
-                 force: bool = False, board: str | os.PathLike | None = None,
-                 balance: str = "strict"):
+                 model: str | os.PathLike | None = None, force: bool = False,
+                 board: str | os.PathLike | None = None, balance: str = "strict"):
         self.client = client
         self.program: Program = load(
-            plan_path, force=force, board=board, engine=launcher_target(client),
+            plan_path, model=model, force=force, board=board, engine=launcher_target(client),
             make_graph=functools.partial(LauncherGraph, client), native_only=True,
             balance=balance)
         # Without delegated segments there is one native stage at most.

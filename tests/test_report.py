@@ -4,6 +4,9 @@ sizes, the page shows each one and nothing from the network, summary.json
 says what the plan and records say; bad input is one line."""
 from __future__ import annotations
 
+import dataclasses
+import errno
+import html
 import json
 import os
 import shutil
@@ -15,8 +18,9 @@ import onnx
 import pytest
 import yaml
 
+from acltuner import atomic
 from acltuner.engine import native
-from acltuner.plan import load_plan
+from acltuner.plan import InContext, load_plan, save_plan
 from acltuner.report import figures
 from acltuner.report.cost_fit import ukernel_attributes
 from acltuner.tuner.records import RecordStore
@@ -129,7 +133,8 @@ def test_summary_matches_the_plan_and_records(tuned, report):
 
     # A config measured again by the noise control counts once, with its later time.
     records = list({(r.task, r.config): r for r in RecordStore(records_path).records}.values())
-    tuned_ms = {n.task: n.tuned_ms for n in plan.nodes}
+    # The search's best, which a node the in-context check sent back does not run.
+    tuned_ms = {n.task: n.reverted.tuned_ms if n.reverted else n.tuned_ms for n in plan.nodes}
     for task in summary["tasks"]:
         mine = [r for r in records if r.task == task["task"]]
         assert task["measurements"] == len(mine) == TRIALS
@@ -148,8 +153,16 @@ def test_summary_matches_the_plan_and_records(tuned, report):
         assert all(row["predicted_ms"] > 0 for row in fit["last_round"])
         assert fit["spearman"] is None or -1 <= fit["spearman"] <= 1
 
-    kinds = {row["kind"] for row in summary["model_time"]["by_kind"]}
-    assert "conv" in kinds and summary["model_time"]["ort_ms"] > 0
+    timing = summary["model_time"]
+    kinds = {row["kind"]: row["ms"] for row in timing["by_kind"]}
+    assert "conv" in kinds
+    # Like with like: whole runs with whole runs, sums of nodes with sums of nodes.
+    whole, per_node = timing["whole_model"], timing["per_node"]
+    assert whole["what"].startswith("whole model") and per_node["what"].startswith("per node")
+    assert per_node["ours_ms"] == pytest.approx(sum(kinds.values()))
+    for c in (whole, per_node):
+        assert c["ours_ms"] > 0 and c["onnxruntime_ms"] > 0
+        assert c["onnxruntime_over_ours"] == pytest.approx(c["onnxruntime_ms"] / c["ours_ms"])
     compared = {row["node"]: row for row in summary["compare"]["nodes"]}
     assert list(compared) == [n.node for n in plan.nodes]
     for a, b in zip(plan.nodes, load_plan(other_path).nodes):
@@ -157,6 +170,55 @@ def test_summary_matches_the_plan_and_records(tuned, report):
         assert (row["tuned_ms_a"], row["tuned_ms_b"]) == (a.tuned_ms, b.tuned_ms)
         assert row["speedup_b"] == pytest.approx(b.default_ms / b.tuned_ms)
         assert row["chosen_b"].startswith(b.config.algorithm)
+
+
+def test_the_caption_compares_whole_runs_and_node_sums_apart(report):
+    out, summary = report
+    timing = summary["model_time"]
+    page = (out / "index.html").read_text()
+    for c in (timing["whole_model"], timing["per_node"]):
+        assert html.escape(f"{c['what']}: ours {c['ours_ms']:.3f} ms, onnxruntime "
+                           f"{c['onnxruntime_ms']:.3f} ms: ours is "
+                           f"{c['onnxruntime_over_ours']:.2f}x onnxruntime's speed") in page
+
+
+def _sent_back(plan_path: Path, to: Path) -> Path:
+    """The plan with its first node sent back to its default by the in-context check."""
+    plan = load_plan(plan_path)
+    first = plan.nodes[0]
+    tuned = dataclasses.replace(first, config=dataclasses.replace(
+        first.config, workloads=first.config.workloads + 1), tuned_ms=first.default_ms / 2)
+    save_plan(dataclasses.replace(
+        plan, nodes=(tuned.revert("node", 1.5, 1.25), *plan.nodes[1:]),
+        in_context=InContext("mixed", {"tuned": 3.5, "default": 3.25, "mixed": 3.0})), to)
+    return to
+
+
+def test_a_node_sent_back_to_its_default_is_marked_with_the_time_it_runs(tuned, tmp_path):
+    _, _, plan, records, config, _ = tuned
+    reverted = load_plan(_sent_back(plan, tmp_path / "reverted.plan.json"))
+    out = tmp_path / "o"
+    result = invoke("report", tmp_path / "reverted.plan.json", "--records", records,
+                    "--config", config, "--repeat", 1, "-o", out)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    node = reverted.nodes[0]
+    first = summary["nodes"][0]
+    assert first["config"] == node.default_config.to_dict()
+    assert first["tuned_ms"] == first["default_ms"] == node.default_ms
+    assert first["speedup"] == 1.0  # not the dropped config's 2x
+    assert first["reverted"] == node.reverted.to_dict()
+    assert all("reverted" not in n for n in summary["nodes"][1:])
+    assert summary["totals"]["reverted"] == 1
+    assert summary["totals"]["tuned_ms"] == pytest.approx(sum(n.tuned_ms for n in reverted.nodes))
+    tasks = {t["task"]: t["reverted_nodes"] for t in summary["tasks"]}
+    assert tasks[node.task] == 1 and sum(tasks.values()) == 1
+    assert summary["in_context"] == {"kept": "mixed",
+                                     "ms": {"tuned": 3.5, "default": 3.25, "mixed": 3.0}}
+    page = (out / "index.html").read_text()
+    assert html.escape(node.reverted.describe()) in page
+    assert "1 sent back to their default in the model" in page
+    assert html.escape(reverted.in_context.describe()) in page
 
 
 def test_a_report_written_again_keeps_only_its_own_figures(tuned, tmp_path):
@@ -175,6 +237,52 @@ def test_micro_kernel_names_carry_their_tile_and_style():
     """The refit reads a micro-kernel's attributes from its name, as the engine names them."""
     for uk in native.ukernels():
         assert ukernel_attributes(uk.name) == {"mr": uk.mr, "nr": uk.nr, "style": uk.style}
+
+
+@pytest.mark.parametrize("where, needles", [
+    ("missing/o", ["missing/o: cannot write: no folder", "missing"]),
+    ("a-file", ["a-file: cannot write the report there: it is a file"]),
+])
+def test_the_report_folder_is_checked_before_anything_is_read(tuned, tmp_path, where, needles):
+    """Checked first: the records file given here does not exist either."""
+    (tmp_path / "a-file").write_text("not a folder")
+    result = invoke("report", tuned[2], "--records", tmp_path / "none.jsonl",
+                    "-o", tmp_path / where)
+    assert_one_line_error(result, *needles)
+    assert not (tmp_path / "missing").exists()
+    assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
+def _full_disk_at(monkeypatch, name: str) -> None:
+    """fsync fails with ENOSPC on the temporary file of `name`, as on a full disk
+    where the data written is not all on it."""
+    fsync = os.fsync
+
+    def full(fd):
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(f".{name}."):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        fsync(fd)
+    monkeypatch.setattr(atomic.os, "fsync", full)
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_no_part_of_it(tuned, tmp_path,
+                                                                          monkeypatch):
+    _, _, plan, records, config, _ = tuned
+    out = tmp_path / "o"
+    args = ("report", plan, "--records", records, "--config", config, "--repeat", 1, "-o", out)
+    with monkeypatch.context() as m:
+        _full_disk_at(m, "model_time.png")
+        assert_one_line_error(invoke(*args), f"{out / 'model_time.png'}: cannot write: "
+                                             f"No space left on device")
+    assert {p.name for p in out.iterdir()} == {"tuning_curves.png", "layer_speedups.png"}
+
+    assert invoke(*args).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with monkeypatch.context() as m:
+        _full_disk_at(m, "index.html")
+        assert_one_line_error(invoke(*args), f"{out / 'index.html'}: cannot write: No space")
+    assert (out / "index.html").read_bytes() == before["index.html"]
+    assert {p.name for p in out.iterdir()} == set(before)  # no temporary file left
 
 
 def test_missing_records_file_is_one_line(tuned, tmp_path):
@@ -218,10 +326,13 @@ def test_a_saved_profile_stands_in_for_the_run(tuned, tmp_path):
                     profile, "--ort", "-o", out)
     assert result.exit_code == 0, result.output
     timing = json.loads((out / "summary.json").read_text())["model_time"]
-    assert timing["median_ms"] == saved["median_ms"]
-    assert timing["ort_ms"] == saved["compare_ort"]["ort_median_ms"]
-    assert sum(row["ms"] for row in timing["by_kind"]) \
+    whole, per_node = timing["whole_model"], timing["per_node"]
+    assert whole["ours_ms"] == saved["median_ms"]
+    assert whole["onnxruntime_ms"] == saved["compare_ort"]["ort_median_ms"]
+    assert sum(row["ms"] for row in timing["by_kind"]) == pytest.approx(per_node["ours_ms"]) \
         == pytest.approx(sum(n["ms"] for n in saved["nodes"]))
+    assert per_node["onnxruntime_ms"] \
+        == pytest.approx(sum(n["ort_ms"] for n in saved["compare_ort"]["nodes"]))
 
     del saved["compare_ort"]
     profile.write_text(json.dumps(saved))
@@ -239,9 +350,10 @@ def test_a_saved_profile_stands_in_for_the_run(tuned, tmp_path):
 def test_a_plan_that_cannot_run_here_asks_for_a_saved_profile(tuned, tmp_path):
     """A plan of another engine version (so of another board's build) with its
     records: the report cannot run it here and says what to give instead."""
-    _, _, plan, records, _, _ = tuned
+    _, model, plan, records, _, _ = tuned
     data = json.loads(plan.read_text())
     data["engine_version"] = "0.0.0-elsewhere"
+    data["model"]["path"] = str(model)  # the plan is written to another folder
     other = tmp_path / "elsewhere.plan.json"
     other.write_text(json.dumps(data))
     theirs = tmp_path / "elsewhere.jsonl"

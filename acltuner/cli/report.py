@@ -7,7 +7,8 @@ import click
 @click.command("report")
 @click.argument("plan_path", metavar="PLAN.json")
 @click.option("-o", "--output", "out_dir", required=True, metavar="DIR",
-              help="The folder to write index.html, the PNG figures and summary.json into.")
+              help="The folder to write index.html, the PNG figures and summary.json into: "
+                   "made if missing, in a folder that must exist; checked first.")
 @click.option("--records", "records_path", default=None, metavar="FILE",
               help="The records the plan was tuned with [default: $ACLTUNER_RECORDS or "
                    "~/.cache/acltuner/records.jsonl].")
@@ -15,7 +16,8 @@ import click
               help="Another plan to show side by side, node by node (another board, another "
                    "version of the model, before and after a change).")
 @click.option("--ort", is_flag=True,
-              help="Put onnxruntime's whole-model time beside the engine's.")
+              help="Put onnxruntime's times beside the engine's: its whole-run latency "
+                   "beside ours, the sum of its profile's nodes beside the sum of ours.")
 @click.option("--profile", "profile_path", default=None, metavar="F.json",
               help="The engine's profile saved from `acltuner run PLAN --profile --json` "
                    "(with --ort: and --compare-ort), e.g. on the board with --host; by default "
@@ -33,18 +35,21 @@ def report(plan_path, out_dir, records_path, compare_path, ort, profile_path, re
     The figures (PNG, also listed in summary.json):
       tuning_curves   per task, the best time so far against measurements, per
                       strategy in the records; dashed: the default's time
-      layer_speedups  per layer in model order, tuned over default, coloured by
-                      algorithm / micro-kernel, the per-core weights on top
-      model_time      the whole model's time by op kind (the engine's profile);
-                      with --ort, onnxruntime's total beside it
+      layer_speedups  per layer in model order, the config it runs over the
+                      default, coloured by algorithm / micro-kernel, the per-core
+                      weights on top; hatched: sent back to its default by the
+                      in-context check (tables and summary.json say why)
+      model_time      whole runs' latency, then the sum of the profile's nodes
+                      by op kind; with --ort, onnxruntime's beside each: like
+                      is compared with like only
       placement       big.LITTLE boards: the per-core weights, layers x cores
       cost_model      predicted against measured time (log-log) on each task's
                       last round, with Spearman's rank correlation; the model is
                       refitted from the records, which keep no predictions
       compare         with --compare, both plans' times and speedups per node
 
-    The page needs no network and no script.  Needs matplotlib:
-    pip install 'acltuner[report]'.
+    The page needs no network and no script.  Every file is written whole or
+    not at all.  Needs matplotlib: pip install 'acltuner[report]'.
 
     \b
     Examples:

@@ -1,7 +1,8 @@
 """A report folder: the figures, index.html and summary.json of one plan.
 
-Everything is read and measured before anything is written, so bad input
-leaves no half-made folder behind.
+The folder is checked first, then everything is read and measured before
+anything is written, so bad input leaves no half-made folder behind; each
+file is written whole or not at all (report.output).
 """
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from acltuner.atomic import write_atomic
-from acltuner.report import cost_fit, figures, gather, model_time, page
+from acltuner.report import cost_fit, figures, gather, model_time, output, page
 from acltuner.report.gather import Tuned
 from acltuner.tuner.tuner_config import TunerConfig
 
-SCHEMA_VERSION = 1
+# Version 2: model_time compares whole runs and per-node sums apart; the
+# in-context check and the nodes it sent back to their default.
+SCHEMA_VERSION = 2
 COST_MODEL_STRATEGY = "xgb"  # the only strategy whose rounds the model chose
 
 
@@ -49,6 +51,7 @@ def task_table(tuned: Tuned, order: list[str], fits: list[cost_fit.RoundFit]) ->
         usable = [r.median_ms for r in recs if r.usable]
         rows.append({"task": task, "nodes": names[task],
                      "measurements": len(recs),
+                     "reverted_nodes": int(nodes.get_group(task)["reverted"].notna().sum()),
                      "strategies": ", ".join(sorted({r.strategy for r in recs})),
                      "best_ms": min(usable, default=math.nan),
                      "default_ms": nodes.get_group(task)["default_ms"].iloc[0],
@@ -60,11 +63,16 @@ def task_table(tuned: Tuned, order: list[str], fits: list[cost_fit.RoundFit]) ->
     return frame
 
 
+TOTALS = ("per node: the sum of the convolutions' times, each measured alone while tuning, "
+          "with the config the plan runs (a node sent back to its default: the default's)")
+
+
 def totals(nodes: pd.DataFrame) -> dict:
     both = nodes.dropna(subset=["tuned_ms", "default_ms"])
     tuned, default = float(both["tuned_ms"].sum()), float(both["default_ms"].sum())
-    return {"nodes": len(both), "tuned_ms": tuned, "default_ms": default,
-            "speedup": default / tuned if tuned else None}
+    return {"what": TOTALS, "nodes": len(both), "tuned_ms": tuned, "default_ms": default,
+            "speedup": default / tuned if tuned else None,
+            "reverted": int(nodes["reverted"].notna().sum())}
 
 
 def _fits(tuned: Tuned, order: list[str], config: TunerConfig) -> list[cost_fit.RoundFit]:
@@ -80,6 +88,7 @@ def _node_dicts(tuned: Tuned) -> list[dict]:
 
 def write_report(out: Path, plan_path: str, options: Options) -> dict:
     """Writes the folder `out`; returns what summary.json holds."""
+    output.check_folder(out)
     tuned = gather.gather(plan_path, gather.read_records(options.records_path))
     gather.require_records(tuned, options.records_path)
     other = gather.gather(options.compare_path, []) if options.compare_path else None
@@ -90,7 +99,7 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     tasks = task_table(tuned, order, fits)
     figures.require_matplotlib()  # missing, it is reported before anything is written
 
-    out.mkdir(parents=True, exist_ok=True)
+    output.make_folder(out)
     plan = tuned.plan
     drawn, sections = [], []
 
@@ -103,12 +112,7 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     add(curve, "", page.table(tasks), f"{options.records_path}: {plan.board_name}, engine "
         f"{plan.engine_version}, caches {tuned.caches}; dashed: the default config's time")
     add(figures.layer_speedups(tuned, out), "", page.table(tuned.nodes))
-    time_note = f"{timing.source}; latency {timing.median_ms:.3f} ms"
-    if timing.ort_ms is not None:
-        time_note += (f"; onnxruntime {timing.ort_ms:.3f} ms ({timing.ort_threads} "
-                      f"thread(s)): ours is {timing.ort_ms / timing.median_ms:.2f}x "
-                      f"onnxruntime's speed")
-    add(figures.model_time(timing, out), "", page.table(timing.by_kind), time_note)
+    add(figures.model_time(timing, out), "", page.table(timing.by_kind), _time_note(timing))
     if len(tuned.board.clusters) > 1:
         add(figures.placement_map(tuned, gather.placements(tuned), out), "")
     else:
@@ -130,7 +134,7 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     # A figure an earlier report drew in this folder and this one did not
     # (compare, without --compare) would be an image of something else.
     for name in set(figures.NAMES) - {f.name for f in drawn}:
-        (out / f"{name}.png").unlink(missing_ok=True)
+        output.remove(out / f"{name}.png")
     summary = {
         "schema_version": SCHEMA_VERSION, "plan": plan_path,
         "model": {"path": plan.model_path, "sha256": plan.model_sha256},
@@ -138,9 +142,10 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
         "engine_version": plan.engine_version, "strategy": plan.strategy,
         "records": {"path": options.records_path, "caches": tuned.caches},
         "nodes": _node_dicts(tuned), "totals": totals(tuned.nodes), "tasks": _rows(tasks),
-        "model_time": {"median_ms": timing.median_ms, "source": timing.source,
-                       "by_kind": _rows(timing.by_kind), "ort_ms": timing.ort_ms,
-                       "ort_threads": timing.ort_threads},
+        "in_context": plan.in_context.to_dict() if plan.in_context else None,
+        "model_time": {"source": timing.source, **timing.comparisons(),
+                       "onnxruntime_threads": timing.ort_threads,
+                       "by_kind": _rows(timing.by_kind)},
         "cost_model": {"method": cost_fit.METHOD,
                        "tasks": [{"task": f.task, "trained_on": f.train,
                                   "last_round": _rows(f.frame), "spearman": f.spearman}
@@ -155,9 +160,11 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
                          ("engine", plan.engine_version), ("strategy", plan.strategy),
                          ("tuning", f"{plan.tuning.measurements} measurements, "
                                     f"{plan.tuning.wall_s:.1f} s"),
+                         *([("in-context check", plan.in_context.describe())]
+                           if plan.in_context else []),
                          ("convolutions", _total_line(summary["totals"]))])
-    write_atomic(out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    write_atomic(out / "index.html",
+    output.write(out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    output.write(out / "index.html",
                  page.page(f"acltuner report: {Path(plan.model_path).name}", header, sections))
     return summary
 
@@ -165,5 +172,20 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
 def _total_line(t: dict) -> str:
     if not t["nodes"]:
         return "no node has both a tuned and a default time"
-    return (f"default {t['default_ms']:.3f} ms, tuned {t['tuned_ms']:.3f} ms, "
-            f"{t['speedup']:.2f}x over {t['nodes']} nodes")
+    reverted = f", {t['reverted']} sent back to their default in the model" \
+        if t["reverted"] else ""
+    return (f"per node, each measured alone: default {t['default_ms']:.3f} ms, the plan's "
+            f"{t['tuned_ms']:.3f} ms, {t['speedup']:.2f}x over {t['nodes']} nodes{reverted}")
+
+
+def _time_note(timing: model_time.ModelTime) -> str:
+    """Each comparison on its own: whole runs with whole runs, nodes with nodes."""
+    parts = [timing.source if timing.ort_threads is None
+             else f"{timing.source}, onnxruntime with {timing.ort_threads} thread(s)"]
+    for c in timing.comparisons().values():
+        text = f"{c['what']}: ours {c['ours_ms']:.3f} ms"
+        if c["onnxruntime_ms"] is not None:
+            text += (f", onnxruntime {c['onnxruntime_ms']:.3f} ms: ours is "
+                     f"{c['onnxruntime_over_ours']:.2f}x onnxruntime's speed")
+        parts.append(text)
+    return ". ".join(parts)

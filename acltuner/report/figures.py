@@ -7,6 +7,7 @@ the page gives each image its size, and the tests check the files have it.
 """
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from acltuner.report import output
 from acltuner.report.cost_fit import RoundFit
 from acltuner.report.gather import ReportError, Tuned
 from acltuner.report.model_time import ModelTime
 
 DPI = 100
 CURVE_COLUMNS = 3
+# How the figures mark what the in-context check sent back to its default.
+REVERTED_HATCH = "//"
+REVERTED_LABEL = "sent back to the default in the model"
 # Every figure a report may draw, by the name of its file.
 NAMES = ("tuning_curves", "layer_speedups", "model_time", "placement", "cost_model", "compare")
 
@@ -84,7 +89,9 @@ def _canvas(size: tuple[int, int], **subplots):
 
 def _save(fig, folder: Path, name: str, title: str, size: tuple[int, int]) -> Figure:
     figure = Figure(name, title, *size)
-    fig.savefig(folder / figure.file, dpi=DPI)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=DPI)
+    output.write(folder / figure.file, png.getvalue())
     return figure
 
 
@@ -104,6 +111,7 @@ def tuning_curves(tuned: Tuned, curves: pd.DataFrame, order: list[str],
     strategies = _colours(sorted(set(curves["strategy"])))
     default_ms = tuned.nodes.groupby("task")["default_ms"].first()
     names = tuned.task_nodes
+    reverted = set(tuned.nodes["task"][tuned.nodes["reverted"].notna()])
     for ax, task in zip(axes.flat, tasks):
         mine = curves[curves["task"] == task]
         for strategy, rows in mine.groupby("strategy"):
@@ -112,7 +120,8 @@ def tuning_curves(tuned: Tuned, curves: pd.DataFrame, order: list[str],
         if not math.isnan(default_ms.get(task, math.nan)):
             ax.axhline(default_ms[task], color="black", linestyle="--", linewidth=1,
                        label="default")
-        ax.set_title(names[task], fontsize=9)
+        ax.set_title(names[task] + (f" ({REVERTED_LABEL})" if task in reverted else ""),
+                     fontsize=9)
         ax.set_xlabel("measurements", fontsize=8)
         ax.set_ylabel("best so far (ms)", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -129,7 +138,12 @@ def layer_speedups(tuned: Tuned, folder: Path) -> Figure:
     colours = _colours(list(dict.fromkeys(nodes["chosen"])))
     x = np.arange(len(nodes))
     speedup = nodes["speedup"].fillna(0.0)
-    ax.bar(x, speedup, color=[colours[c] for c in nodes["chosen"]])
+    reverted = nodes["reverted"].notna()
+    bars = ax.bar(x, speedup, color=[colours[c] for c in nodes["chosen"]], edgecolor="black",
+                  linewidth=0.5)
+    for bar, sent_back in zip(bars, reverted):
+        if sent_back:
+            bar.set_hatch(REVERTED_HATCH)
     for xi, s, p in zip(x, speedup, nodes["placement"]):
         ax.annotate(p, (xi, s), xytext=(0, 2), textcoords="offset points", ha="center",
                     va="bottom", fontsize=7, rotation=90)
@@ -138,32 +152,54 @@ def layer_speedups(tuned: Tuned, folder: Path) -> Figure:
     ax.set_ylabel("speedup over the default")
     ax.margins(y=0.2)
     handles = [_patch(colours[c]) for c in colours]
-    ax.legend(handles, list(colours), fontsize=7, title="algorithm / micro-kernel",
+    names = list(colours)
+    if reverted.any():
+        handles.append(_patch("white", REVERTED_HATCH))
+        names.append(REVERTED_LABEL)
+    ax.legend(handles, names, fontsize=7, title="algorithm / micro-kernel",
               title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _save(fig, folder, "layer_speedups",
-                 "Speedup of each layer over the default (above the bars: per-core weights)",
-                 size)
+                 "Speedup of each layer over the default, with the config it runs (above "
+                 "the bars: per-core weights; hatched: sent back to the default)", size)
 
 
-def _patch(colour):
+def _patch(colour, hatch: str = ""):
     from matplotlib.patches import Patch
-    return Patch(color=colour)
+    return Patch(facecolor=colour, hatch=hatch, edgecolor="black", linewidth=0.5)
 
 
 def model_time(time: ModelTime, folder: Path) -> Figure:
+    """Bars that compare in pairs, top to bottom: whole runs with whole runs,
+    then the sums of each profile's nodes (ours by op kind) with each other."""
     size = model_time_size()
     fig, ax = _canvas(size)
-    kinds = time.by_kind
-    colours = _colours(list(kinds["kind"]))
-    left = 0.0
-    for kind, ms in zip(kinds["kind"], kinds["ms"]):
-        ax.barh("acltuner", ms, left=left, color=colours[kind], label=kind)
-        left += ms
+    colours = _colours(list(time.by_kind["kind"]))
+    bars = [("acltuner\nwhole run", [("acltuner (whole run)", time.median_ms, "black")])]
     if time.ort_ms is not None:
-        ax.barh("onnxruntime", time.ort_ms, color="grey", label="onnxruntime (whole run)")
-    ax.set_xlabel("ms (acltuner: sum of the per-node medians)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, folder, "model_time", "Whole-model time by op kind", size)
+        bars.append(("onnxruntime\nwhole run", [("onnxruntime", time.ort_ms, "grey")]))
+    whole_runs = len(bars)
+    bars.append(("acltuner\nsum of nodes", [(kind, ms, colours[kind]) for kind, ms
+                                             in zip(time.by_kind["kind"], time.by_kind["ms"])]))
+    if time.ort_node_ms is not None:
+        bars.append(("onnxruntime\nsum of nodes", [("onnxruntime", time.ort_node_ms, "grey")]))
+    top = len(bars) - 1
+    for i, (_, parts) in enumerate(bars):
+        left = 0.0
+        for label, ms, colour in parts:
+            ax.barh(top - i, ms, left=left, color=colour, label=label)
+            left += ms
+        ax.annotate(f"{left:.3f} ms", (left, top - i), xytext=(3, 0),
+                    textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks([top - i for i in range(len(bars))], [name for name, _ in bars], fontsize=8)
+    ax.axhline(top - whole_runs + 0.5, color="black", linewidth=0.5, linestyle=":")
+    ax.set_xlabel("ms")
+    ax.margins(x=0.15)
+    handles, labels = ax.get_legend_handles_labels()
+    once = dict(zip(labels, handles))  # onnxruntime's two bars: one entry
+    ax.legend(list(once.values()), list(once), fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, folder, "model_time", "Model time: whole runs, then the sums of the "
+                 "per-node times", size)
 
 
 def placement_map(tuned: Tuned, shares: pd.DataFrame, folder: Path) -> Figure:

@@ -17,8 +17,11 @@ import pandas as pd
 from acltuner.plan import Plan, load_plan, plan_board, sha256_file
 from acltuner.tuner.records import Record, RecordStore
 
+# tuned_ms: the time of the config the node runs, chosen (a reverted node:
+# its default's); reverted: why the in-context check sent it back, and what it
+# dropped (None: not sent back).
 NODE_COLUMNS = ["node", "task", "algorithm", "ukernel", "placement", "workloads", "chosen",
-                "tuned_ms", "default_ms", "speedup", "default_config"]
+                "tuned_ms", "default_ms", "speedup", "default_config", "reverted"]
 
 
 class ReportError(ValueError):
@@ -71,7 +74,8 @@ def read_plan(path: str) -> Plan:
 def node_table(plan: Plan) -> pd.DataFrame:
     rows = [(n.node, n.task, n.config.algorithm, n.config.ukernel or "-",
              placement(n.config.core_weights), n.config.workloads, chosen(n.config),
-             n.tuned_ms, n.default_ms, str(n.default_config)) for n in plan.nodes]
+             n.tuned_ms, n.default_ms, str(n.default_config),
+             n.reverted.describe() if n.reverted else None) for n in plan.nodes]
     frame = pd.DataFrame(rows, columns=[c for c in NODE_COLUMNS if c != "speedup"])
     frame = frame.astype({"tuned_ms": "float64", "default_ms": "float64"})
     frame.insert(NODE_COLUMNS.index("speedup"), "speedup",
@@ -153,9 +157,10 @@ def placements(tuned: Tuned) -> pd.DataFrame:
 
 
 def join_plans(a: Tuned, b: Tuned) -> pd.DataFrame:
-    """The two plans' nodes matched by name: node, then tuned_ms, speedup and
-    chosen for each (suffixes _a, _b); a's order, then b's own nodes."""
-    keep = ["node", "tuned_ms", "speedup", "chosen", "placement"]
+    """The two plans' nodes matched by name: node, then tuned_ms, speedup,
+    chosen, placement and reverted for each (suffixes _a, _b); a's order, then
+    b's own nodes."""
+    keep = ["node", "tuned_ms", "speedup", "chosen", "placement", "reverted"]
     joined = a.nodes[keep].merge(b.nodes[keep], on="node", how="outer", suffixes=("_a", "_b"),
                                  sort=False)
     names = dict.fromkeys([*a.nodes["node"], *b.nodes["node"]])

@@ -5,7 +5,9 @@ channel shuffle between convolutions and in the light ShuffleNet run natively;
 bad input is refused in one line; the Python API returns what the CLI writes."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -335,11 +337,19 @@ def test_paths_are_checked_before_running_and_named(small, tmp_path, monkeypatch
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
-def test_the_output_is_written_where_asked(small, tmp_path):
+def test_the_output_is_written_where_asked(small, tmp_path, monkeypatch):
     _, plan = small
     out = tmp_path / "logits"  # no .npy added: the file is the one named
     assert invoke("run", plan, "--output", out, "--repeat", "1", "--warmup", "0").exit_code == 0
     assert np.load(out).shape == (1, 10) and [p.name for p in tmp_path.glob("logits*")] == ["logits"]
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(os, "fsync", full)
+    assert_one_line_error(invoke("run", plan, "--output", tmp_path / "y.npy", "--repeat", "1",
+                                 "--warmup", "0"), str(tmp_path / "y.npy"), "cannot write",
+                          os.strerror(errno.ENOSPC))
+    assert not list(tmp_path.glob("*y.npy*"))  # nor a temporary file left behind
 
 
 def test_a_plan_for_another_model_is_refused(small):

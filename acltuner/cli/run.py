@@ -104,7 +104,10 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
             np.save(saved, next(iter(outputs.values())))
         else:
             np.savez(saved, **outputs)
-        write_atomic(output_path, saved.getvalue())
+        try:
+            write_atomic(output_path, saved.getvalue())
+        except OSError as e:  # a full disk, say: the path, not the temporary file's
+            raise click.ClickException(f"{output_path}: cannot write: {e.strerror or e}") from None
     nodes = summarize(latency.profiles)
     compared = _compare_ort(program, inputs, nodes, repeat, warmup) if compare_ort else None
     if as_json:

@@ -341,7 +341,8 @@ def test_the_output_is_written_where_asked(small, tmp_path, monkeypatch):
     _, plan = small
     out = tmp_path / "logits"  # no .npy added: the file is the one named
     assert invoke("run", plan, "--output", out, "--repeat", "1", "--warmup", "0").exit_code == 0
-    assert np.load(out).shape == (1, 10) and [p.name for p in tmp_path.glob("logits*")] == ["logits"]
+    assert np.load(out).shape == (1, 10)
+    assert [p.name for p in tmp_path.glob("logits*")] == ["logits"]
 
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -94,7 +94,7 @@ def _edited(plan, **config):
 def test_plan_show_refuses_what_run_refuses(project, config, needles):
     _edited(project, **config)
     ran = invoke("run", project, *RUN)
-    assert_one_line_error(ran, *needles)
+    assert_one_line_error(ran, str(project), *needles)
     shown = invoke("plan", "show", project)
     assert_one_line_error(shown, *needles)
     assert shown.output == ran.output

@@ -32,17 +32,20 @@ def build(board_name: str, build_dir: str | None) -> None:
       acltuner build --board odroid-n2plus
     """
     from acltuner.board.registry import load_board
-    from acltuner.cli.group import QUIET, info, verbosity
+    from acltuner.cli.group import QUIET, verbosity
     from acltuner.cli.progress import Progress
     from acltuner.engine.build import build_for_board, build_jobs
     b = load_board(board_name)
-    target = " ".join([b.isa, *b.compiler_flags])
-    info(f"building the engine for board {b.name} ({target}), {build_jobs()} jobs")
+    quiet = verbosity() == QUIET
+    if not quiet:
+        target = " ".join([b.isa, *b.compiler_flags])
+        click.echo(f"building the engine for board {b.name} ({target}), {build_jobs()} jobs",
+                   err=True)
     shown = Progress(every_s=0)
 
     def progress(done: float, step: str) -> None:
         shown.update(f"[{done:4.0%}] {step}")
-    launcher = build_for_board(b, build_dir, None if verbosity() == QUIET else progress)
+    launcher = build_for_board(b, build_dir, None if quiet else progress)
     shown.clear()
     click.echo(str(launcher))
 

@@ -88,8 +88,10 @@ def check(plan_path: str | os.PathLike, *, model: str | os.PathLike | None = Non
             raise PlanError(f"{plan_path}: node {n.node}: {len(n.config.core_weights)} core "
                             f"weights for board {target.name}, of {target.ncores} cores")
     onnx_model, weights = load_model_detached(plan.model_path, plan.input_shapes)
-    # Lowering checks every config against its Conv.
-    stages, g = lower(onnx_model, {n.node: n.config for n in plan.nodes}, engine, weights)
+    try:  # lowering checks every config against its Conv
+        stages, g = lower(onnx_model, {n.node: n.config for n in plan.nodes}, engine, weights)
+    except ValueError as e:
+        raise PlanError(f"{plan_path}: {e}") from None
     return CheckedPlan(plan, target, warnings, onnx_model, weights, stages, g)
 
 

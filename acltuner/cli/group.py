@@ -46,12 +46,6 @@ def verbosity() -> int:
     return ctx.meta.get(_VERBOSITY, NORMAL) if ctx else NORMAL
 
 
-def info(text: str) -> None:
-    """An informational line on stderr, which --quiet leaves out."""
-    if verbosity() > QUIET:
-        click.echo(text, err=True)
-
-
 class Group(click.Group):
     """Turns the engine's and the input checks' errors into one line and exit
     code 1, and gives itself and every command added to it -q and -v."""

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import click
 
 from acltuner.cli.farm import tls_options
-from acltuner.cli.progress import Progress, farm_bars
+from acltuner.cli.group import QUIET, VERBOSE, verbosity
+from acltuner.cli.progress import Overall, Progress, farm_bars
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
 from acltuner.tuner.report import TuneReporter
@@ -93,7 +94,14 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     tuned and the default plans in turns; a node that is faster in the model
     with its default takes it back, and the faster of the tuned plan and that
     mix is written if it beats the default plan by 3%, else the default plan
-    (--no-in-context skips this).
+    (--no-in-context skips this).  The last line printed is that whole-model
+    time of the plan kept and its speedup over the default plan and over
+    onnxruntime (timed on the same inputs when the board is this machine);
+    the sum of the convolutions' medians, each measured alone, comes before.
+
+    The progress shows the measurements taken and found in the records of
+    all the tune will take, the time elapsed and an estimate of the time
+    left; -q shows only the results, -v every batch and what each task took.
 
     Every measurement is saved to the records file as it is taken: after
     Ctrl-C or a crash, run the same command again and it resumes without
@@ -139,7 +147,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
                  early_stopping=early_stopping, strategy=strategy, records_path=records_path,
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
                  members=members, scheduler=scheduler, security=security,
-                 reporter=_Printer(plan_path), pins=pins,
+                 reporter=_Printer(plan_path, verbosity()), pins=pins,
                  in_context=in_context, transfer=transfer)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
@@ -176,87 +184,140 @@ def _task_line(r: TaskReport) -> str:
 
 class _Printer(TuneReporter):
     """The tune on the terminal: what it runs with and the summary on stderr, a
-    table of tasks on stdout, a task's progress redrawn on stderr."""
+    table of tasks on stdout, the progress redrawn on stderr (the overall
+    count, elapsed time and ETA, then the task's), the whole model's times
+    last.  level: the verbosity (group.py), read here once: a farm's threads
+    report too, outside the command's context."""
 
-    def __init__(self, plan_path: str):
+    def __init__(self, plan_path: str, level: int):
         self.plan_path = plan_path
+        self.level = level
         self.host: str | None = None
-        self.line = Progress()
+        self.records: Path | None = None
+        self.line = Progress(every_s=0 if level >= VERBOSE else 5.0, plain=level >= VERBOSE)
+        self.overall: Overall | None = None
+        self.check: ContextCheck | None = None
+        self.rows = 0  # of the table of tasks
         self.farm = False
         self.drawing = threading.Lock()
+
+    def _info(self, text: str) -> None:
+        if self.level > QUIET:
+            click.echo(text, err=True)
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
                 config: TunerConfig, caches: str, records: Path) -> None:
         self.host, self.records = host, records
         where = f" on {host}" if host else ""
-        click.echo(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
-                   f"strategy {strategy}, {config.search.trials} trials per task, caches {caches}, "
-                   f"records {records}", err=True)
-        click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} {'speedup':>7s}  "
-                   f"best config (algorithm/micro-kernel/core weights/workloads)")
+        self._info(f"tuning {model} on board {board.name} ({board.fingerprint}){where}, "
+                   f"strategy {strategy}, {config.search.trials} trials per task, caches "
+                   f"{caches}, records {records}")
 
     def records_busy(self, lock: Path) -> None:
-        click.echo(f"another tune holds {lock}: waiting for it to finish", err=True)
+        self._info(f"another tune holds {lock}: waiting for it to finish")
 
     def doctor(self, problems: list) -> None:
         for finding in problems:
             click.echo(f"warning: {finding.line()}", err=True)
 
+    def planned(self, units: list[tuple[int, int]]) -> None:
+        self.overall = Overall(units)
+        if self.overall.found:
+            self._info(f"resuming: {self.overall.found} measurements found in {self.records}")
+
+    def measured(self, count: int) -> None:
+        self.overall.measured(count)
+
     def progress(self, text: str) -> None:
-        if not self.farm:  # a farm's bars say more than one of its tasks
-            self.line.update(text)
+        if self.level > QUIET and not self.farm:  # a farm's bars say more than one task
+            overall = f"{self.overall.text()}  " if self.overall and not self.overall.done \
+                else ""
+            self.line.update(overall + text)
 
     def farm_progress(self, farm) -> None:
         with self.drawing:  # the farm's task threads report as their batches come back
             self.farm = True
-            self.line.update_lines(farm_bars(farm.stats, farm.members()))
+            if self.level > QUIET:
+                overall = [self.overall.text()] if self.overall else []  # none while it starts
+                self.line.update_lines(farm_bars(farm.stats, farm.members()) + overall)
 
     def farm_done(self, stats, troubles: list[str]) -> None:
         per_member = ", ".join(f"{name} {n}" for name, n in sorted(stats.measured.items()))
-        click.echo(f"farm: {sum(stats.measured.values())} measurements at "
+        self._info(f"farm: {sum(stats.measured.values())} measurements at "
                    f"{stats.per_minute():.0f}/min ({per_member}), {stats.resent} failed batch(es) "
-                   f"sent again", err=True)
+                   f"sent again")
         for line in troubles:
             click.echo(line, err=True)
 
     def task_done(self, report: TaskReport) -> None:
         with self.drawing:
             self.line.clear()
+            if not self.rows:
+                click.echo(f"{'task':48s} {'nodes':>5s} {'default':>9s} {'tuned':>9s} "
+                           f"{'speedup':>7s}  best config (algorithm/micro-kernel/core "
+                           f"weights/workloads)")
+            self.rows += 1
             click.echo(_task_line(report))
+            if self.level >= VERBOSE:
+                click.echo(f"  {report.measured} measured, {report.reused} found in the records, "
+                           f"a space of {report.space_size} configs, the tuner's own time "
+                           f"{report.tuner_s:.1f} s", err=True)
+            if self.overall:
+                self.overall.unit_done(report.measured + report.reused)
             self.line.force_next()
 
     def in_context(self, check: ContextCheck) -> None:
         self.line.clear()
-        if check.skipped:
-            click.echo(f"in context: not checked: {check.skipped}", err=True)
-            return
-        times = ", ".join(f"{name} {ms:.3f} ms" for name, ms in check.ms.items())
-        reverted = f"; {len(check.reverted)} node(s) faster with their default" \
-            if check.reverted else ""
-        click.echo(f"in context (whole model, medians): {times}{reverted}; kept the "
-                   f"{check.kept} plan", err=True)
+        self.check = check
+        if check.reverted:
+            names = f": {', '.join(check.reverted)}" if self.level >= VERBOSE else ""
+            self._info(f"in context: {len(check.reverted)} node(s) faster in the whole model "
+                       f"with their default config{names}")
 
     def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
         from acltuner.tuner.warm_start import transfer_path
         if reconnects:
-            click.echo(f"the connection to {self.host} dropped {reconnects} time(s): reconnected, "
-                       f"and the interrupted measurements were taken again", err=True)
+            self._info(f"the connection to {self.host} dropped {reconnects} time(s): "
+                       f"reconnected, and the interrupted measurements were taken again")
         per_node = [(len(r.task.nodes) * r.default_ms, len(r.task.nodes) * r.tuned_ms)
                     for r in reports if r.default_ms and r.tuned_ms]
         if per_node:
             default_total = sum(d for d, _ in per_node)
             tuned_total = sum(t for _, t in per_node)
-            click.echo(f"convolutions per inference: default {default_total:.2f} ms, tuned "
-                       f"{tuned_total:.2f} ms, speedup {default_total / tuned_total:.2f}x")
-        t = plan.tuning
-        share = 100.0 * t.tuner_s / t.wall_s if t.wall_s else 0.0
-        reused = sum(r.reused for r in reports)
-        pinned = sum(len(r.task.nodes) for r in reports if r.pinned)
-        click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s ({share:.1f}% "
-                   f"of wall), {t.measurements} measurements ({reused} reused from records)"
-                   + (f", {pinned} node(s) pinned, not searched" if pinned else ""))
-        transferred = sum(r.transferred for r in reports)
-        if transferred:
-            click.echo(f"{transferred} of {len(reports)} tasks warm-started by the transfer model "
-                       f"({transfer_path(self.records)})")
-        click.echo(f"plan written to {self.plan_path}")
+            click.echo(f"convolutions, sum of per-layer medians (each measured alone): default "
+                       f"{default_total:.3f} ms, tuned {tuned_total:.3f} ms, "
+                       f"{default_total / tuned_total:.2f}x")
+        if self.level > QUIET:
+            t = plan.tuning
+            share = 100.0 * t.tuner_s / t.wall_s if t.wall_s else 0.0
+            reused = sum(r.reused for r in reports)
+            pinned = sum(len(r.task.nodes) for r in reports if r.pinned)
+            click.echo(f"wall time {t.wall_s:.1f} s, tuner's own time {t.tuner_s:.1f} s "
+                       f"({share:.1f}% of wall), {t.measurements} measurements ({reused} reused "
+                       f"from records)"
+                       + (f", {pinned} node(s) pinned, not searched" if pinned else ""))
+            transferred = sum(r.transferred for r in reports)
+            if transferred:
+                click.echo(f"{transferred} of {len(reports)} tasks warm-started by the transfer "
+                           f"model ({transfer_path(self.records)})")
+            click.echo(f"plan written to {self.plan_path}")
+        if self.check:
+            click.echo(whole_model_line(self.check))
+
+
+def whole_model_line(check: ContextCheck) -> str:
+    """The tune's headline: the plan kept, timed whole against the default
+    plan and onnxruntime (in the same run, on the same inputs)."""
+    if check.skipped:
+        return f"whole model: not measured ({check.skipped})"
+    kept = check.ms[check.kept]
+    others = ", ".join(f"{name} {ms:.3f} ms" for name, ms in check.ms.items()
+                       if name not in (check.kept, "default"))
+    text = (f"whole model: kept the {check.kept} plan, {kept:.3f} ms"
+            + (f" ({others})" if others else "")
+            + f"; speedup {check.ms['default'] / kept:.2f}x over the default plan "
+              f"({check.ms['default']:.3f} ms)")
+    if check.ort_ms is not None:
+        text += (f", {check.ort_ms / kept:.2f}x over onnxruntime ({check.ort_ms:.3f} ms, "
+                 f"{check.ort_threads} thread{'s' if check.ort_threads > 1 else ''})")
+    return text

@@ -35,6 +35,8 @@ class ContextCheck:
     reverted: tuple[str, ...]   # nodes whose default was faster in the model
     plan: Plan                  # the plan kept
     skipped: str | None = None  # why the check did not run
+    ort_ms: float | None = None  # onnxruntime's whole-model median, on the same inputs
+    ort_threads: int | None = None
 
 
 def _with_configs(plan: Plan, configs: dict[str, object]) -> Plan:
@@ -84,9 +86,12 @@ class _Runs:
 
 
 def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, repeat: int = 10,
-                     progress: Callable[[str], None] = lambda _: None) -> ContextCheck:
+                     progress: Callable[[str], None] = lambda _: None,
+                     ort: bool = False) -> ContextCheck:
     """`plan` (tuned, saved) against its default plan in the launcher, which
-    must run the whole model natively; pinned nodes keep their pin."""
+    must run the whole model natively; pinned nodes keep their pin.  ort:
+    time onnxruntime too, here, on the same inputs (rounds x repeat runs, after
+    the plans: the launcher must run on this machine)."""
     default = _default_plan(plan)
     if default.nodes == plan.nodes:
         return ContextCheck("tuned", {}, (), plan, "every node's tuned config is its default")
@@ -116,9 +121,15 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
             # The mix against the tuned plan of the same rounds, scaled to the first.
             ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")
             candidates["mixed"] = mixed
+    ort_ms = ort_threads = None
+    if ort:
+        from acltuner.runtime.compare_ort import ort_latency
+        progress("in context: onnxruntime, the whole model on the same inputs")
+        ort_ms, ort_threads = ort_latency(plan.model_path, runs.inputs, rounds * repeat, 1)
     kept = choose(ms)
     return ContextCheck(kept, ms, tuple(reverted),
-                        _marked(plan, candidates[kept], InContext(kept, ms), reverted, runs))
+                        _marked(plan, candidates[kept], InContext(kept, ms), reverted, runs),
+                        ort_ms=ort_ms, ort_threads=ort_threads)
 
 
 def _marked(tuned: Plan, kept: Plan, check: InContext, reverted: list[str], runs: _Runs) -> Plan:

@@ -31,6 +31,14 @@ class TuneReporter:
         """What `board doctor` found wrong with the measuring machine (Findings),
         checked before tuning starts; the tune goes on."""
 
+    def planned(self, units: list[tuple[int, int]]) -> None:
+        """The tune's units (tasks, pinned parts) are next, each as (its budget
+        of measurements, the measurements the records already hold for it)."""
+
+    def measured(self, count: int) -> None:
+        """`count` more configs were measured and recorded (a farm's task
+        threads call it too)."""
+
     def progress(self, text: str) -> None:
         """One line on the task being searched, after every batch of measurements."""
 

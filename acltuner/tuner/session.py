@@ -18,7 +18,7 @@ from acltuner.engine.launcher import LauncherClient, default_launcher_path
 from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
-from acltuner.tuner.in_context import check_in_context
+from acltuner.tuner.in_context import ContextCheck, check_in_context
 from acltuner.tuner.records import tuning_lock
 from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.pins import EngineRules, Pin
@@ -91,6 +91,17 @@ def _priority(client: LauncherClient) -> str:
     return ""
 
 
+def _in_context(plan: Plan, client: LauncherClient, wanted: bool, farm, ort: bool,
+                reporter: TuneReporter) -> ContextCheck:
+    """The tuned plan run whole against the default one (and onnxruntime with
+    `ort`); or why not."""
+    if not wanted:
+        return ContextCheck("tuned", {}, (), plan, "--no-in-context")
+    if farm is not None:  # the whole plan runs in one launcher: on a farm, not yet
+        return ContextCheck("tuned", {}, (), plan, "a farm does not run the whole model")
+    return check_in_context(plan, client, progress=reporter.progress, ort=ort)
+
+
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
@@ -135,9 +146,10 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
                                    pinned=pinned, tune_tasks=tune_tasks, transfer=transfer)
-        # The whole plan runs in one launcher: on a farm, not yet.
-        if in_context and strategy != "default" and farm is None:
-            check = check_in_context(plan, client, progress=reporter.progress)
+        if strategy != "default":
+            # onnxruntime runs here: beside a launcher that runs here natively.
+            native_here = host is None and board.isa == host_isa()
+            check = _in_context(plan, client, in_context, farm, native_here, reporter)
             reporter.in_context(check)
             if check.plan is not plan:  # measured: it records what it found
                 plan = check.plan

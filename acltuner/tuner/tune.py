@@ -138,6 +138,12 @@ class TaskTuner:
         return TaskReport(task, default, config, _time_of(default, already, measured),
                           result.median_ms, len(todo), len(already), 1, 0.0, pin)
 
+    def planned(self, task: Task, pin: PinnedNode | None) -> tuple[int, int]:
+        """(the unit's budget of measurements, those the records hold for its task)."""
+        found = len(self.store.measured(self.board.fingerprint, self.engine, task.key,
+                                        measure=self.runner.options))
+        return (2 if pin else self.config.search.trials), found
+
     def _measurer(self, task: Task, default: ExecConfig, already: dict[ExecConfig, Result],
                   strategy: str, runner: Runner):
         """measure(configs) -> their Results through `runner`, each recorded under `strategy`."""
@@ -160,6 +166,7 @@ class TaskTuner:
             for i, pair in zip(again, self._measure_and_record(
                     task, runner, [configs[i] for i in again], strategy)):
                 pairs[i] = pair
+            self.reporter.measured(len(configs))
             return [r for r, _ in pairs]
         return measure
 
@@ -259,7 +266,10 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
     start = time.perf_counter()
     store = RecordStore(records_path)
     tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer)
-    reports = tune_tasks(tuner, units(taskset.tasks, pinned or {}))
+    todo = units(taskset.tasks, pinned or {})
+    if strategy != "default":  # which measures nothing
+        tuner.reporter.planned([tuner.planned(task, pin) for task, pin in todo])
+    reports = tune_tasks(tuner, todo)
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
                       time.perf_counter() - start)
     save_plan(plan, plan_path)

@@ -534,8 +534,9 @@ def test_records_stats_reads_tunes_records_by_default(tmp_path, monkeypatch):
 
 
 def test_records_stats_refuses_a_file_that_is_not_records(tmp_path):
-    plan = tmp_path / "model.plan.json"
-    plan.write_text(json.dumps({"schema_version": 1, "nodes": [{"node": "c1"}]}, indent=2))
+    plan = tmp_path / "model.plan.json"  # indented: some of its lines are JSON (0, "c1")
+    plan.write_text(json.dumps({"schema_version": 1, "nodes": [{"node": "c1", "workloads": [
+        0, "c1"]}]}, indent=2))
     model = tmp_path / "model.onnx"
     model.write_bytes(b"\x08\x07\x12\x07pytorch\n\x00\x01" * 40)
     text = tmp_path / "notes.txt"

@@ -257,13 +257,22 @@ class RecordStore:
                                f"other records are kept")
                 self.damaged.append(number)
                 continue
-            self._index(Record.from_dict(d, where))
+            try:
+                record = Record.from_dict(d, where)
+            except RecordsError:
+                if self.damaged and not self.records:  # e.g. a number in an indented JSON
+                    raise self._not_records() from None
+                raise
+            self._index(record)
         # Records all, but for a cut-off last record (a tune killed in its
         # first append); else another file (a plan, a model) given for one.
         if not self.records and (self.damaged or (skipped and not lines[0].startswith(b"{"))):
-            raise RecordsError(f"{self.path}: not a records file: no line of it is a record")
+            raise self._not_records()
         for warning in skipped:
             log.warning("%s", warning)
+
+    def _not_records(self) -> RecordsError:
+        return RecordsError(f"{self.path}: not a records file: no line of it is a record")
 
     def _index(self, record: Record) -> None:
         self.records.append(record)

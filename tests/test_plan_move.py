@@ -42,7 +42,8 @@ def test_a_plan_moved_with_its_model_runs(project, tmp_path, monkeypatch):
     os.rename(project.parent, moved)
     monkeypatch.chdir(tmp_path / "elsewhere")  # neither the plan's folder nor the old one
     plan = moved / project.name
-    assert invoke("run", plan, *RUN).exit_code == 0
+    ran = invoke("run", plan, *RUN)
+    assert ran.exit_code == 0, ran.output
     shown = invoke("plan", "show", plan)
     assert shown.exit_code == 0, shown.output
     assert shown.output.splitlines()[0] == f"model {moved / 'small.onnx'}"

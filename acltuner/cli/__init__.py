@@ -27,7 +27,7 @@ def main(allow_wrapper: bool) -> None:
       acltuner tasks resnet18.onnx                    its convolutions, merged into tasks
       acltuner tune resnet18.onnx -o r18.plan.json    search every task on this board
       acltuner run r18.plan.json --check              run the whole model with its plan
-      acltuner records stats ~/.cache/acltuner/records.jsonl
+      acltuner records stats                          what the records hold (tune's)
       acltuner report r18.plan.json -o r18-report    the tuning as figures (index.html)
 
     \b

@@ -1,9 +1,10 @@
 /* Softmax and LogSoftmax over the innermost axis, one row per unit of
- * work: numerically stable (the row's max is subtracted before exp), with
- * the activations' vectorisable exp, the max and the sum folded in lanes
- * (fold_rows.h) so that every pass over the row vectorises. */
+ * work: numerically stable (the row's max is subtracted before exp, so that
+ * exp takes only x <= 0: acl_exp_nonpositive), the max and the sum folded
+ * in vectors (fold_rows.h) so that every pass over the row vectorises. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "activation.h"
 #include "fold_rows.h"
@@ -16,38 +17,50 @@ typedef struct {
     int log;
 } softmax_params;
 
-/* sum e^y[i] over a row: FOLD_LANES sums, each of every FOLD_LANES-th term
- * in order, then the lanes pairwise, then the tail in order: the exps are
- * not stored, so that y may be the row x itself. */
-static float sum_exp(const float *y, size_t len)
+/* The sum of e^(x[i] - max) over a row, each stored in y[i] if `store`:
+ * FOLD_LANES sums in a vector, each of every FOLD_LANES-th term in order,
+ * then the lanes pairwise, then the tail in order.  One pass that makes and
+ * adds the exps; y may be the row x itself. */
+static inline __attribute__((always_inline)) float exps(const float *x, float max, float *y,
+                                                        size_t len, int store)
 {
     const size_t whole = len / FOLD_LANES * FOLD_LANES;
-    float lanes[FOLD_LANES] = {0};
-    for (size_t i = 0; i < whole; i += FOLD_LANES)
-        for (int l = 0; l < FOLD_LANES; l++) lanes[l] += acl_exp(y[i + l]);
+    const fold_vec shift = (fold_vec){0} + max;
+    fold_vec sums = {0};
+    for (size_t i = 0; i < whole; i += FOLD_LANES) {
+        fold_vec v = fold_load(x + i) - shift;
+        for (int l = 0; l < FOLD_LANES; l++) v[l] = acl_exp_nonpositive(v[l]);
+        if (store) memcpy(y + i, &v, sizeof v);
+        sums += v;
+    }
+    float lanes[FOLD_LANES];
+    memcpy(lanes, &sums, sizeof lanes);
     for (int half = FOLD_LANES / 2; half >= 1; half /= 2)
         for (int l = 0; l < half; l++) lanes[l] += lanes[l + half];
     float sum = lanes[0];
-    for (size_t i = whole; i < len; i++) sum += acl_exp(y[i]);
+    for (size_t i = whole; i < len; i++) {
+        const float e = acl_exp_nonpositive(x[i] - max);
+        if (store) y[i] = e;
+        sum += e;
+    }
     return sum;
 }
 
 static void softmax_rows(const void *arg, size_t begin, size_t end)
 {
     const softmax_params *p = arg;
+    const size_t len = p->len;
     for (size_t r = begin; r < end; r++) {
-        const float *x = p->x + r * p->len;
-        float *y = p->y + r * p->len;
-        const float max = fold_row(ACL_REDUCE_MAX, x, p->len);
+        const float *x = p->x + r * len;
+        float *y = p->y + r * len;
+        const float max = fold_row(ACL_REDUCE_MAX, x, len);
         if (p->log) {
-            for (size_t i = 0; i < p->len; i++) y[i] = x[i] - max;
-            const float log_sum = logf(sum_exp(y, p->len));
-            for (size_t i = 0; i < p->len; i++) y[i] -= log_sum;
+            const float log_sum = logf(exps(x, max, NULL, len, 0));
+            for (size_t i = 0; i < len; i++) y[i] = (x[i] - max) - log_sum;
             continue;
         }
-        for (size_t i = 0; i < p->len; i++) y[i] = acl_exp(x[i] - max);
-        const float scale = 1.0f / fold_row(ACL_REDUCE_SUM, y, p->len);
-        for (size_t i = 0; i < p->len; i++) y[i] *= scale;
+        const float scale = 1.0f / exps(x, max, y, len, 1);
+        for (size_t i = 0; i < len; i++) y[i] *= scale;
     }
 }
 

@@ -119,10 +119,19 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
 
 
 def matmul_ukernel(m: int, k: int, n: int, target: Target) -> str:
-    """ArmNN's GEMM kernel rule (acltuner.armnn_default) for an M x K x N product: a 1x1 convolution."""
+    """The micro-kernel of an M x K x N product of the graph (MatMul, Gemm,
+    batched MatMul), whose A is an activation: ArmNN's GEMM kernel rule
+    (acltuner.armnn_default, as for a 1x1 convolution: a small-K kernel where
+    one runs it) without the interleaved kernels, which pack A at every run,
+    unless only they run it.  The graph's products are not tuned: over the
+    hybrid nets' MatMul shapes (`acltuner bench ops`, x86 AVX-512, 2026-11-26)
+    an interleaved pick took 1.0-2.0x the hybrid pick's time (MobileViT's
+    attention context 16x256x256x16: 0.31 -> 0.15 ms)."""
     as_conv = ConvShape(n=1, h=m, w=1, c=k, oc=n, kh=1, kw=1)
-    ukernel = armnn_ukernel(as_conv, "gemm1x1", list(target.ukernels), target.isa,
-                            target.check)
+    in_place = [uk for uk in target.ukernels if uk["style"] != "interleaved"]
+    ukernel = (armnn_ukernel(as_conv, "gemm1x1", in_place, target.isa, target.check)
+               or armnn_ukernel(as_conv, "gemm1x1", list(target.ukernels), target.isa,
+                                target.check))
     if ukernel is None:
         raise ValueError(f"no GEMM micro-kernel of this engine runs a {m}x{k}x{n} product")
     return ukernel

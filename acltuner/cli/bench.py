@@ -212,6 +212,57 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
                 round_ms, also_strict)
 
 
+@bench.command("ops")
+@click.option("--cases", default="", metavar="A,B",
+              help="Comma-separated case names (default: all; --list shows them).")
+@click.option("--list", "list_cases", is_flag=True, help="List the cases and exit.")
+@click.option("--trials", default=8, show_default=True, type=click.IntRange(1),
+              help="Measurements per task for a case with a convolution.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
+              help="Rounds per case, each in a fresh process; a time is the median of them.")
+@click.option("--repeat", default=100, show_default=True, type=click.IntRange(1),
+              help="Timed runs per engine and round.")
+@click.option("--board", "board_name", default="host", show_default=True,
+              help="Board to tune for (this machine).")
+@click.option("--out", "out_dir", default="bench-results/ops", show_default=True,
+              help="Folder for the cases' models, plans, records and ops.csv.")
+@click.option("--realtime/--no-realtime", default=True, show_default=True,
+              help="Time at the lowest real-time priority (SCHED_FIFO) where the system "
+                   "allows it.")
+def bench_ops(cases, list_cases, trials, rounds, repeat, board_name, out_dir, realtime) -> None:
+    """The operations around the convolutions, one node at a time, against
+    onnxruntime's time for the same node.
+
+    Each case is one operation at a shape of a real model: the MatMuls,
+    batched MatMuls, Softmax, LayerNorm and GELU of MobileViT, EfficientFormer
+    and ConvNeXt, the dilated convolutions of DeepLabV3 and LR-ASPP, the
+    grouped ones of ResNeXt and RegNet.  Our time is the node's in our
+    profile, onnxruntime's its own profile's (the better of 1 and 2 threads);
+    layout changes at the model's edges are left out on both sides.  The
+    last line, `ops_vs_onnxruntime: R`, is onnxruntime's time over ours,
+    geometric mean over the cases (above 1: we are faster).
+
+    \b
+    Examples:
+      acltuner bench ops
+      acltuner bench ops --cases mobilevit.softmax,convnext.gelu --rounds 5
+    """
+    from pathlib import Path
+
+    from acltuner.bench import ops
+    if list_cases:
+        for case in ops.CASES:
+            click.echo(f"{case.name:36s} {case.model}")
+        return
+    chosen = [c for c in cases.split(",") if c]
+    unknown = sorted(set(chosen) - {c.name for c in ops.CASES})
+    if unknown:
+        raise click.BadParameter(f"unknown case(s) {', '.join(unknown)}; see --list",
+                                 param_hint="--cases")
+    ops.run([c for c in ops.CASES if not chosen or c.name in chosen], trials, rounds, repeat,
+            Path(out_dir), board_name, realtime)
+
+
 @bench.command("interference")
 @_model_set_options("bench-results/interference")
 @click.option("--duty", default=1.0, show_default=True, type=click.FloatRange(0.05, 1.0),

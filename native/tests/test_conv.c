@@ -84,6 +84,13 @@ static acl_conv_shape random_shape(int family)
     case FAMILY_DEPTHWISE:
         s.group = s.c;
         s.oc = s.c * rnd(1, 3);
+        if (rnd(0, 1)) {  /* a dilated kernel's wide padding: borders of several pixels */
+            s.oc = s.c;
+            s.stride_h = s.stride_w = 1;
+            s.kh = s.kw = rnd(0, 1) ? 3 : 5;
+            s.dil_h = s.dil_w = rnd(1, 3);
+            max_pad = s.dil_w * (s.kw - 1);
+        }
         break;
     case FAMILY_GROUPED:
         s.group = rnd(2, 4);

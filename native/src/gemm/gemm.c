@@ -325,8 +325,12 @@ static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, i
 
 /* ---- units and stages -------------------------------------------------- */
 
-/* Calls fn(job, tile, chunk) for every work item of units [unit_begin,
- * unit_end); item g * nsplit + c is chunk c of global tile g. */
+/* Calls fn(job, t0, t1, chunk, nsplit) for the work items of units
+ * [unit_begin, unit_end): a job's items are its tiles for chunk 0, then its
+ * tiles for chunk 1, and so on, so that a unit's run of items is tiles
+ * sharing their chunk of B's panels.  Taken tile by tile instead, a GEMM of
+ * few rows and a large B (ResNeXt's 1x1s on 7x7: M = 49, B 8 MB) read its
+ * whole B from memory once per tile rather than once. */
 typedef void (*item_fn)(const acl_gemm_job *job, int t0, int t1, int chunk, int nsplit);
 
 static void for_unit_items(const acl_gemm_batch *batch, int unit_begin, int unit_end, item_fn fn)
@@ -336,16 +340,15 @@ static void for_unit_items(const acl_gemm_batch *batch, int unit_begin, int unit
     long long base = 0;  /* first item of job j */
     for (int j = 0; j < batch->njobs && base < i1; j++) {
         const acl_gemm_job *job = &batch->jobs[j];
-        const long long n = (job->m > 0 ? job_tiles(job) : 0) * (long long)batch->nsplit;
-        const long long a = acl_max(i0, base) - base, b = (i1 < base + n ? i1 : base + n) - base;
-        if (a < b) {
-            if (batch->nsplit == 1) {
-                fn(job, (int)a, (int)b, 0, 1);  /* whole tiles: keep the row blocking */
-            } else {
-                for (long long i = a; i < b; i++)
-                    fn(job, (int)(i / batch->nsplit), (int)(i / batch->nsplit) + 1,
-                       (int)(i % batch->nsplit), batch->nsplit);
-            }
+        const int tiles = job->m > 0 ? job_tiles(job) : 0;
+        const long long n = tiles * (long long)batch->nsplit;
+        long long a = (i0 > base ? i0 : base) - base;
+        const long long b = (i1 < base + n ? i1 : base + n) - base;
+        while (a < b) {  /* a run of tiles within one chunk: keeps the row blocking */
+            const int chunk = (int)(a / tiles), t0 = (int)(a % tiles);
+            const int t1 = (int)(t0 + (b - a) < tiles ? t0 + (b - a) : tiles);
+            fn(job, t0, t1, chunk, batch->nsplit);
+            a += t1 - t0;
         }
         base += n;
     }

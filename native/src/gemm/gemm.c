@@ -144,8 +144,13 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
         min_panels = acl_min(min_panels, acl_div_up(job->b->n, uk->nr));
     }
     if (tiles > INT_MAX) return acl_fail("GEMM batch too large: %lld tiles", tiles);
-    const int nsplit = tiles > 0 && tiles < workloads
-                           ? acl_min(acl_div_up(workloads, (int)tiles), min_panels) : 1;
+    /* Fewer tiles than workloads: N is cut into as many chunks as workloads
+     * (as the panels allow), so that a unit is one chunk of B for every tile
+     * (for_unit_items) and B, the large operand of a few-row GEMM, is read
+     * once: cut into workloads / tiles chunks, each unit was one tile of a
+     * chunk, and every chunk was read once per tile (a 32 x 1024 x 8210
+     * vocabulary projection read its 34 MB B four times). */
+    const int nsplit = tiles > 0 && tiles < workloads ? acl_min(workloads, min_panels) : 1;
     const long long items = tiles * nsplit;
     *batch = (acl_gemm_batch){
         .jobs = jobs,

@@ -79,8 +79,9 @@ size_t acl_gemm_packed_a_floats(const acl_ukernel *uk, int m, int k);
 /* The units a batch is cut into for `workloads`.  Work items are MR-row tiles
  * over the concatenated jobs; when there are fewer tiles than workloads (a
  * batch-1 fully connected layer has one), each tile's N panels are cut into
- * `nsplit` chunks too, so that small-M GEMMs still spread over the cores.  A
- * unit is a range of items. */
+ * `nsplit` chunks too (as many as workloads), so that small-M GEMMs still
+ * spread over the cores.  A unit is a range of items, a job's items taken
+ * chunk by chunk. */
 typedef struct {
     const acl_gemm_job *jobs;
     int njobs;

@@ -61,6 +61,8 @@ def _run(model: onnx.ModelProto, tmp_path):
     (5, 3, 7, 20, "forward", True, True),      # a partial block of hidden units
     (6, 2, 9, 40, "reverse", True, True),
     (4, 1, 16, 33, "forward", False, False),   # no bias, zero initial states
+    (5, 2, 12, 24, "bidirectional", True, True),  # a CRNN's: two lstms and their concats
+    (3, 1, 8, 16, "bidirectional", False, False),
 ])
 def test_lstm_matches_onnxruntime(seq, batch, size, hidden, direction, bias, states, tmp_path):
     program, got, want = _run(_lstm_model(seq, batch, size, hidden, direction=direction,
@@ -72,7 +74,6 @@ def test_lstm_matches_onnxruntime(seq, batch, size, hidden, direction, bias, sta
 
 
 @pytest.mark.parametrize("form", [
-    {"direction": "bidirectional"},
     {"extra": {"clip": 0.5}},
     {"extra": {"activations": ["Sigmoid", "Relu", "Tanh"]}},
     {"peephole": True},

@@ -220,16 +220,15 @@ float *acl_graph_arena(acl_graph *g);
  * a step may be negative but not 0, and every index read must lie inside in. */
 #define ACL_SLICE_ATTRS(F, S) F(S, INTS, starts, 0) F(S, INTS, steps, 0)
 
-/* One direction of an ONNX LSTM (layout 0, the default activations: sigmoid
- * for the gates, tanh for the cell; no peepholes, clip or coupled gates):
- * inputs x [seq, batch, input], and the initial hidden and cell states h0 and
- * c0 [batch, hidden]; out [seq + 1, batch, hidden] holds the hidden state after
- * each step, in x's order, then the last cell state.  reverse walks x from its
- * last step.  w [4 hidden, input] and r [4 hidden, hidden] hold the gates in
- * ONNX's order i, o, f, c; bias [4 hidden] is ONNX's Wb + Rb. */
-#define ACL_LSTM_ATTRS(F, S)                                                      \
-    F(S, INT, hidden, 0) F(S, INT, reverse, 0) F(S, FLOATS, w, 0) F(S, FLOATS, r, 0) \
-    F(S, FLOATS, bias, 0)
+/* The recurrence of one direction of an ONNX LSTM (layout 0, the default
+ * activations: sigmoid for the gates, tanh for the cell; no peepholes, clip
+ * or coupled gates): inputs gx [seq, batch, 4 hidden], every step's input
+ * gate sums x W^T + Wb + Rb (a matmul computes them for all steps at once),
+ * and the initial hidden and cell states h0 and c0 [batch, hidden]; out
+ * [seq + 1, batch, hidden] holds the hidden state after each step, in gx's
+ * order, then the last cell state.  reverse walks gx from its last step.
+ * r [4 hidden, hidden] holds the gates in ONNX's order i, o, f, c. */
+#define ACL_LSTM_ATTRS(F, S) F(S, INT, hidden, 0) F(S, INT, reverse, 0) F(S, FLOATS, r, 0)
 
 /* ONNX LayerNormalization over the innermost axis of x, of length D (the
  * compiler lays the normalised axes out innermost and flattens them): each

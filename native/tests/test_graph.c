@@ -1337,6 +1337,58 @@ static void chain_case(void)
     acl_graph_destroy(g);
 }
 
+/* ---- shared packed weights ---------------------------------------------------- */
+
+/* Three matmuls of one input: B1, a copy of B1 in another array (packed once
+ * with it: an unrolled RNN's steps), and B3 of the same shape but other
+ * values (never taken for B1).  Each output against its own plain product. */
+static void shared_b_case(void)
+{
+    enum { M = 5, K = 19, N = 37 };
+    static float b1[K * N], b1_copy[K * N], b3[K * N];
+    fill_random(b1, K * N, 1.0f);
+    memcpy(b1_copy, b1, sizeof b1);
+    memcpy(b3, b1, sizeof b1);
+    b3[K * N / 2] += 1.0f;  /* one weight apart */
+    const float *bs[3] = {b1, b1_copy, b3};
+    acl_ukernel_info info;
+    int found = 0;
+    for (int i = 0; !found && i < acl_ukernel_count(); i++) {
+        acl_ukernel_get(i, &info);
+        found = info.kmin < K && (!info.kmax || K <= info.kmax) && N % info.n_multiple == 0;
+    }
+    if (!found) return;
+    const acl_tensor x = {0, 2, {M, K}};
+    acl_graph *g;
+    if (acl_graph_create(M * K + 3 * M * N, &configs[1], &g) != 0) {
+        check(0, "shared b: create: %s", acl_last_error());
+        return;
+    }
+    float *arena = acl_graph_arena(g);
+    fill_random(arena, M * K, 1.0f);
+    int ok = 1;
+    for (int i = 0; ok && i < 3; i++) {
+        const acl_tensor y = {(size_t)(M * K + i * M * N), 2, {M, N}};
+        const acl_matmul_attrs a = {.ukernel = info.name, .k = K, .n = N, .b = bs[i],
+                                    .b_count = K * N};
+        ok = acl_graph_add(g, ACL_OP_MATMUL, &a, 1, &x, &y) == 0;
+    }
+    ok = ok && acl_graph_run(g, NULL) == 0;
+    if (!ok) printf("FAIL shared b: %s\n", acl_last_error());
+    double worst = 0;
+    for (int i = 0; ok && i < 3; i++)
+        for (int r = 0; r < M; r++)
+            for (int c = 0; c < N; c++) {
+                double want = 0;
+                for (int k = 0; k < K; k++) want += (double)arena[r * K + k] * bs[i][k * N + c];
+                const double got = arena[M * K + i * M * N + r * N + c];
+                const double err = fabs(got - want) / (fabs(want) + 1.0);
+                if (!(err <= worst)) worst = err;  /* NaN counts as worst */
+            }
+    check(ok && worst < 1e-4, "shared b: outputs off by %g", worst);
+    acl_graph_destroy(g);
+}
+
 /* ---- the shared workspace ------------------------------------------------------ */
 
 /* A micro-kernel both algorithms run the shape with (NULL: none). */
@@ -1586,6 +1638,7 @@ int main(int argc, char **argv)
     check_errors();
     accuracy_case();
     chain_case();
+    shared_b_case();
     shared_workspace_case();
     /* `cases` random cases per operation, one in four big enough to be split. */
     for (int i = 0; i < cases; i++)

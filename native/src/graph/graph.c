@@ -57,6 +57,7 @@ void acl_graph_destroy(acl_graph *g)
     if (!g) return;
     for (int i = 0; i < g->count; i++) node_free(&g->nodes[i]);
     free(g->nodes);
+    graph_shared_b_free(g);
     acl_free(g->workspace);
     acl_free(g->arena);
     free(g->ex_weights);

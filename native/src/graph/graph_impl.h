@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "aclgraph.h"
+#include "gemm.h"
 #include "internal.h"
 
 /* Each operation of ACL_GRAPH_OPS: acl_graph_add has checked g, the number
@@ -44,7 +45,17 @@ struct acl_graph {
     /* One scratch for every node's run buffers: nodes run one after another. */
     void *workspace;
     size_t workspace_bytes;
+    struct graph_shared_b **shared_b;  /* packed constant B matrices (shared_b.c) */
+    int shared_b_count, shared_b_capacity;
 };
+
+/* The packed form of a constant B matrix (acl_pack_b's arguments), shared by
+ * every matmul of the graph that packs the same floats for the same kernel:
+ * an unrolled RNN's steps are Gemms of one weight.  The graph owns it (freed
+ * by graph_shared_b_free); NULL on failure (acl_last_error set). */
+const acl_packed_b *graph_shared_b(acl_graph *g, const acl_ukernel *uk, int k, int n,
+                                   const float *src, ptrdiff_t stride_n, ptrdiff_t stride_c);
+void graph_shared_b_free(acl_graph *g);
 
 /* Grows the workspace to at least bytes, before the node that needs them is
  * added (no run has touched it yet, so nothing is copied). */

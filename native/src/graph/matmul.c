@@ -1,6 +1,7 @@
 /* MatMul / Gemm nodes: out[M, N] = act(in[M, K] x B + bias) on the engine's
- * macro-kernel.  B is packed, the bias copied and the A panels allocated at
- * add time; the bias and activation ride the GEMM's fused epilogue, so a run
+ * macro-kernel.  B is packed (once for every matmul of the graph with the
+ * same B: shared_b.c), the bias copied and the A panels allocated at add
+ * time; the bias and activation ride the GEMM's fused epilogue, so a run
  * allocates nothing and makes no second pass over the output. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "graph_impl.h"
 
 typedef struct {
-    acl_packed_b b;
+    const acl_packed_b *b;  /* the graph's (graph_shared_b) */
     float *bias;      /* N floats or NULL */
     float *a_packed;  /* interleaved micro-kernels only */
     acl_gemm_job job;
@@ -29,7 +30,6 @@ static int matmul_run(const void *arg, const acl_exec *ex)
 static void matmul_release(void *arg)
 {
     matmul_params *p = arg;
-    acl_packed_b_free(&p->b);
     acl_free(p->bias);
     acl_free(p->a_packed);
 }
@@ -80,14 +80,15 @@ int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_
     if (!p) return acl_fail("matmul: out of memory");
     const size_t a_floats = acl_gemm_packed_a_floats(uk, (int)m, k);
     /* Packed straight from either layout: no transposed copy of a large B. */
-    int rc = b_transposed ? acl_pack_b(uk, 1, k, n, b, k, 1, 0, &p->b)
-                          : acl_pack_b(uk, 1, k, n, b, 1, n, 0, &p->b);
+    p->b = b_transposed ? graph_shared_b(g, uk, k, n, b, k, 1)
+                        : graph_shared_b(g, uk, k, n, b, 1, n);
+    int rc = p->b ? 0 : -1;
     if (rc == 0 && bias && !(p->bias = acl_alloc((size_t)n * sizeof(float)))) rc = -1;
     if (rc == 0 && a_floats && !(p->a_packed = acl_alloc(a_floats * sizeof(float)))) rc = -1;
     if (rc == 0) {
         if (bias) memcpy(p->bias, bias, (size_t)n * sizeof(float));
         p->job = (acl_gemm_job){
-            .b = &p->b,
+            .b = p->b,
             .a = {.base = graph_ptr(g, in), .lda = k},
             .m = (int)m,
             .c = graph_ptr(g, out),

@@ -207,3 +207,22 @@ def test_every_performance_section_says_when_and_at_which_commit():
     unknown = [c for c in sorted(commits)
                if _git("rev-parse", "--verify", "--quiet", f"{c}^{{commit}}").returncode]
     assert not unknown, f"commits docs/performance.md names that git does not know: {unknown}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name != "performance.md"],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_commands_quoted_in_the_guide_take_the_options_shown(page):
+    """`acltuner CMD ... --opt` anywhere in the guide names an option CMD has.
+    performance.md is left out: its logs quote commands as they were run then."""
+    bad, seen = [], 0
+    for m in re.finditer(r"acltuner ((?:[a-z][\w-]* ?){1,2})([^`\n]*)", page.read_text()):
+        cmd, path, _ = _walk(m.group(1).split())
+        if not path:
+            continue
+        seen += 1
+        for opt in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", m.group(2)):
+            if opt not in _options(cmd) | _options(main):
+                bad.append(f"`{m.group(0).strip()}`: {' '.join(path)} has no option {opt}")
+    assert not bad, "; ".join(bad)
+    if page == README:
+        assert seen >= 20, "the README's commands were not found"

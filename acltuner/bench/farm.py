@@ -11,8 +11,8 @@ the machine's memory and its last-level cache make each other's times
 spread, so each config took more runs with two boards than with one, and the
 two tunes would not do the same work per measurement (measured here, quiet:
 farm_speedup 1.31 with it, 1.82 without).
-Before it, the per-batch costs that bound a larger farm (README, Board
-farms): a scheduler round trip to a member, and a batch of records appended
+Before it, the per-batch costs that bound a larger farm (docs/boards.md,
+Board farms): a scheduler round trip to a member, and a batch of records appended
 (flushed and fsynced) on the workstation."""
 from __future__ import annotations
 

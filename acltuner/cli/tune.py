@@ -54,7 +54,7 @@ if TYPE_CHECKING:
                    "class (an embedded Dask cluster on this machine, one worker per board).")
 @click.option("--farm", "farm_path", default=None, metavar="FARM.yaml",
               help="A farm from a file: its members, each a host or cores of this machine, "
-                   "with its board file (README: Board farms).")
+                   "with its board file (docs/boards.md: Board farms).")
 @click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
               help="A farm on a running Dask cluster, whose workers were started with "
                    "'acltuner farm worker' (tls://HOST:PORT with the --tls options).")

@@ -20,6 +20,12 @@
 /* Rows of A per row block, reused from L2 across all N panels
  * (MC_ROWS x KC_TARGET floats = 128 KB). */
 #define MC_ROWS 128
+/* A batch whose B is this many times A's size or more is cut by N, not by
+ * rows: each unit reads its own chunk of B once and all of A, the small
+ * operand, again.  Cut by rows, every thread streamed all of B, and the
+ * rows rarely split evenly: ResNeXt's 1024 -> 2048 1x1 on 7x7 (M = 49, B
+ * 8 MB) took 0.72 ms, and 0.63 ms cut by N. */
+#define B_OVER_A 4
 /* K blocks are rounded to this so NEON kernels load A four floats at a time. */
 #define K_GRAIN 4
 
@@ -123,6 +129,7 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
     if (njobs < 0 || (njobs > 0 && !jobs)) return acl_fail("GEMM batch has no jobs");
     const acl_ukernel *uk = NULL;
     long long tiles = 0;
+    double a_floats = 0, b_floats = 0;
     int min_panels = INT_MAX;
     for (int j = 0; j < njobs; j++) {
         const acl_gemm_job *job = &jobs[j];
@@ -141,16 +148,20 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
         if (uk->style == ACL_STYLE_INTERLEAVED && !job->a_packed)
             return acl_fail("GEMM job %d: %s needs an A packing buffer", j, uk->name);
         tiles += job_tiles(job);
+        a_floats += (double)job->m * job_k(job);
+        b_floats += (double)job_k(job) * job->b->n;
         min_panels = acl_min(min_panels, acl_div_up(job->b->n, uk->nr));
     }
     if (tiles > INT_MAX) return acl_fail("GEMM batch too large: %lld tiles", tiles);
-    /* Fewer tiles than workloads: N is cut into as many chunks as workloads
-     * (as the panels allow), so that a unit is one chunk of B for every tile
-     * (for_unit_items) and B, the large operand of a few-row GEMM, is read
-     * once: cut into workloads / tiles chunks, each unit was one tile of a
-     * chunk, and every chunk was read once per tile (a 32 x 1024 x 8210
-     * vocabulary projection read its 34 MB B four times). */
-    const int nsplit = tiles > 0 && tiles < workloads ? acl_min(workloads, min_panels) : 1;
+    /* Fewer tiles than workloads, or a B much larger than A (B_OVER_A): N is
+     * cut into as many chunks as workloads (as the panels allow), so that a
+     * unit is one chunk of B for every tile (for_unit_items) and B, the large
+     * operand, is read once: cut into workloads / tiles chunks, each unit was
+     * one tile of a chunk, and every chunk was read once per tile (a 32 x 1024
+     * x 8210 vocabulary projection read its 34 MB B four times). */
+    const int nsplit = tiles > 0 && (tiles < workloads || B_OVER_A * a_floats <= b_floats)
+                           ? acl_min(workloads, min_panels)
+                           : 1;
     const long long items = tiles * nsplit;
     *batch = (acl_gemm_batch){
         .jobs = jobs,

@@ -78,10 +78,11 @@ size_t acl_gemm_packed_a_floats(const acl_ukernel *uk, int m, int k);
 
 /* The units a batch is cut into for `workloads`.  Work items are MR-row tiles
  * over the concatenated jobs; when there are fewer tiles than workloads (a
- * batch-1 fully connected layer has one), each tile's N panels are cut into
- * `nsplit` chunks too (as many as workloads), so that small-M GEMMs still
- * spread over the cores.  A unit is a range of items, a job's items taken
- * chunk by chunk. */
+ * batch-1 fully connected layer has one), or B is much larger than A (a 1x1
+ * convolution on 7x7), each tile's N panels are cut into `nsplit` chunks too
+ * (as many as workloads), so that small-M GEMMs still spread over the cores
+ * and read B once.  A unit is a range of items, a job's items taken chunk by
+ * chunk. */
 typedef struct {
     const acl_gemm_job *jobs;
     int njobs;

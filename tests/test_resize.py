@@ -134,6 +134,24 @@ def test_nchw_map_is_resized_without_a_transpose_first(tmp_path):
     assert "linear resize 4x4 -> 10x7" in kinds
 
 
+def test_upsampled_model_output_is_resized_in_onnx_order(tmp_path):
+    """A segmentation head's last Resize writes the model's output: its small
+    input goes to ONNX's order, so the output leaves with a plain copy, and
+    the planar path covers rows wider than its column chunk (600 > 512)."""
+    b = GraphBuilder(seed=5, input_shape=(1, 3, 12, 40), opset=13)
+    y = b.node("Resize", [b.conv(b.input, "logits", 5, 3, pads=1), "", _scales(b, "s", 4, 15)],
+               "up", mode="linear", coordinate_transformation_mode="half_pixel")
+    path = tmp_path / "head.onnx"
+    onnx.save(b.model(y, "head"), path)
+    report = run_check(default_plan(path, tmp_path), "--profile")
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+    kinds = [n["kind"] for n in report["nodes"]]
+    assert "linear resize 12x40 -> 48x600" in kinds
+    # One transpose: the logits (5 x 12 x 40) into ONNX's order, not the output.
+    assert [n["node"] for n in report["nodes"] if n["kind"] == "transpose"] == [
+        "logits (layout)"]
+
+
 def _cubic(b):
     return b.node("Resize", [_features(b), "", _scales(b, "s", 2, 2)], "up", mode="cubic")
 

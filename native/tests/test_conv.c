@@ -87,8 +87,9 @@ static acl_conv_shape random_shape(int family)
         if (rnd(0, 1)) {  /* a dilated kernel's wide padding: borders of several pixels */
             s.oc = s.c;
             s.stride_h = s.stride_w = 1;
-            s.kh = s.kw = rnd(0, 1) ? 3 : 5;
+            s.kh = s.kw = 3 + 2 * rnd(0, 2);
             s.dil_h = s.dil_w = rnd(1, 3);
+            s.w = rnd(1, 40);  /* rows of several interior runs */
             max_pad = s.dil_w * (s.kw - 1);
         }
         break;

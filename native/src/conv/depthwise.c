@@ -101,6 +101,10 @@ static void pixel_rows(void *arg, int begin, int end, int worker)
  * bias, so a partial last block needs no special weights; only its input
  * loads near the end of the tensor and its stores are shortened. */
 
+/* The widest kernel the sliding runs hold in registers: 7 weight vectors
+ * beside PIXEL_RUN sums. */
+#define SLIDING_KW_MAX 7
+
 static int channel_block_check(const conv_algo *self, const acl_conv_shape *s,
                                const conv_dims *d, const acl_ukernel *uk)
 {
@@ -174,6 +178,27 @@ typedef struct {
     int oy, ky0, ky1, len;
 } block_row;
 
+/* The sums of output pixels [ox, ox + count) of a block row through the
+ * epilogue into the output. */
+static inline __attribute__((always_inline)) void store_pixels(const block_row *r, int ox,
+                                                               const int count, const int len,
+                                                               const channel_vec *acc)
+{
+    /* Locals, as in direct_nhwc.c: the stores may alias *r for all the
+     * compiler knows. */
+    const channel_clamp clamp = r->clamp;
+    const channel_vec bias = r->bias;
+    const float *const residual = r->residual, *const r_end = r->r_end;
+    float *const y = r->y;
+    for (int p = 0; p < count; p++) {
+        channel_vec v = acc[p] + bias;
+        const size_t at = (size_t)(ox + p) * r->s->oc;
+        if (residual) v += load_block(residual + at, len, r_end);
+        v = channel_clamp_apply(&clamp, v);
+        memcpy(y + at, &v, (size_t)len * sizeof(float));
+    }
+}
+
 /* Output pixels [ox, ox + count) of a block row; `checked`: their column taps
  * are bounded per pixel (count 1), else all of them lie inside the input.
  * Inlined with constant count, kw, len == CHANNEL_BLOCK, checked and cg (1:
@@ -218,19 +243,37 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
             }
         }
     }
-    /* Locals, as in direct_nhwc.c: the stores may alias *r for all the
-     * compiler knows. */
-    const channel_clamp clamp = r->clamp;
-    const channel_vec bias = r->bias;
-    const float *const residual = r->residual, *const r_end = r->r_end;
-    float *const y = r->y;
-    for (int p = 0; p < count; p++) {
-        channel_vec v = acc[p] + bias;
-        const size_t at = (size_t)(ox + p) * s->oc;
-        if (residual) v += load_block(residual + at, len, r_end);
-        v = channel_clamp_apply(&clamp, v);
-        memcpy(y + at, &v, (size_t)len * sizeof(float));
+    store_pixels(r, ox, count, len, acc);
+}
+
+/* A depthwise row's interior run at stride 1 and dilation 1: each input pixel
+ * is loaded once and multiplied into every sum of the run that reads it, the
+ * row's kw weight vectors held in registers, where block_pixels loads it once
+ * per tap (ConvNeXt's 7x7: 14 loads per kernel row instead of 56).  Each sum
+ * still adds its taps in the same order, so the results are the same bit for
+ * bit.  kw and len are constants where inlined. */
+static inline __attribute__((always_inline)) void block_pixels_sliding(const block_row *r, int ox,
+                                                                       const int kw,
+                                                                       const int len)
+{
+    const acl_conv_shape *s = r->s;
+    const size_t c = (size_t)s->c;
+    channel_vec acc[PIXEL_RUN], wv[SLIDING_KW_MAX];
+    for (int p = 0; p < PIXEL_RUN; p++) acc[p] = (channel_vec){0};
+    for (int ky = r->ky0; ky < r->ky1; ky++) {
+        const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
+        const float *xp = r->x + ((size_t)iy * s->w + (size_t)(ox - s->pad_left)) * c;
+        for (int kx = 0; kx < kw; kx++)
+            wv[kx] = load_vec(r->weight + (size_t)(ky * kw + kx) * CHANNEL_BLOCK);
+#pragma GCC unroll 16
+        for (int j = 0; j < PIXEL_RUN + kw - 1; j++) {
+            const channel_vec xv = load_block(xp + (size_t)j * c, len, r->x_end);
+#pragma GCC unroll 8
+            for (int kx = 0; kx < kw; kx++)
+                if (j - kx >= 0 && j - kx < PIXEL_RUN) acc[j - kx] += xv * wv[kx];
+        }
     }
+    store_pixels(r, ox, PIXEL_RUN, len, acc);
 }
 
 /* The block row's pixels: left border, interior runs, right border. */
@@ -238,31 +281,42 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
                                                                    int lo, int hi, const int kw,
                                                                    const int len, const int cg)
 {
+    const int sliding = cg == 1 && __builtin_constant_p(kw) && kw <= SLIDING_KW_MAX &&
+                        r->s->stride_w == 1 && r->s->dil_w == 1;
     int ox = 0;
     for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
-    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg);
+    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) {
+        if (sliding) block_pixels_sliding(r, ox, kw, len);
+        else block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg);
+    }
     /* The pixels a whole run does not reach: one more run ending at hi,
      * recomputing some pixels to the values they hold, rather than one at a
      * time (up to 7 of a 56-pixel row). */
-    if (ox < hi && hi - lo >= PIXEL_RUN)
-        block_pixels(r, hi - PIXEL_RUN, PIXEL_RUN, kw, len, 0, cg);
-    else
+    if (ox < hi && hi - lo >= PIXEL_RUN) {
+        if (sliding) block_pixels_sliding(r, hi - PIXEL_RUN, kw, len);
+        else block_pixels(r, hi - PIXEL_RUN, PIXEL_RUN, kw, len, 0, cg);
+    } else
         for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0, cg);
     for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
 }
 
-/* Specialised for the common kernel widths and for full blocks. */
+/* Specialised for the common kernel widths, and for full blocks. */
+static inline __attribute__((always_inline)) void block_row_kw(const block_row *r, int ow, int lo,
+                                                               int hi, const int len, const int cg)
+{
+    switch (r->s->kw) {
+    case 3: block_row_pixels(r, ow, lo, hi, 3, len, cg); break;
+    case 5: block_row_pixels(r, ow, lo, hi, 5, len, cg); break;
+    case 7: block_row_pixels(r, ow, lo, hi, 7, len, cg); break;
+    default: block_row_pixels(r, ow, lo, hi, r->s->kw, len, cg); break;
+    }
+}
+
 static inline __attribute__((always_inline)) void block_row_widths(const block_row *r, int ow,
                                                                    int lo, int hi, const int cg)
 {
-    const int kw = r->s->kw;
-    if (r->len == CHANNEL_BLOCK) {
-        if (kw == 3) block_row_pixels(r, ow, lo, hi, 3, CHANNEL_BLOCK, cg);
-        else if (kw == 5) block_row_pixels(r, ow, lo, hi, 5, CHANNEL_BLOCK, cg);
-        else block_row_pixels(r, ow, lo, hi, kw, CHANNEL_BLOCK, cg);
-    } else {
-        block_row_pixels(r, ow, lo, hi, kw, r->len, cg);
-    }
+    if (r->len == CHANNEL_BLOCK) block_row_kw(r, ow, lo, hi, CHANNEL_BLOCK, cg);
+    else block_row_kw(r, ow, lo, hi, r->len, cg);
 }
 
 /* Grouped rows, for each group width that divides a block (grouped_check),

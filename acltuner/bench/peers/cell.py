@@ -1,0 +1,174 @@
+"""One peer engine on one model of `bench compare`: its conversion (cached in
+the output folder), a first run whose outputs are checked against
+onnxruntime's, and the timers that take their turns in compare.py's rounds,
+at 1 thread and at every CPU this process may use."""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from acltuner.atomic import write_atomic
+from acltuner.bench.peers import PEERS, missing
+from acltuner.bench.peers.worker import load_io, load_outputs
+
+# The cache stamp of a conversion: a new version of it invalidates old ones.
+CONVERT_SCHEMA = 1
+
+
+def _worker(*args: str) -> list[str]:
+    return [sys.executable, "-m", "acltuner.bench.peers.worker", *args]
+
+
+def all_threads() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def thread_settings() -> tuple[int, ...]:
+    return tuple(sorted({1, all_threads()}))
+
+
+def reference(model: Path, shapes: dict, io_path: Path) -> Path:
+    """The inputs every engine gets and onnxruntime's outputs for them."""
+    from acltuner.bench.compare import _call
+    io_path.parent.mkdir(parents=True, exist_ok=True)
+    _call(_worker("reference", str(model), json.dumps(shapes), str(io_path)))
+    return io_path
+
+
+@dataclass
+class Cell:
+    engine: str
+    problem: str | None = None  # not installed, conversion or run failed: one line
+    wrong: str | None = None  # why its outputs are not onnxruntime's, when they are not
+    max_rel_diff: float | None = None
+    artifact: Path | None = None
+    times: dict[int, dict] = field(default_factory=dict)  # threads -> compare._rounds' summary
+
+    @property
+    def best_threads(self) -> int | None:
+        return min(self.times, key=lambda t: self.times[t]["median_ms"]) if self.times else None
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.times[self.best_threads]["median_ms"] if self.times else None
+
+    @property
+    def counted(self) -> bool:
+        """Whether the cell has a time for an output that is right."""
+        return self.median_ms is not None and self.wrong is None and self.problem is None
+
+    def to_json(self) -> dict:
+        return {"engine": self.engine, "problem": self.problem, "wrong": self.wrong,
+                "max_rel_diff": self.max_rel_diff, "best_threads": self.best_threads,
+                "median_ms": self.median_ms,
+                "threads": {str(t): summary for t, summary in self.times.items()}}
+
+
+def _versions(engine: str) -> dict[str, str]:
+    return {p: importlib.metadata.version(p) for p in PEERS[engine][0]}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _convert(engine: str, model: Path, io_path: Path, workdir: Path) -> Path:
+    """The engine's artifact for the model at these inputs, converted once: a
+    stamp beside it names what it was made from and by which versions."""
+    from acltuner.bench.compare import _json_run
+    inputs, _ = load_io(io_path)
+    made_from = {"schema": CONVERT_SCHEMA, "engine": engine, "versions": _versions(engine),
+                 "model_sha256": _sha256(model),
+                 "inputs": {n: [list(a.shape), a.dtype.name] for n, a in inputs.items()}}
+    stamp = workdir / "convert.json"
+    try:
+        cached = json.loads(stamp.read_text())
+        artifact = workdir / cached["artifact"]
+        if {k: v for k, v in cached.items() if k != "artifact"} == made_from and artifact.exists():
+            return artifact
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no stamp, or not one of ours: convert again
+    workdir.mkdir(parents=True, exist_ok=True)
+    artifact = Path(_json_run(_worker("convert", engine, str(model.resolve()), str(io_path),
+                                      str(workdir)))["artifact"])
+    if artifact.resolve().parent == workdir.resolve():
+        write_atomic(stamp, json.dumps({**made_from, "artifact": artifact.name}, indent=1) + "\n")
+    return artifact
+
+
+def judge(outputs: list[np.ndarray], references: list[np.ndarray],
+          tolerance: float) -> tuple[float | None, str | None]:
+    """(max |diff| / max |onnxruntime's| of the worst output, why they are
+    wrong or None), as `acltuner run --check` judges ours.  An engine that
+    drops a batch axis of 1 (ncnn) has the same values in another shape."""
+    from acltuner.runtime.measure import _worst
+    if len(outputs) != len(references):
+        return None, f"{len(outputs)} outputs, onnxruntime {len(references)}"
+    for i, (out, ref) in enumerate(zip(outputs, references)):
+        if out.size != ref.size:
+            return None, f"output {i} has shape {list(out.shape)}, onnxruntime {list(ref.shape)}"
+    rel = _worst([o.reshape(r.shape) for o, r in zip(outputs, references)], references)[1]
+    if not np.isfinite(rel):
+        return None, "outputs not finite"
+    return rel, (f"max rel diff {rel:.3g} > {tolerance:g}" if rel > tolerance else None)
+
+
+def prepare(engine: str, model: Path, io_path: Path, workdir: Path, realtime: bool) -> Cell:
+    """The engine converted and run once on the reference inputs, its outputs
+    judged; a cell with a problem is left out of the rounds."""
+    from acltuner.bench.compare import _json_run
+    from acltuner.cli.run import CHECK_TOLERANCE
+    cell = Cell(engine, problem=missing(engine))
+    if cell.problem:
+        return cell
+    try:
+        cell.artifact = _convert(engine, model, io_path, workdir)
+    except ValueError as e:
+        cell.problem = f"conversion failed: {_reason(e)}"
+        return cell
+    out = workdir / "outputs.npz"
+    try:
+        _json_run(_worker("run", engine, str(cell.artifact), str(io_path), "1", "1", "1",
+                          str(out)), realtime)
+    except ValueError as e:
+        cell.problem = f"run failed: {_reason(e)}"
+        return cell
+    cell.max_rel_diff, cell.wrong = judge(load_outputs(out), list(load_io(io_path)[1].values()),
+                                          CHECK_TOLERANCE)
+    return cell
+
+
+def _reason(e: ValueError) -> str:
+    """The engine's own line, without compare._call's command in front."""
+    return str(e).split("failed: ", 1)[-1]
+
+
+def timers(cell: Cell, io_path: Path, workdir: Path, runs: int, realtime: bool) -> dict:
+    """compare._rounds' timers of the cell at each thread setting; a run that
+    fails gives None, and the cell its problem."""
+    from acltuner.bench.compare import _json_run
+
+    def timer(threads: int):
+        def once() -> dict | None:
+            try:
+                return _json_run(_worker("run", cell.engine, str(cell.artifact), str(io_path),
+                                         str(threads), str(runs), "3",
+                                         str(workdir / "outputs.npz")), realtime)
+            except ValueError as e:
+                cell.problem = f"run failed: {_reason(e)}"
+                return None
+        return once
+    if cell.problem:
+        return {}
+    return {f"{cell.engine}_{t}t": timer(t) for t in thread_settings()}

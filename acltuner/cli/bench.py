@@ -228,8 +228,8 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     chosen = [e for e in engines.split(",") if e]
     unknown = [e for e in chosen if e not in ENGINES]
     if unknown:
-        raise click.BadParameter(f"unknown engine(s) {', '.join(unknown)}; the engines: "
-                                 f"{', '.join(ENGINES)}", param_hint="--engines")
+        raise ValueError(f"--engines: unknown engine(s) {', '.join(unknown)}; the engines: "
+                         f"{', '.join(ENGINES)}")
     out = Path(out_dir)
     compare.run(_chosen_models(models, model_dir, out), trials, repeat, out, board_name,
                 Path(records_path) if records_path else out / "records.jsonl", rounds, realtime,

@@ -19,11 +19,15 @@ import importlib.util
 # always timed it, and its outputs are what every peer's are checked against.
 ONNXRUNTIME = "ort"
 
+# pnnx is not in the `peers` extra: its wheel requires PyTorch, which its
+# ONNX route does not use, so it is installed with --no-deps (scripts/setup.sh).
+PNNX_VERSION = "20261020"
+_EXTRA = "pip install 'acltuner[peers]'"
 # Engine -> the packages it needs (import names) and how to install them.
 PEERS: dict[str, tuple[tuple[str, ...], str]] = {
-    "openvino": (("openvino",), "pip install 'acltuner[peers]'"),
-    "ncnn": (("ncnn", "pnnx"), "pip install 'acltuner[peers]' && pip install --no-deps pnnx"),
-    "mnn": (("MNN",), "pip install 'acltuner[peers]'"),
+    "openvino": (("openvino",), _EXTRA),
+    "ncnn": (("ncnn", "pnnx"), f"{_EXTRA} && pip install --no-deps pnnx=={PNNX_VERSION}"),
+    "mnn": (("MNN",), _EXTRA),
 }
 # Engines users ask for that have no route from ONNX here: the one line says why.
 UNSUPPORTED = {

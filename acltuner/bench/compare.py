@@ -13,7 +13,9 @@ processes run at the lowest real-time priority (SCHED_FIFO) where the system
 allows it, all three alike: the machine's other load then stays out of every
 side of the comparison.  A tuned plan that runs every node as the default
 plan does (the in-context check found no gain in the model) is marked
-"same plan" and never counted as slower than the default.
+"same plan" and never counted as slower than the default.  The engines users
+pick instead (`peers`: OpenVINO, ncnn, MNN) take their turns in the same
+rounds, between onnxruntime's and ours, each in a process of its own.
 """
 from __future__ import annotations
 
@@ -212,12 +214,9 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
         timers = {
             "ort_1t": lambda: onnxruntime_run(model, 1, runs, 3, shapes, realtime),
             "ort_2t": lambda: onnxruntime_run(model, 2, runs, 3, shapes, realtime),
-            "default": lambda: _json_run(_acltuner("run", str(default_plan), *timing), realtime),
-            "tuned": lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime),
         }
-        if also_strict:
-            timers["strict"] = lambda: _json_run(
-                _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), realtime)
+        # The peers' turns come between onnxruntime's and ours, each in a process
+        # of its own that has exited before the next turn starts.
         if peers:
             io_path = peer_cell.reference(model, shapes, out_dir / "peers" / name / "io.npz")
         cells[name] = {}
@@ -227,11 +226,13 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                                                            realtime)
             if cell.problem:
                 click.echo(f"  {name}: {cell.engine}: {cell.problem}", err=True)
-            # Between onnxruntime's turns and ours, each in a process of its own
-            # that has exited before the next turn starts.
-            timers = {**{k: timers[k] for k in ("ort_1t", "ort_2t")},
-                      **peer_cell.timers(cell, io_path, workdir, runs, realtime),
-                      **{k: v for k, v in timers.items() if k not in ("ort_1t", "ort_2t")}}
+            timers.update(peer_cell.timers(cell, io_path, workdir, runs, realtime))
+        timers["default"] = lambda: _json_run(_acltuner("run", str(default_plan), *timing),
+                                              realtime)
+        timers["tuned"] = lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime)
+        if also_strict:
+            timers["strict"] = lambda: _json_run(
+                _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), realtime)
         times = _rounds(timers, rounds)
         for cell in cells[name].values():
             cell.times = {t: times[f"{cell.engine}_{t}t"] for t in peer_cell.thread_settings()

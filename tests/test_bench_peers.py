@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import struct
 import tomllib
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from acltuner.bench import compare
 from acltuner.bench.peers import PEERS, PNNX_VERSION, UNSUPPORTED, missing
 from acltuner.bench.peers import cell as peer_cell
 from acltuner.cli.run import CHECK_TOLERANCE
+from acltuner.report import figures
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error, invoke
 
@@ -146,6 +148,10 @@ def test_missing_failed_and_wrong_engines_are_lines_and_not_counted(tmp_path, mo
     assert set(mnn["threads"]) == {str(t) for t in peer_cell.thread_settings()}
     assert mnn["median_ms"] == min(t["median_ms"] for t in mnn["threads"].values())
     assert row["peers"]["ncnn"]["median_ms"] is None
+    # The chart of the engines, at the size its figure says.
+    png = (out / "engines.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == figures.engines_size(1)
 
 
 def test_without_engines_the_table_is_as_before(tmp_path):

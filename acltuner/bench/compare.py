@@ -254,12 +254,14 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                    f"({runs} runs per round)", err=True)
         if peers:
             rows[-1].update(_fastest(rows[-1], cells[name]))
-    write_atomic(out_dir / "compare.json", json.dumps(
-        {"schema": COMPARE_SCHEMA, "engines": [ONNXRUNTIME, *absent],
-         "missing": {e: line for e, line in absent.items() if line},
-         "threads": list(peer_cell.thread_settings()),
-         "rows": [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
-                  for r in rows]}, indent=1) + "\n")
+    data = {"schema": COMPARE_SCHEMA, "engines": [ONNXRUNTIME, *absent],
+            "missing": {e: line for e, line in absent.items() if line},
+            "threads": list(peer_cell.thread_settings()),
+            "rows": [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
+                     for r in rows]}
+    write_atomic(out_dir / "compare.json", json.dumps(data, indent=1) + "\n")
+    if peers:
+        _chart(data["rows"], out_dir)
     with (out_dir / "compare.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -308,6 +310,17 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                    f"{_geomean([r['tuned_vs_fastest'] for r in rows]):.3f}")
     click.echo(f"geomean_vs_onnxruntime: {vs_ort:.3f}")
     return vs_ort
+
+
+def _chart(rows: list[dict], out_dir: Path) -> None:
+    """OUT/engines.png, where matplotlib is installed (the `report` extra)."""
+    from acltuner.report import figures
+    from acltuner.report.gather import ReportError
+    try:
+        figures.engines(rows, out_dir)
+    except ReportError:
+        click.echo("no engines.png: it is drawn with matplotlib: pip install "
+                   "'acltuner[report]'", err=True)
 
 
 def _fastest(row: dict, cells: dict) -> dict:

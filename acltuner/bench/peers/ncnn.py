@@ -47,8 +47,14 @@ def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], 
     opt.use_vulkan_compute = False
     opt.use_fp16_packed = opt.use_fp16_storage = opt.use_fp16_arithmetic = False
     opt.use_bf16_storage = False
-    if net.load_param(str(artifact)) or net.load_model(str(artifact.with_suffix(".bin"))):
-        raise ValueError(f"ncnn could not load {artifact}")
+    if net.load_param(str(artifact)):
+        # pnnx keeps an operation it cannot map as a layer ncnn does not have.
+        kinds = {line.split()[0] for line in artifact.read_text().splitlines()[2:] if line.strip()}
+        unknown = sorted(k for k in kinds if ncnn.layer_to_index(k) < 0)
+        raise ValueError(f"ncnn has no layer {', '.join(unknown)}" if unknown
+                         else f"ncnn could not load {artifact}")
+    if net.load_model(str(artifact.with_suffix(".bin"))):
+        raise ValueError(f"ncnn could not load {artifact.with_suffix('.bin')}")
     # The Mats borrow the arrays' memory: both must outlive the runs.
     arrays = [np.ascontiguousarray(a[0] if a.ndim > 1 and a.shape[0] == 1 else a)
               for a in inputs.values()]

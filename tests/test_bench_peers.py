@@ -19,6 +19,7 @@ import yaml
 from acltuner.bench import compare
 from acltuner.bench.peers import PEERS, PNNX_VERSION, UNSUPPORTED, missing
 from acltuner.bench.peers import cell as peer_cell
+from acltuner.bench.peers.worker import load_io, save_arrays
 from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.report import figures
 from acltuner.zoo.builder import GraphBuilder
@@ -75,6 +76,32 @@ def test_a_conversion_is_made_once_and_kept_in_the_output_folder(engine, tmp_pat
     io_path = peer_cell.reference(model, {}, io_path)
     peer_cell.prepare(engine, model, io_path, workdir, realtime=False)
     assert first.stat().st_mtime_ns != made
+
+
+def test_where_onnxruntime_is_off_the_float64_reference_judges(tmp_path, monkeypatch):
+    _needs("mnn")
+    model = _conv_relu(tmp_path / "models")
+    io_path = peer_cell.reference(model, {}, tmp_path / "out" / "io.npz")
+    workdir = tmp_path / "out" / "mnn"
+    inputs, outputs = load_io(io_path)
+    # onnxruntime's outputs 2% off: MNN's are still right, by the float64 reference.
+    save_arrays(io_path, {"inputs": list(inputs), "outputs": list(outputs)},
+                {"in0": inputs["input"], "out0": next(iter(outputs.values())) * 1.02})
+    cell = peer_cell.prepare("mnn", model, io_path, workdir, realtime=False)
+    assert cell.wrong is None and cell.max_rel_diff > CHECK_TOLERANCE
+    assert cell.float64_rel_diff <= CHECK_TOLERANCE
+    assert peer_cell._float64_path(io_path).is_file()
+    # New reference inputs drop the float64 outputs of the old ones.
+    peer_cell.reference(model, {}, io_path)
+    assert not peer_cell._float64_path(io_path).exists()
+    # MNN's outputs 2% off: wrong against both.
+    real_load = peer_cell.load_outputs
+    monkeypatch.setattr(peer_cell, "load_outputs",
+                        lambda path: [a * 1.02 for a in real_load(path)]
+                        if path.parent == workdir else real_load(path))
+    cell = peer_cell.prepare("mnn", model, io_path, workdir, realtime=False)
+    assert re.fullmatch(r"max rel diff 0\.02 > 0\.001; against float64 0\.02", cell.wrong), \
+        cell.wrong
 
 
 def test_outputs_are_judged_as_run_check_judges_ours():

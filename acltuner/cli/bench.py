@@ -212,7 +212,8 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     from the ONNX model by its own tools (cached in OUT/peers), batch 1, fp32,
     at 1 thread and at all threads, in its own process in the same rounds; its
     better setting is its time (both are in OUT/compare.json).  Each one's
-    outputs are checked against onnxruntime's: a wrong one is marked WRONG
+    outputs are checked as `run --check` checks ours (against onnxruntime's,
+    and where they differ, a float64 reference): a wrong one is marked WRONG
     and not counted.  The table gains a column per engine, the fastest engine
     and ours against it; `geomean_vs_fastest: R` comes before the last line.
 

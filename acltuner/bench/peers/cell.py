@@ -16,7 +16,7 @@ import numpy as np
 
 from acltuner.atomic import write_atomic
 from acltuner.bench.peers import PEERS, missing
-from acltuner.bench.peers.worker import load_io, load_outputs
+from acltuner.bench.peers.worker import load_io, load_outputs, save_arrays
 
 # The cache stamp of a conversion: a new version of it invalidates old ones.
 CONVERT_SCHEMA = 1
@@ -38,8 +38,30 @@ def reference(model: Path, shapes: dict, io_path: Path) -> Path:
     """The inputs every engine gets and onnxruntime's outputs for them."""
     from acltuner.bench.compare import _call
     io_path.parent.mkdir(parents=True, exist_ok=True)
+    _float64_path(io_path).unlink(missing_ok=True)  # made for the inputs it replaces
     _call(_worker("reference", str(model), json.dumps(shapes), str(io_path)))
     return io_path
+
+
+def _float64_path(io_path: Path) -> Path:
+    return io_path.with_name("float64.npz")
+
+
+def _float64(model: Path, io_path: Path) -> tuple[list[np.ndarray] | None, str | None]:
+    """The model's outputs in float64 for the reference inputs (computed once
+    per model, for the first engine that disagrees with onnxruntime), or why
+    there are none."""
+    from acltuner.cli.run import REFERENCE_TIMEOUT_S
+    from acltuner.runtime.reference import reference as float64_reference
+    path = _float64_path(io_path)
+    if not path.is_file():
+        inputs, outputs = load_io(io_path)
+        ref = float64_reference(str(model), inputs, list(outputs), REFERENCE_TIMEOUT_S)
+        if ref.outputs is None:
+            return None, ref.problem
+        save_arrays(path, {"inputs": [], "outputs": list(ref.outputs)},
+                    {f"out{i}": a for i, a in enumerate(ref.outputs.values())})
+    return load_outputs(path), None
 
 
 @dataclass
@@ -48,6 +70,7 @@ class Cell:
     problem: str | None = None  # not installed, conversion or run failed: one line
     wrong: str | None = None  # why its outputs are not onnxruntime's, when they are not
     max_rel_diff: float | None = None
+    float64_rel_diff: float | None = None  # only where it disagrees with onnxruntime
     artifact: Path | None = None
     times: dict[int, dict] = field(default_factory=dict)  # threads -> compare._rounds' summary
 
@@ -66,7 +89,8 @@ class Cell:
 
     def to_json(self) -> dict:
         return {"engine": self.engine, "problem": self.problem, "wrong": self.wrong,
-                "max_rel_diff": self.max_rel_diff, "best_threads": self.best_threads,
+                "max_rel_diff": self.max_rel_diff, "float64_rel_diff": self.float64_rel_diff,
+                "best_threads": self.best_threads,
                 "median_ms": self.median_ms,
                 "threads": {str(t): summary for t, summary in self.times.items()}}
 
@@ -146,8 +170,18 @@ def prepare(engine: str, model: Path, io_path: Path, workdir: Path, realtime: bo
     except ValueError as e:
         cell.problem = f"run failed: {_reason(e)}"
         return cell
-    cell.max_rel_diff, cell.wrong = judge(load_outputs(out), list(load_io(io_path)[1].values()),
+    outputs = load_outputs(out)
+    cell.max_rel_diff, cell.wrong = judge(outputs, list(load_io(io_path)[1].values()),
                                           CHECK_TOLERANCE)
+    if cell.wrong and cell.max_rel_diff is not None:
+        # As `run --check` judges ours: where onnxruntime is the one off, the
+        # float64 reference says so.
+        exact, problem = _float64(model, io_path)
+        if exact is None:
+            cell.wrong += f" (no float64 reference: {problem})"
+        else:
+            cell.float64_rel_diff, wrong = judge(outputs, exact, CHECK_TOLERANCE)
+            cell.wrong = wrong and f"{cell.wrong}; against float64 {cell.float64_rel_diff:.3g}"
     return cell
 
 

@@ -33,5 +33,10 @@ def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], 
         start = time.perf_counter()
         request.infer(inputs)
         times.append(time.perf_counter() - start)
-    outputs = {o.get_any_name(): request.get_tensor(o).data.copy() for o in compiled.outputs}
+    # An output tensor may have several names; the ONNX graph's is one of them.
+    outputs = {name: request.get_tensor(o).data.copy()
+               for o in compiled.outputs for name in o.get_names()}
+    missing = [n for n in output_names if n not in outputs]
+    if missing:
+        raise ValueError(f"OpenVINO has no output {', '.join(missing)}")
     return times, [outputs[n] for n in output_names]

@@ -26,6 +26,7 @@ from acltuner.zoo.builder import GraphBuilder
 from cli_checks import assert_one_line_error, invoke
 
 ROOT = Path(__file__).resolve().parents[1]
+HERE = peer_cell.Here(realtime=False)
 
 
 def _conv_relu(folder: Path, input_shape=(1, 3, 12, 10)) -> Path:
@@ -49,11 +50,11 @@ def test_a_peer_converts_and_runs_a_model_as_onnxruntime_does(engine, tmp_path):
     model = _conv_relu(tmp_path / "models")
     io_path = peer_cell.reference(model, {}, tmp_path / "out" / "io.npz")
     workdir = tmp_path / "out" / engine
-    cell = peer_cell.prepare(engine, model, io_path, workdir, realtime=False)
+    cell = peer_cell.prepare(engine, model, io_path, workdir, HERE)
     assert cell.problem is None and cell.wrong is None
     assert cell.max_rel_diff is not None and cell.max_rel_diff <= CHECK_TOLERANCE
-    timers = peer_cell.timers(cell, io_path, workdir, runs=2, realtime=False)
-    assert sorted(timers) == [f"{engine}_{t}t" for t in peer_cell.thread_settings()]
+    timers = peer_cell.timers(cell, io_path, workdir, 2, HERE)
+    assert sorted(timers) == [f"{engine}_{t}t" for t in HERE.threads()]
     for timer in timers.values():
         assert timer()["median_ms"] > 0
     assert cell.problem is None
@@ -65,16 +66,16 @@ def test_a_conversion_is_made_once_and_kept_in_the_output_folder(engine, tmp_pat
     model = _conv_relu(tmp_path / "models")
     io_path = peer_cell.reference(model, {}, tmp_path / "out" / "io.npz")
     workdir = tmp_path / "out" / engine
-    first = peer_cell.prepare(engine, model, io_path, workdir, realtime=False).artifact
+    first = peer_cell.prepare(engine, model, io_path, workdir, HERE).artifact
     stamp = json.loads((workdir / "convert.json").read_text())
     assert stamp["schema"] == peer_cell.CONVERT_SCHEMA and first.parent == workdir
     made = first.stat().st_mtime_ns
-    assert peer_cell.prepare(engine, model, io_path, workdir, realtime=False).artifact == first
+    assert peer_cell.prepare(engine, model, io_path, workdir, HERE).artifact == first
     assert first.stat().st_mtime_ns == made
     # Another model in the same place is converted again.
     _conv_relu(tmp_path / "models", input_shape=(1, 3, 8, 8))
     io_path = peer_cell.reference(model, {}, io_path)
-    peer_cell.prepare(engine, model, io_path, workdir, realtime=False)
+    peer_cell.prepare(engine, model, io_path, workdir, HERE)
     assert first.stat().st_mtime_ns != made
 
 
@@ -87,7 +88,7 @@ def test_where_onnxruntime_is_off_the_float64_reference_judges(tmp_path, monkeyp
     # onnxruntime's outputs 2% off: MNN's are still right, by the float64 reference.
     save_arrays(io_path, {"inputs": list(inputs), "outputs": list(outputs)},
                 {"in0": inputs["input"], "out0": next(iter(outputs.values())) * 1.02})
-    cell = peer_cell.prepare("mnn", model, io_path, workdir, realtime=False)
+    cell = peer_cell.prepare("mnn", model, io_path, workdir, HERE)
     assert cell.wrong is None and cell.max_rel_diff > CHECK_TOLERANCE
     assert cell.float64_rel_diff <= CHECK_TOLERANCE
     assert peer_cell._float64_path(io_path).is_file()
@@ -99,7 +100,7 @@ def test_where_onnxruntime_is_off_the_float64_reference_judges(tmp_path, monkeyp
     monkeypatch.setattr(peer_cell, "load_outputs",
                         lambda path: [a * 1.02 for a in real_load(path)]
                         if path.parent == workdir else real_load(path))
-    cell = peer_cell.prepare("mnn", model, io_path, workdir, realtime=False)
+    cell = peer_cell.prepare("mnn", model, io_path, workdir, HERE)
     assert re.fullmatch(r"max rel diff 0\.02 > 0\.001; against float64 0\.02", cell.wrong), \
         cell.wrong
 
@@ -172,7 +173,7 @@ def test_missing_failed_and_wrong_engines_are_lines_and_not_counted(tmp_path, mo
     assert row["fastest"] == "ort" and set(row["peers"]) == {"ncnn", "mnn"}
     mnn = row["peers"]["mnn"]
     assert mnn["wrong"].startswith("max rel diff") and mnn["problem"] is None
-    assert set(mnn["threads"]) == {str(t) for t in peer_cell.thread_settings()}
+    assert set(mnn["threads"]) == {str(t) for t in HERE.threads()}
     assert mnn["median_ms"] == min(t["median_ms"] for t in mnn["threads"].values())
     assert row["peers"]["ncnn"]["median_ms"] is None
     # The chart of the engines, at the size its figure says.

@@ -92,7 +92,9 @@ def _json_run(cmd: list[str], realtime: bool = False) -> dict:
 
 
 def _acltuner(*args: str) -> list[str]:
-    return [sys.executable, "-m", "acltuner.cli", *args]
+    from acltuner.board.registry import wrappers_allowed
+    return [sys.executable, "-m", "acltuner.cli",
+            *(["--allow-wrapper"] if wrappers_allowed() else []), *args]
 
 
 def onnxruntime_run(model: Path, threads: int, repeat: int, warmup: int,
@@ -183,9 +185,14 @@ def runs_per_round(ms: float, repeat: int, round_ms: float) -> int:
 
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
         board: str, records: Path, rounds: int = 3, realtime: bool = True,
-        round_ms: float = 300.0, also_strict: bool = False, peers: list[str] = ()) -> float:
+        round_ms: float = 300.0, also_strict: bool = False, peers: list[str] = (),
+        host: str | None = None, board_python: str | None = None) -> float:
+    """With `host`, everything is timed on that board (`board` its board
+    file): ours in its launcher, onnxruntime and the peers with
+    `board_python` there (peers.board)."""
     from acltuner.bench.peers import cell as peer_cell
     from acltuner.bench.peers import missing
+    from acltuner.bench.peers.board import DEFAULT_PYTHON, Board
     out_dir.mkdir(parents=True, exist_ok=True)
     if realtime and not realtime_allowed():
         click.echo("real-time priority refused here: timing at normal priority", err=True)
@@ -194,10 +201,15 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     for line in filter(None, absent.values()):
         click.echo(line, err=True)
     peers = [engine for engine in peers if not absent[engine]]
+    place = Board(host, board_python or DEFAULT_PYTHON) if host else peer_cell.Here(realtime)
+    # Here onnxruntime's settings stay 1 and 2 threads, as this bench always timed it.
+    ort_threads = place.threads() if host else (1, 2)
+    on_board = ["--host", host, "--board", board] if host else []
     rows, cells = [], {}
     for name, model, shapes in models:
         default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
         common = ["--board", board, "--records", str(records),
+                  *(["--host", host] if host else []),
                   *(f"--input-shape={i}={','.join(map(str, d))}" for i, d in shapes.items())]
         _call(_acltuner("tune", str(model), "-o", str(default_plan), "--strategy", "default",
                         *common))
@@ -206,15 +218,17 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                         *common))
         tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
         probe = _json_run(_acltuner("run", str(default_plan), "--json", "--repeat", "3",
-                                    "--warmup", "1"), realtime)["median_ms"]
+                                    "--warmup", "1", *on_board), realtime)["median_ms"]
         runs = runs_per_round(probe, repeat, round_ms)
-        timing = ["--json", "--repeat", str(runs), "--warmup", "3"]
+        timing = ["--json", "--repeat", str(runs), "--warmup", "3", *on_board]
+
+        def ort_timer(threads: int):
+            if host:
+                return lambda: place.onnxruntime_run(_ORT_PROBE, model, threads, runs, 3, shapes)
+            return lambda: onnxruntime_run(model, threads, runs, 3, shapes, realtime)
         # onnxruntime's better thread setting by its median over the rounds, so
         # that its spread is one setting's, as ours is one plan's.
-        timers = {
-            "ort_1t": lambda: onnxruntime_run(model, 1, runs, 3, shapes, realtime),
-            "ort_2t": lambda: onnxruntime_run(model, 2, runs, 3, shapes, realtime),
-        }
+        timers = {f"ort_{t}t": ort_timer(t) for t in ort_threads}
         # The peers' turns come between onnxruntime's and ours, each in a process
         # of its own that has exited before the next turn starts.
         if peers:
@@ -223,10 +237,10 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
         for engine in peers:
             workdir = out_dir / "peers" / name / engine
             cell = cells[name][engine] = peer_cell.prepare(engine, model, io_path, workdir,
-                                                           realtime)
+                                                           place)
             if cell.problem:
                 click.echo(f"  {name}: {cell.engine}: {cell.problem}", err=True)
-            timers.update(peer_cell.timers(cell, io_path, workdir, runs, realtime))
+            timers.update(peer_cell.timers(cell, io_path, workdir, runs, place))
         timers["default"] = lambda: _json_run(_acltuner("run", str(default_plan), *timing),
                                               realtime)
         timers["tuned"] = lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime)
@@ -235,9 +249,9 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                 _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), realtime)
         times = _rounds(timers, rounds)
         for cell in cells[name].values():
-            cell.times = {t: times[f"{cell.engine}_{t}t"] for t in peer_cell.thread_settings()
+            cell.times = {t: times[f"{cell.engine}_{t}t"] for t in place.threads()
                           if f"{cell.engine}_{t}t" in times}
-        ort = min(times["ort_1t"], times["ort_2t"], key=lambda t: t["median_ms"])
+        ort = min((times[f"ort_{t}t"] for t in ort_threads), key=lambda t: t["median_ms"])
         default, tuned = times["default"], times["tuned"]
         rows.append({
             "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
@@ -256,7 +270,7 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
             rows[-1].update(_fastest(rows[-1], cells[name]))
     data = {"schema": COMPARE_SCHEMA, "engines": [ONNXRUNTIME, *absent],
             "missing": {e: line for e, line in absent.items() if line},
-            "threads": list(peer_cell.thread_settings()),
+            "host": host, "threads": list(place.threads()), "ort_threads": list(ort_threads),
             "rows": [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
                      for r in rows]}
     write_atomic(out_dir / "compare.json", json.dumps(data, indent=1) + "\n")

@@ -196,8 +196,17 @@ def _chosen_models(models: str, model_dir: str | None, out):
                    "timed), openvino, ncnn, mnn (pip install 'acltuner[peers]'; ncnn also "
                    "needs `pip install --no-deps pnnx`).  An engine not installed is one "
                    "line and left out.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Time everything on this board over ssh (--board its board file, the "
+                   "launcher deployed): ours in its launcher, onnxruntime and the --engines "
+                   "with --board-python there.")
+@click.option("--board-python", default=None, metavar="PATH",
+              help="With --host: the Python of a virtualenv on the board with onnxruntime "
+                   "and the engines installed [default: acltuner-peers/bin/python in the "
+                   "home folder; a missing one is one line that says how to make it].")
 def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_dir,
-                  records_path, rounds, realtime, also_strict, engines) -> None:
+                  records_path, rounds, realtime, also_strict, engines, host,
+                  board_python) -> None:
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
     For each zoo model, or each model in --model-dir (input shapes from the
@@ -217,10 +226,17 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     and not counted.  The table gains a column per engine, the fastest engine
     and ours against it; `geomean_vs_fastest: R` comes before the last line.
 
+    With --host, every engine runs on the board: ours in its launcher (tuned
+    there), onnxruntime and the peers from their aarch64 wheels in a
+    virtualenv there (--board-python), converted here and copied over; the
+    thread settings are 1 and all the board's CPUs, onnxruntime's too.
+
     \b
     Examples:
       acltuner bench compare --model-dir models --trials 8
       acltuner bench compare --model-dir models --engines ort,openvino,ncnn,mnn
+      acltuner bench compare --model-dir models --engines ort,ncnn,mnn \\
+          --board odroid-n2plus --host odroid
     """
     from pathlib import Path
 
@@ -231,10 +247,13 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     if unknown:
         raise ValueError(f"--engines: unknown engine(s) {', '.join(unknown)}; the engines: "
                          f"{', '.join(ENGINES)}")
+    if board_python and not host:
+        raise ValueError("--board-python is the Python on the board of --host: give --host")
     out = Path(out_dir)
     compare.run(_chosen_models(models, model_dir, out), trials, repeat, out, board_name,
                 Path(records_path) if records_path else out / "records.jsonl", rounds, realtime,
-                round_ms, also_strict, list(dict.fromkeys(e for e in chosen if e != ONNXRUNTIME)))
+                round_ms, also_strict, list(dict.fromkeys(e for e in chosen if e != ONNXRUNTIME)),
+                host, board_python)
 
 
 @bench.command("ops")

@@ -4,6 +4,7 @@
 functions:
 
     convert(model, inputs, workdir) -> artifact   # the engine's own model file(s)
+    files(artifact) -> its files, to copy to a board (the artifact first)
     run(artifact, inputs, output_names, threads, repeat, warmup)
         -> (seconds per timed run, outputs in output_names' order)
 

@@ -1,7 +1,7 @@
 """One peer engine on one model of `bench compare`: its conversion (cached in
 the output folder), a first run whose outputs are checked against
 onnxruntime's, and the timers that take their turns in compare.py's rounds,
-at 1 thread and at every CPU this process may use."""
+at 1 thread and at every CPU, here or on a board."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from acltuner.atomic import write_atomic
-from acltuner.bench.peers import PEERS, missing
+from acltuner.bench.peers import PEERS, missing, module
 from acltuner.bench.peers.worker import load_io, load_outputs, save_arrays
 
 # The cache stamp of a conversion: a new version of it invalidates old ones.
@@ -26,12 +26,23 @@ def _worker(*args: str) -> list[str]:
     return [sys.executable, "-m", "acltuner.bench.peers.worker", *args]
 
 
-def all_threads() -> int:
-    return len(os.sched_getaffinity(0))
+class Here:
+    """Where the workers run: this machine, at real-time priority with
+    `realtime` (board.Board is the other place)."""
 
+    def __init__(self, realtime: bool):
+        self.realtime = realtime
 
-def thread_settings() -> tuple[int, ...]:
-    return tuple(sorted({1, all_threads()}))
+    def threads(self) -> tuple[int, ...]:
+        """1 and all: every CPU this process may use."""
+        return tuple(sorted({1, len(os.sched_getaffinity(0))}))
+
+    def run(self, engine: str, files: list[Path], io_path: Path, workdir: Path, threads: int,
+            repeat: int, warmup: int) -> dict:
+        from acltuner.bench.compare import _json_run
+        return _json_run(_worker("run", engine, str(files[0]), str(io_path), str(threads),
+                                 str(repeat), str(warmup), str(workdir / "outputs.npz")),
+                         self.realtime)
 
 
 def reference(model: Path, shapes: dict, io_path: Path) -> Path:
@@ -150,10 +161,10 @@ def judge(outputs: list[np.ndarray], references: list[np.ndarray],
     return rel, (f"max rel diff {rel:.3g} > {tolerance:g}" if rel > tolerance else None)
 
 
-def prepare(engine: str, model: Path, io_path: Path, workdir: Path, realtime: bool) -> Cell:
-    """The engine converted and run once on the reference inputs, its outputs
-    judged; a cell with a problem is left out of the rounds."""
-    from acltuner.bench.compare import _json_run
+def prepare(engine: str, model: Path, io_path: Path, workdir: Path, place) -> Cell:
+    """The engine converted here and run once in `place` (Here or a
+    board.Board) on the reference inputs, its outputs judged; a cell with a
+    problem is left out of the rounds."""
     from acltuner.cli.run import CHECK_TOLERANCE
     cell = Cell(engine, problem=missing(engine))
     if cell.problem:
@@ -163,14 +174,12 @@ def prepare(engine: str, model: Path, io_path: Path, workdir: Path, realtime: bo
     except ValueError as e:
         cell.problem = f"conversion failed: {_reason(e)}"
         return cell
-    out = workdir / "outputs.npz"
     try:
-        _json_run(_worker("run", engine, str(cell.artifact), str(io_path), "1", "1", "1",
-                          str(out)), realtime)
-    except ValueError as e:
+        place.run(engine, module(engine).files(cell.artifact), io_path, workdir, 1, 1, 1)
+    except (ValueError, OSError) as e:
         cell.problem = f"run failed: {_reason(e)}"
         return cell
-    outputs = load_outputs(out)
+    outputs = load_outputs(workdir / "outputs.npz")
     cell.max_rel_diff, cell.wrong = judge(outputs, list(load_io(io_path)[1].values()),
                                           CHECK_TOLERANCE)
     if cell.wrong and cell.max_rel_diff is not None:
@@ -185,26 +194,24 @@ def prepare(engine: str, model: Path, io_path: Path, workdir: Path, realtime: bo
     return cell
 
 
-def _reason(e: ValueError) -> str:
+def _reason(e: Exception) -> str:
     """The engine's own line, without compare._call's command in front."""
     return str(e).split("failed: ", 1)[-1]
 
 
-def timers(cell: Cell, io_path: Path, workdir: Path, runs: int, realtime: bool) -> dict:
-    """compare._rounds' timers of the cell at each thread setting; a run that
-    fails gives None, and the cell its problem."""
-    from acltuner.bench.compare import _json_run
+def timers(cell: Cell, io_path: Path, workdir: Path, runs: int, place) -> dict:
+    """compare._rounds' timers of the cell at each of the place's thread
+    settings; a run that fails gives None, and the cell its problem."""
+    files = module(cell.engine).files(cell.artifact) if cell.artifact else []
 
     def timer(threads: int):
         def once() -> dict | None:
             try:
-                return _json_run(_worker("run", cell.engine, str(cell.artifact), str(io_path),
-                                         str(threads), str(runs), "3",
-                                         str(workdir / "outputs.npz")), realtime)
-            except ValueError as e:
+                return place.run(cell.engine, files, io_path, workdir, threads, runs, 3)
+            except (ValueError, OSError) as e:
                 cell.problem = f"run failed: {_reason(e)}"
                 return None
         return once
     if cell.problem:
         return {}
-    return {f"{cell.engine}_{t}t": timer(t) for t in thread_settings()}
+    return {f"{cell.engine}_{t}t": timer(t) for t in place.threads()}

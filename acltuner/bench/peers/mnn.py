@@ -22,6 +22,10 @@ def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:
     return artifact
 
 
+def files(artifact: Path) -> list[Path]:
+    return [artifact]
+
+
 def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], threads: int,
         repeat: int, warmup: int) -> tuple[list[float], list[np.ndarray]]:
     import MNN

@@ -37,6 +37,11 @@ def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:
     return param
 
 
+def files(artifact: Path) -> list[Path]:
+    """The artifact's files, the one run() is given first."""
+    return [artifact, artifact.with_suffix(".bin")]
+
+
 def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], threads: int,
         repeat: int, warmup: int) -> tuple[list[float], list[np.ndarray]]:
     import ncnn

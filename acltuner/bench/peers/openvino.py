@@ -12,6 +12,10 @@ def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:
     return model
 
 
+def files(artifact: Path) -> list[Path]:
+    return [artifact]
+
+
 def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], threads: int,
         repeat: int, warmup: int) -> tuple[list[float], list[np.ndarray]]:
     import openvino as ov

@@ -27,13 +27,17 @@ def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:
     shutil.copyfile(model, local)
     shape_arg = ",".join(f"[{','.join(map(str, a.shape))}]{_TYPES.get(a.dtype.name, 'f32')}"
                          for a in inputs.values())
-    done = subprocess.run([_pnnx(), local.name, f"inputshape={shape_arg}", "fp16=0"],
-                          cwd=workdir, capture_output=True, text=True)
     param, weights = workdir / "model.ncnn.param", workdir / "model.ncnn.bin"
+    for old in (param, weights):  # an older conversion's must not pass for this one's
+        old.unlink(missing_ok=True)
+    try:
+        done = subprocess.run([_pnnx(), local.name, f"inputshape={shape_arg}", "fp16=0"],
+                              cwd=workdir, capture_output=True, text=True)
+    finally:
+        local.unlink()
     if done.returncode != 0 or not param.is_file() or not weights.is_file():
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
         raise ValueError(f"pnnx failed: {last}")
-    local.unlink()
     return param
 
 

@@ -21,5 +21,9 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 echo "setup: installing acltuner (builds the native engine)"
-.venv/bin/python -m pip install -q -e '.[test,report]'
+.venv/bin/python -m pip install -q -e '.[test,report,peers]'
+# ncnn's converter for `bench compare --engines ncnn`: only its own program is
+# used, so not the PyTorch its wheel asks for.
+.venv/bin/python -m pip install -q --no-deps "pnnx==$(.venv/bin/python -c \
+  'from acltuner.bench.peers import PNNX_VERSION; print(PNNX_VERSION)')"
 .venv/bin/acltuner --version

@@ -13,7 +13,9 @@ processes run at the lowest real-time priority (SCHED_FIFO) where the system
 allows it, all three alike: the machine's other load then stays out of every
 side of the comparison.  A tuned plan that runs every node as the default
 plan does (the in-context check found no gain in the model) is marked
-"same plan" and never counted as slower than the default.
+"same plan" and never counted as slower than the default.  The engines users
+pick instead (`peers`: OpenVINO, ncnn, MNN) take their turns in the same
+rounds, between onnxruntime's and ours, each in a process of its own.
 """
 from __future__ import annotations
 
@@ -28,7 +30,12 @@ from pathlib import Path
 
 import click
 
+from acltuner.atomic import write_atomic
+from acltuner.bench.peers import ONNXRUNTIME
 from acltuner.zoo import MODELS
+
+# compare.json: the rows of the table, with every peer engine's cell in full.
+COMPARE_SCHEMA = 1
 
 _ORT_PROBE = """
 import json, resource, statistics, sys, time
@@ -85,7 +92,9 @@ def _json_run(cmd: list[str], realtime: bool = False) -> dict:
 
 
 def _acltuner(*args: str) -> list[str]:
-    return [sys.executable, "-m", "acltuner.cli", *args]
+    from acltuner.board.registry import wrappers_allowed
+    return [sys.executable, "-m", "acltuner.cli",
+            *(["--allow-wrapper"] if wrappers_allowed() else []), *args]
 
 
 def onnxruntime_run(model: Path, threads: int, repeat: int, warmup: int,
@@ -99,16 +108,20 @@ def onnxruntime_run(model: Path, threads: int, repeat: int, warmup: int,
 
 
 def _rounds(timers: dict, rounds: int) -> dict[str, dict]:
-    """Each timer (name -> () -> {"median_ms", "peak_rss_mb"}) run once per
-    round, in turns; per name the median of its rounds, their spread
+    """Each timer (name -> () -> {"median_ms", "peak_rss_mb"}, or None when it
+    failed, after which it is left out) run once per round, in turns; per
+    name the median of its rounds, their spread
     ((max - min) / median: how stable the engine is from run to run) and its
     largest peak."""
     runs: dict[str, list[dict]] = {name: [] for name in timers}
     for _ in range(rounds):
         for name, timer in timers.items():
-            runs[name].append(timer())
+            if None not in runs[name]:
+                runs[name].append(timer())
     out = {}
     for name, rs in runs.items():
+        if None in rs:  # a peer engine that failed: its cell says why
+            continue
         medians = [r["median_ms"] for r in rs]
         median = statistics.median(medians)
         out[name] = {"median_ms": median, "spread": (max(medians) - min(medians)) / median,
@@ -172,15 +185,31 @@ def runs_per_round(ms: float, repeat: int, round_ms: float) -> int:
 
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
         board: str, records: Path, rounds: int = 3, realtime: bool = True,
-        round_ms: float = 300.0, also_strict: bool = False) -> float:
+        round_ms: float = 300.0, also_strict: bool = False, peers: list[str] = (),
+        host: str | None = None, board_python: str | None = None) -> float:
+    """With `host`, everything is timed on that board (`board` its board
+    file): ours in its launcher, onnxruntime and the peers with
+    `board_python` there (peers.board)."""
+    from acltuner.bench.peers import cell as peer_cell
+    from acltuner.bench.peers import missing
+    from acltuner.bench.peers.board import DEFAULT_PYTHON, Board
     out_dir.mkdir(parents=True, exist_ok=True)
     if realtime and not realtime_allowed():
         click.echo("real-time priority refused here: timing at normal priority", err=True)
         realtime = False
-    rows = []
+    absent = {engine: missing(engine) for engine in peers}
+    for line in filter(None, absent.values()):
+        click.echo(line, err=True)
+    peers = [engine for engine in peers if not absent[engine]]
+    place = Board(host, board_python or DEFAULT_PYTHON) if host else peer_cell.Here(realtime)
+    # Here onnxruntime's settings stay 1 and 2 threads, as this bench always timed it.
+    ort_threads = place.threads() if host else (1, 2)
+    on_board = ["--host", host, "--board", board] if host else []
+    rows, cells = [], {}
     for name, model, shapes in models:
         default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
         common = ["--board", board, "--records", str(records),
+                  *(["--host", host] if host else []),
                   *(f"--input-shape={i}={','.join(map(str, d))}" for i, d in shapes.items())]
         _call(_acltuner("tune", str(model), "-o", str(default_plan), "--strategy", "default",
                         *common))
@@ -189,22 +218,40 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                         *common))
         tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
         probe = _json_run(_acltuner("run", str(default_plan), "--json", "--repeat", "3",
-                                    "--warmup", "1"), realtime)["median_ms"]
+                                    "--warmup", "1", *on_board), realtime)["median_ms"]
         runs = runs_per_round(probe, repeat, round_ms)
-        timing = ["--json", "--repeat", str(runs), "--warmup", "3"]
+        timing = ["--json", "--repeat", str(runs), "--warmup", "3", *on_board]
+
+        def ort_timer(threads: int):
+            if host:
+                return lambda: place.onnxruntime_run(_ORT_PROBE, model, threads, runs, 3, shapes)
+            return lambda: onnxruntime_run(model, threads, runs, 3, shapes, realtime)
         # onnxruntime's better thread setting by its median over the rounds, so
         # that its spread is one setting's, as ours is one plan's.
-        timers = {
-            "ort_1t": lambda: onnxruntime_run(model, 1, runs, 3, shapes, realtime),
-            "ort_2t": lambda: onnxruntime_run(model, 2, runs, 3, shapes, realtime),
-            "default": lambda: _json_run(_acltuner("run", str(default_plan), *timing), realtime),
-            "tuned": lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime),
-        }
+        timers = {f"ort_{t}t": ort_timer(t) for t in ort_threads}
+        # The peers' turns come between onnxruntime's and ours, each in a process
+        # of its own that has exited before the next turn starts.
+        if peers:
+            io_path = peer_cell.reference(model, shapes, out_dir / "peers" / name / "io.npz")
+        cells[name] = {}
+        for engine in peers:
+            workdir = out_dir / "peers" / name / engine
+            cell = cells[name][engine] = peer_cell.prepare(engine, model, io_path, workdir,
+                                                           place)
+            if cell.problem:
+                click.echo(f"  {name}: {cell.engine}: {cell.problem}", err=True)
+            timers.update(peer_cell.timers(cell, io_path, workdir, runs, place))
+        timers["default"] = lambda: _json_run(_acltuner("run", str(default_plan), *timing),
+                                              realtime)
+        timers["tuned"] = lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime)
         if also_strict:
             timers["strict"] = lambda: _json_run(
                 _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), realtime)
         times = _rounds(timers, rounds)
-        ort = min(times["ort_1t"], times["ort_2t"], key=lambda t: t["median_ms"])
+        for cell in cells[name].values():
+            cell.times = {t: times[f"{cell.engine}_{t}t"] for t in place.threads()
+                          if f"{cell.engine}_{t}t" in times}
+        ort = min((times[f"ort_{t}t"] for t in ort_threads), key=lambda t: t["median_ms"])
         default, tuned = times["default"], times["tuned"]
         rows.append({
             "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
@@ -219,6 +266,16 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
         click.echo(f"  {name}: onnxruntime {_ms(ort['median_ms'])} ms, default "
                    f"{_ms(default['median_ms'])} ms, tuned {_ms(tuned['median_ms'])} ms "
                    f"({runs} runs per round)", err=True)
+        if peers:
+            rows[-1].update(_fastest(rows[-1], cells[name]))
+    data = {"schema": COMPARE_SCHEMA, "engines": [ONNXRUNTIME, *absent],
+            "missing": {e: line for e, line in absent.items() if line},
+            "host": host, "threads": list(place.threads()), "ort_threads": list(ort_threads),
+            "rows": [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
+                     for r in rows]}
+    write_atomic(out_dir / "compare.json", json.dumps(data, indent=1) + "\n")
+    if peers:
+        _chart(data["rows"], out_dir)
     with (out_dir / "compare.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -237,6 +294,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
               f"{r['tuned_rss_mb']:.0f} | {100 * r['onnxruntime_spread']:.1f}% | "
               f"{100 * r['tuned_spread']:.1f}% |" for r in rows]
     lines.append(f"| geomean | | | | {vs_ort:.2f}x | {vs_default:.2f}x | | | | | | |")
+    if peers:
+        lines = _with_peers(lines, rows, cells, peers)
     table = "\n".join(lines)
     (out_dir / "compare.md").write_text(table + "\n")
     click.echo(table)
@@ -257,5 +316,51 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                        f"(spread {100 * r['tuned_strict_spread']:.1f}%)")
         click.echo(f"adaptive_vs_strict: "
                    f"{_geomean([r['tuned_strict_ms'] / r['tuned_ms'] for r in rows]):.3f}")
+    if peers:
+        wrong = [f"{c.engine} on {m} ({c.wrong})" for m, cs in cells.items() for c in cs.values()
+                 if c.wrong]
+        click.echo(f"wrong outputs, not counted: {'; '.join(wrong) or 'none'}")
+        click.echo(f"geomean_vs_fastest: "
+                   f"{_geomean([r['tuned_vs_fastest'] for r in rows]):.3f}")
     click.echo(f"geomean_vs_onnxruntime: {vs_ort:.3f}")
     return vs_ort
+
+
+def _chart(rows: list[dict], out_dir: Path) -> None:
+    """OUT/engines.png, where matplotlib is installed (the `report` extra)."""
+    from acltuner.report import figures
+    from acltuner.report.gather import ReportError
+    try:
+        figures.engines(rows, out_dir)
+    except ReportError:
+        click.echo("no engines.png: it is drawn with matplotlib: pip install "
+                   "'acltuner[report]'", err=True)
+
+
+def _fastest(row: dict, cells: dict) -> dict:
+    """The row's columns of the peers: each one's time (None when it has
+    none), and the fastest engine with a right output, onnxruntime included."""
+    counted = {ONNXRUNTIME: row["onnxruntime_ms"],
+               **{e: c.median_ms for e, c in cells.items() if c.counted}}
+    fastest = min(counted, key=counted.get)
+    return {**{f"{e}_ms": c.median_ms for e, c in cells.items()}, "fastest": fastest,
+            "fastest_ms": counted[fastest], "tuned_vs_fastest": counted[fastest] / row["tuned_ms"]}
+
+
+def _peer_cell(cell) -> str:
+    if cell.problem:
+        return cell.problem.replace("|", "/")
+    return f"{_ms(cell.median_ms)} ({cell.best_threads}t)" + (" WRONG" if cell.wrong else "")
+
+
+def _with_peers(lines: list[str], rows: list[dict], cells: dict, peers: list[str]) -> list[str]:
+    """The table with a column per peer engine, the fastest one and ours
+    against it; a wrong output is marked WRONG and never the fastest."""
+    head, rule, *body, last = lines
+    vs_fastest = _geomean([r["tuned_vs_fastest"] for r in rows])
+    return [head + "".join(f" {e} ms |" for e in peers) + " fastest | tuned vs fastest |",
+            rule + "---|" * (len(peers) + 2),
+            *(line + "".join(f" {_peer_cell(cells[r['model']][e])} |" for e in peers)
+              + f" {r['fastest']} | {r['tuned_vs_fastest']:.2f}x |"
+              for line, r in zip(body, rows)),
+            last + " |" * len(peers) + f" | {vs_fastest:.2f}x |"]

@@ -22,6 +22,12 @@ def allow_wrappers(allowed: bool) -> None:
     _wrappers_allowed = allowed
 
 
+def wrappers_allowed() -> bool:
+    """Whether this process was given --allow-wrapper, for the acltuner
+    processes it starts."""
+    return _wrappers_allowed
+
+
 def list_boards() -> list[str]:
     """The shipped boards' names, sorted, then "host"."""
     return sorted(p.stem for p in (configs_dir() / "boards").glob("*.yaml")) + [HOST]

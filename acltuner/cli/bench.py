@@ -191,8 +191,22 @@ def _chosen_models(models: str, model_dir: str | None, out):
 @click.option("--also-strict", is_flag=True,
               help="Also time the tuned plan with --balance strict, and print "
                    "`adaptive_vs_strict: R` (strict time over adaptive, geometric mean).")
+@click.option("--engines", default="ort", show_default=True, metavar="E,E",
+              help="Comma-separated engines to time beside ours: ort (onnxruntime, always "
+                   "timed), openvino, ncnn, mnn (pip install 'acltuner[peers]'; ncnn also "
+                   "needs `pip install --no-deps pnnx`).  An engine not installed is one "
+                   "line and left out.")
+@click.option("--host", default=None, metavar="HOST",
+              help="Time everything on this board over ssh (--board its board file, the "
+                   "launcher deployed): ours in its launcher, onnxruntime and the --engines "
+                   "with --board-python there.")
+@click.option("--board-python", default=None, metavar="PATH",
+              help="With --host: the Python of a virtualenv on the board with onnxruntime "
+                   "and the engines installed [default: acltuner-peers/bin/python in the "
+                   "home folder; a missing one is one line that says how to make it].")
 def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_dir,
-                  records_path, rounds, realtime, also_strict) -> None:
+                  records_path, rounds, realtime, also_strict, engines, host,
+                  board_python) -> None:
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
     For each zoo model, or each model in --model-dir (input shapes from the
@@ -202,14 +216,44 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
     is onnxruntime's time over the tuned plan's, geometric mean (above 1: we
     are faster).
+
+    With --engines, the engines users pick instead run too, each converted
+    from the ONNX model by its own tools (cached in OUT/peers), batch 1, fp32,
+    at 1 thread and at all threads, in its own process in the same rounds; its
+    better setting is its time (both are in OUT/compare.json).  Each one's
+    outputs are checked as `run --check` checks ours (against onnxruntime's,
+    and where they differ, a float64 reference): a wrong one is marked WRONG
+    and not counted.  The table gains a column per engine, the fastest engine
+    and ours against it; `geomean_vs_fastest: R` comes before the last line.
+
+    With --host, every engine runs on the board: ours in its launcher (tuned
+    there), onnxruntime and the peers from their aarch64 wheels in a
+    virtualenv there (--board-python), converted here and copied over; the
+    thread settings are 1 and all the board's CPUs, onnxruntime's too.
+
+    \b
+    Examples:
+      acltuner bench compare --model-dir models --trials 8
+      acltuner bench compare --model-dir models --engines ort,openvino,ncnn,mnn
+      acltuner bench compare --model-dir models --engines ort,ncnn,mnn \\
+          --board odroid-n2plus --host odroid
     """
     from pathlib import Path
 
     from acltuner.bench import compare
+    from acltuner.bench.peers import ENGINES, ONNXRUNTIME
+    chosen = [e for e in engines.split(",") if e]
+    unknown = [e for e in chosen if e not in ENGINES]
+    if unknown:
+        raise ValueError(f"--engines: unknown engine(s) {', '.join(unknown)}; the engines: "
+                         f"{', '.join(ENGINES)}")
+    if board_python and not host:
+        raise ValueError("--board-python is the Python on the board of --host: give --host")
     out = Path(out_dir)
     compare.run(_chosen_models(models, model_dir, out), trials, repeat, out, board_name,
                 Path(records_path) if records_path else out / "records.jsonl", rounds, realtime,
-                round_ms, also_strict)
+                round_ms, also_strict, list(dict.fromkeys(e for e in chosen if e != ONNXRUNTIME)),
+                host, board_python)
 
 
 @bench.command("ops")

@@ -271,3 +271,41 @@ def compare(a: Tuned, b: Tuned, joined: pd.DataFrame, folder: Path) -> Figure:
     bottom.axhline(1.0, color="black", linewidth=1)
     bottom.set_xticks(x, joined["node"], rotation=90, fontsize=8)
     return _save(fig, folder, "compare", f"{labels[0]} and {labels[1]} side by side", size)
+
+
+def engines_size(nmodels: int) -> tuple[int, int]:
+    cols = min(CURVE_COLUMNS, nmodels)
+    return 400 * cols, 240 * math.ceil(nmodels / cols) + 60
+
+
+def engines(rows: list[dict], folder: Path) -> Figure:
+    """`bench compare --engines`, one chart per model (compare.json's rows):
+    the tuned plan's time and every engine's, the fastest right one's name in
+    the title; an output that is wrong hatched, an engine with no time (its
+    conversion or run failed) a bar-less row saying so."""
+    size = engines_size(len(rows))
+    cols = min(CURVE_COLUMNS, len(rows))
+    fig, axes = _canvas(size, nrows=math.ceil(len(rows) / cols), ncols=cols, squeeze=False)
+    labels = ["acltuner (tuned)", "ort", *rows[0]["peers"]]
+    colours = _colours(labels)
+    for ax, row in zip(axes.flat, rows):
+        peers = row["peers"]
+        times = [row["tuned_ms"], row["onnxruntime_ms"], *(p["median_ms"] for p in peers.values())]
+        wrong = [False, False, *(p["wrong"] is not None for p in peers.values())]
+        y = np.arange(len(labels))[::-1]
+        for yi, label, ms, bad in zip(y, labels, times, wrong):
+            if ms is None:
+                ax.text(0, yi, "  no time: failed", va="center", fontsize=8)
+                continue
+            ax.barh(yi, ms, color=colours[label], hatch="xx" if bad else None,
+                    edgecolor="black" if bad else None)
+            ax.text(ms, yi, f" {ms:.3g}" + (" wrong" if bad else ""), va="center", fontsize=8)
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.set_xlabel("ms (median of the rounds)", fontsize=8)
+        ax.margins(x=0.3)
+        ax.set_title(f"{row['model']}: tuned {row['tuned_vs_fastest']:.2f}x "
+                     f"vs fastest ({row['fastest']})", fontsize=9)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.set_visible(False)
+    return _save(fig, folder, "engines", "the tuned plan beside the other engines, per model",
+                 size)

@@ -43,11 +43,17 @@ def peak_rss_mb() -> float:
 
 
 def _worst(outputs: list[np.ndarray], references: list[np.ndarray]) -> tuple[float, float]:
-    """(max |diff|, max |diff| / max |reference|) of the worst output."""
+    """(max |diff|, max |diff| / max |reference|) of the worst output.  A NaN
+    or infinity where the reference has another value is an infinite
+    difference (max() would skip a NaN); the same one in both is none."""
     max_abs = max_rel = 0.0
     for out, ref in zip(outputs, references):
-        diff = float(np.max(np.abs(out.astype(np.float64) - ref), initial=0.0))
-        scale = float(np.max(np.abs(ref), initial=0.0))
+        out64, ref64 = out.astype(np.float64), np.asarray(ref, np.float64)
+        agree = (out64 == ref64) | (np.isnan(out64) & np.isnan(ref64))
+        with np.errstate(invalid="ignore"):  # inf - inf, where they agree
+            diff = np.where(agree, 0.0, np.abs(out64 - ref64))
+        diff = float(np.max(np.nan_to_num(diff, nan=np.inf), initial=0.0))
+        scale = float(np.max(np.abs(ref64[np.isfinite(ref64)]), initial=0.0))
         max_abs = max(max_abs, diff)
         max_rel = max(max_rel, diff / scale if scale else diff)
     return max_abs, max_rel

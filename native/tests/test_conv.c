@@ -90,6 +90,7 @@ static acl_conv_shape random_shape(int family)
             s.kh = s.kw = 3 + 2 * rnd(0, 2);
             s.dil_h = s.dil_w = rnd(1, 3);
             s.w = rnd(1, 40);  /* rows of several interior runs */
+            if (rnd(0, 3) == 0) s.group = s.c = s.oc = rnd(257, 290); /* blocks outer, rows inner */
             max_pad = s.dil_w * (s.kw - 1);
         }
         break;

@@ -84,11 +84,11 @@ static acl_conv_shape random_shape(int family)
     case FAMILY_DEPTHWISE:
         s.group = s.c;
         s.oc = s.c * rnd(1, 3);
-        if (rnd(0, 1)) {  /* a dilated kernel's wide padding: borders of several pixels */
+        if (rnd(0, 1)) {  /* a dilated kernel's wide padding, or stride 2: borders of several pixels */
             s.oc = s.c;
-            s.stride_h = s.stride_w = 1;
+            s.stride_h = s.stride_w = rnd(0, 2) ? 1 : 2;
             s.kh = s.kw = 3 + 2 * rnd(0, 2);
-            s.dil_h = s.dil_w = rnd(1, 3);
+            s.dil_h = s.dil_w = s.stride_w == 1 ? rnd(1, 3) : 1;
             s.w = rnd(1, 40);  /* rows of several interior runs */
             if (rnd(0, 3) == 0) s.group = s.c = s.oc = rnd(257, 290); /* blocks outer, rows inner */
             max_pad = s.dil_w * (s.kw - 1);

@@ -252,15 +252,17 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
     store_pixels(r, ox, count, len, acc);
 }
 
-/* A depthwise row's interior run at stride 1: each input pixel is loaded
- * once and multiplied into every sum of the run that reads it, the row's kw
- * weight vectors held in registers, where block_pixels loads it once per tap
+/* A depthwise row's interior run: each input pixel is loaded once and
+ * multiplied into every sum of the run that reads it, the row's kw weight
+ * vectors held in registers, where block_pixels loads it once per tap
  * (ConvNeXt's 7x7: 14 loads per kernel row instead of 56).  Each sum still
  * adds its taps in the same order, so the results are the same bit for bit.
- * kw, len and the dilation dil (1 or 2) are constants where inlined. */
+ * kw, len, stride and dil are constants where inlined, so the lanes each load
+ * feeds are known at compile time. */
 static inline __attribute__((always_inline)) void block_pixels_sliding(const block_row *r, int ox,
                                                                        const int kw,
                                                                        const int len,
+                                                                       const int stride,
                                                                        const int dil)
 {
     const acl_conv_shape *s = r->s;
@@ -269,31 +271,45 @@ static inline __attribute__((always_inline)) void block_pixels_sliding(const blo
     for (int p = 0; p < PIXEL_RUN; p++) acc[p] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
         const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
-        const float *xp = r->x + ((size_t)iy * s->w + (size_t)(ox - s->pad_left)) * c;
+        const float *xp = r->x + ((size_t)iy * s->w + (size_t)(ox * stride - s->pad_left)) * c;
         for (int kx = 0; kx < kw; kx++)
             wv[kx] = load_vec(r->weight + (size_t)(ky * kw + kx) * CHANNEL_BLOCK);
 #pragma GCC unroll 32
-        for (int j = 0; j < PIXEL_RUN + (kw - 1) * dil; j++) {
+        for (int j = 0; j < (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1; j++) {
             const channel_vec xv = load_block(xp + (size_t)j * c, len, r->x_end);
 #pragma GCC unroll 8
             for (int kx = 0; kx < kw; kx++) {
-                const int p = j - kx * dil;
-                if (p >= 0 && p < PIXEL_RUN) acc[p] += xv * wv[kx];
+                const int at = j - kx * dil, p = at / stride;
+                if (at >= 0 && at % stride == 0 && p < PIXEL_RUN) acc[p] += xv * wv[kx];
             }
         }
     }
     store_pixels(r, ox, PIXEL_RUN, len, acc);
 }
 
-/* One interior run of PIXEL_RUN pixels, sliding at dilation `sliding` (1 or
- * 2) or, at 0, tap by tap. */
+/* The sliding runs a depthwise row's stride and dilation have. */
+enum { SLIDE_NONE, SLIDE_STRIDE1, SLIDE_DILATED2, SLIDE_STRIDE2 };
+
+static inline int row_sliding(const acl_conv_shape *s)
+{
+    if (s->stride_w == 1 && s->dil_w == 1) return SLIDE_STRIDE1;
+    if (s->stride_w == 1 && s->dil_w == 2) return SLIDE_DILATED2;
+    if (s->stride_w == 2 && s->dil_w == 1) return SLIDE_STRIDE2;
+    return SLIDE_NONE;
+}
+
+/* One interior run of PIXEL_RUN pixels, sliding (see row_sliding) or tap by
+ * tap. */
 static inline __attribute__((always_inline)) void run_pixels(const block_row *r, int ox,
                                                              const int kw, const int len,
                                                              const int cg, const int sliding)
 {
-    if (sliding == 1) block_pixels_sliding(r, ox, kw, len, 1);
-    else if (sliding == 2) block_pixels_sliding(r, ox, kw, len, 2);
-    else block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg);
+    switch (sliding) {
+    case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1); break;
+    case SLIDE_DILATED2: block_pixels_sliding(r, ox, kw, len, 1, 2); break;
+    case SLIDE_STRIDE2: block_pixels_sliding(r, ox, kw, len, 2, 1); break;
+    default: block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg); break;
+    }
 }
 
 /* The block row's pixels: left border, interior runs, right border. */
@@ -301,11 +317,9 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
                                                                    int lo, int hi, const int kw,
                                                                    const int len, const int cg)
 {
-    /* 0: no sliding runs; else the dilation they are built for */
-    const int sliding = cg == 1 && __builtin_constant_p(kw) && kw <= SLIDING_KW_MAX &&
-                                r->s->stride_w == 1 && r->s->dil_w <= 2
-                            ? r->s->dil_w
-                            : 0;
+    const int sliding = cg == 1 && __builtin_constant_p(kw) && kw <= SLIDING_KW_MAX
+                            ? row_sliding(r->s)
+                            : SLIDE_NONE;
     int ox = 0;
     for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
     for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) run_pixels(r, ox, kw, len, cg, sliding);

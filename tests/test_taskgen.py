@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from acltuner import zoo
+from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.cli import main
-from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.engine import native
 from acltuner.taskgen.activation import FLT_MAX
 from acltuner.taskgen.graph import conv_nodes

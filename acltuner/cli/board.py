@@ -171,7 +171,7 @@ def board_doctor(board_name: str, host: str | None, root: str | None) -> None:
       acltuner board doctor --board rpi4 --sysfs rec     a recording
     """
     from acltuner.board import load_board
-    from acltuner.board.doctor import SAMPLE_S, diagnose, problems, snapshot_over_ssh
+    from acltuner.app.doctor import SAMPLE_S, diagnose, problems, snapshot_over_ssh
     if host and root:
         raise click.UsageError("give --host or --sysfs, not both")
     b = load_board(board_name)

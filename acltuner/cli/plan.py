@@ -98,11 +98,11 @@ def plan_edit(plan_path: str, settings: tuple[str, ...], output_path: str | None
       acltuner plan edit r18.plan.json --set conv1=direct_nhwc
       acltuner plan edit r18.plan.json --set layer1.0.conv1=im2col/6x16-hybrid-avx2/1:1/w4
     """
+    from acltuner.measure.launchers import open_launcher
     from acltuner.plan import check_plan, load_plan, plan_board, save_plan
     from acltuner.plan_edit import edit_plan, parse_setting
     from acltuner.taskgen.tasks import generate_tasks
     from acltuner.tuner.pins import EngineRules
-    from acltuner.tuner.session import open_launcher
     parsed = [parse_setting(text) for text in settings]
     p = load_plan(plan_path)
     board = plan_board(p, board_name)

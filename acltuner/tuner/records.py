@@ -34,7 +34,8 @@ from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.one_line import OneLineError
 from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
                              timestamp, versioned)
-from acltuner.tuner.runner import STAGES, MeasureOptions, Result
+from acltuner.engine.measure_options import MeasureOptions
+from acltuner.measure.runner import STAGES, Result
 
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
@@ -58,6 +59,15 @@ _V3_FIELDS = ("ci_pct", "throttled")
 _TAIL_BLOCK = 4096
 
 log = logging.getLogger(__name__)
+
+
+def default_records_path() -> Path:
+    """$ACLTUNER_RECORDS, else records.jsonl in the user's cache folder."""
+    env = os.environ.get("ACLTUNER_RECORDS")
+    if env:
+        return Path(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "acltuner" / "records.jsonl"
 
 
 class RecordsError(OneLineError):

@@ -1,61 +1,26 @@
-"""How a tune reports its progress to whoever runs it (the command line prints
-it), in a module of its own so that a caller can implement it without loading
-the tuner."""
+"""How a tune reports its progress to whoever runs it, in a module of its
+own so that a caller can implement it without loading the tuner."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from acltuner.board.model import Board
-    from acltuner.farm.dispatch import Farm, FarmStats
-    from acltuner.plan import Plan
-    from acltuner.tuner.in_context import ContextCheck
     from acltuner.tuner.tune import TaskReport
-    from acltuner.tuner.tuner_config import TunerConfig
 
 
 class TuneReporter:
     """Every method does nothing here; a caller overrides those it shows."""
-
-    def started(self, model: str, board: Board, host: str | None, strategy: str,
-                config: TunerConfig, caches: str, records: Path) -> None:
-        """The launcher is up (on `host`, None: this machine) and the first task
-        is next; caches: the measurements' caches, e.g. "cold (8 MiB evicted)"."""
-
-    def records_busy(self, lock: Path) -> None:
-        """Another tune holds the records file's lock: this one waits for it."""
-
-    def doctor(self, problems: list) -> None:
-        """What `board doctor` found wrong with the measuring machine (Findings),
-        checked before tuning starts; the tune goes on."""
 
     def planned(self, units: list[tuple[int, int]]) -> None:
         """The tune's units (tasks, pinned parts) are next, each as (its budget
         of measurements, the measurements the records already hold for it)."""
 
     def measured(self, count: int) -> None:
-        """`count` more configs were measured and recorded (a farm's task
-        threads call it too)."""
+        """`count` more configs were measured and recorded (from several
+        threads where tasks are tuned side by side)."""
 
     def progress(self, text: str) -> None:
         """One line on the task being searched, after every batch of measurements."""
 
     def task_done(self, report: TaskReport) -> None:
         """A task is tuned (or, with the default strategy, given its default)."""
-
-    def in_context(self, check: ContextCheck) -> None:
-        """The tuned plan was run whole against the default one (check_in_context)."""
-
-    def finished(self, plan: Plan, reports: list[TaskReport], reconnects: int) -> None:
-        """The plan is written; reconnects: how often the connection to the board
-        dropped and was made again."""
-
-    def farm_progress(self, farm: Farm) -> None:
-        """A farm member answered a batch (farm.stats: measurements per member
-        so far); called from the farm's task threads."""
-
-    def farm_done(self, stats: FarmStats, troubles: list[str]) -> None:
-        """A farm tune ended: what each member measured, and one line for each
-        member that failed, was lost or rebooted."""

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
+from acltuner.engine.measure_options import MeasureOptions
 from acltuner.paths import configs_dir
 from acltuner.schema import KINDS, FieldError, Wording, at, describe, parse_yaml
-from acltuner.tuner.runner import MeasureOptions
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
 SCHEMA_VERSION = 4

@@ -55,7 +55,7 @@ PINS = (b"schema_version: 1\npins:\n  - {node: conv1, algorithm: im2col}\n"
 
 
 def make_seeds(folder: Path) -> Seeds:
-    from acltuner.tuner.session import run_tune
+    from acltuner.app.tune import run_tune
     model_path = folder / "seed.onnx"
     onnx.save(small_model(), model_path)
     plan_path, records_path = folder / "seed.plan.json", folder / "seed.records.jsonl"

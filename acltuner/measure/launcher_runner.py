@@ -44,14 +44,9 @@ class LauncherRunner:
     def measure(self, configs: list[ExecConfig]) -> list[tuple[Result, Measurement]]:
         """Measures configs in order; a config that crashes or hangs the
         launcher is a failed result (LauncherClient.measure)."""
-        o = self.options
         pairs = []
         for config in configs:
-            m = self.client.measure(config, warmup=o.warmup, min_repeat_ms=o.min_repeat_ms,
-                                    min_repeats=o.min_repeats, max_repeats=o.max_repeats,
-                                    ci_target_pct=o.ci_target_pct,
-                                    max_repeat_ms=o.max_repeat_ms, cooldown_ms=o.cooldown_ms,
-                                    evict_bytes=o.evict_bytes, timeout_s=self.hang_timeout_s())
+            m = self.client.measure(config, self.options, timeout_s=self.hang_timeout_s())
             result = result_of(config, m)
             if self.default_ms is None and result.ok:
                 self.default_ms = result.median_ms

@@ -26,7 +26,7 @@ import logging
 import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator
 
@@ -48,12 +48,13 @@ _FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "meas
 # warm caches, and are read as such.
 V1_MEASURE = MeasureOptions(warmup=1, min_repeat_ms=30.0, min_repeats=3, max_repeats=50,
                             evict_bytes=0)
-_V2_MEASURE_KINDS = {"warmup": int, "min_repeat_ms": float, "min_repeats": int,
-                     "max_repeats": int, "evict_bytes": int}
+# Each option's kind, that of its default.
+_MEASURE_KINDS = {f.name: type(f.default) for f in fields(MeasureOptions)}
 # Version 3 added the noise control (its options, each record's spread and
 # throttling); versions 1 and 2 are read as measured without it.
-_MEASURE_KINDS = {**_V2_MEASURE_KINDS, "ci_target_pct": float, "max_repeat_ms": float,
-                  "cooldown_ms": float}
+_V2_MEASURE_KINDS = {name: _MEASURE_KINDS[name] for name in ("warmup", "min_repeat_ms",
+                                                            "min_repeats", "max_repeats",
+                                                            "evict_bytes")}
 _V3_FIELDS = ("ci_pct", "throttled")
 # The last line is searched for backwards from the end in blocks of this size.
 _TAIL_BLOCK = 4096

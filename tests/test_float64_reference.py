@@ -11,7 +11,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.runtime.reference import float64_model, reference
-from acltuner.taskgen.onnxrt import session
+from acltuner.onnx.onnxrt import session
 
 _SHAPE = [1, 8, 6, 6]
 

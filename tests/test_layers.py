@@ -21,11 +21,12 @@ LAYERS = (
     ("tuner", "farm"),                # search and records; measuring on a farm
     ("measure",),                     # the Runner protocol, a launcher's runner
     ("runtime",),                     # whole-model runs
-    ("taskgen",),                     # the ONNX front end and task extraction
+    ("taskgen",),                     # tuning tasks from a model's convolutions
+    ("onnx",),                        # the ONNX front end
     ("remote",),                      # boards over ssh
     ("plan", "armnn_default", "zoo"),
     ("board",),
-    ("schema",),                      # file checks
+    ("validate",),                    # file checks
     ("engine",),                      # the native engine, its launcher client
     ("atomic", "one_line", "paths"),
 )

@@ -10,8 +10,8 @@ from onnx import TensorProto, helper
 
 from acltuner.board.registry import load_board
 from acltuner.runtime import compile_model
-from acltuner.taskgen.model import load_model
-from acltuner.taskgen.onnxrt import session
+from acltuner.onnx.model import load_model
+from acltuner.onnx.onnxrt import session
 
 BOARD = load_board("split-host")
 

@@ -21,8 +21,8 @@ from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.engine import native
 from acltuner.runtime.compare_ort import OrtProfile, compare
 from acltuner.runtime.profile import NodeTime
-from acltuner.taskgen.graph import conv_nodes
-from acltuner.taskgen.model import load_model
+from acltuner.onnx.graph import conv_nodes
+from acltuner.onnx.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
 from acltuner.zoo.reweight import randomize_weights

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acltuner.tuner.report import TuneReporter
+from acltuner.tuner.callbacks import TuneReporter
 
 if TYPE_CHECKING:
     from pathlib import Path

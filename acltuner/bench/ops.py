@@ -198,7 +198,7 @@ def measure(model_path: str, plan_path: str | None, board: str, repeat: int) -> 
     from acltuner.runtime.load import compile_model
     from acltuner.runtime.measure import time_runs
     from acltuner.runtime.profile import summarize
-    from acltuner.taskgen.model import load_model_detached
+    from acltuner.onnx.model import load_model_detached
 
     if plan_path:
         program = load(plan_path)

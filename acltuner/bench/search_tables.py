@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acltuner.atomic import write_atomic
-from acltuner.schema import read_versioned_json
+from acltuner.validate import read_versioned_json
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.measure.runner import STAGES, Result
 from acltuner.tuner.space import SearchSpace

@@ -79,7 +79,7 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
     from acltuner.app.run import check_outputs, compare_with_ort, run_plan
     from acltuner.atomic import check_writable, write_atomic
     from acltuner.runtime.profile import summarize
-    from acltuner.runtime.report import render_json, render_text
+    from acltuner.runtime.render import render_json, render_text
     if compare_ort and host:
         raise click.UsageError("--compare-ort compares with onnxruntime on this machine; "
                                "it cannot be combined with --host")

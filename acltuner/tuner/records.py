@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.one_line import OneLineError
-from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
+from acltuner.validate import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
                              timestamp, versioned)
 from acltuner.engine.measure_options import MeasureOptions
 from acltuner.measure.runner import STAGES, Result

@@ -28,7 +28,7 @@ from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.pins import EngineRules, Pin, PinnedNode, resolve_pins
 from acltuner.tuner.records import Record, RecordStore
-from acltuner.tuner.report import TuneReporter
+from acltuner.tuner.callbacks import TuneReporter
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig

@@ -14,7 +14,7 @@ import yaml
 
 from acltuner.engine.measure_options import MeasureOptions
 from acltuner.paths import configs_dir
-from acltuner.schema import KINDS, FieldError, Wording, at, describe, parse_yaml
+from acltuner.validate import KINDS, FieldError, Wording, at, describe, parse_yaml
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
 SCHEMA_VERSION = 4

@@ -25,7 +25,8 @@ class Seeds:
 
 
 def small_model() -> onnx.ModelProto:
-    """Conv + BatchNormalization + Relu + residual Add, then a Conv: what taskgen folds and fuses."""
+    """Conv + BatchNormalization + Relu + residual Add, then a Conv: what the front end folds
+    and fuses."""
     rng = np.random.default_rng(0)
 
     def init(name, *dims):

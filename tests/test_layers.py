@@ -17,7 +17,7 @@ PACKAGE = Path(acltuner.__file__).parent
 LAYERS = (
     ("cli",),                         # the command line parses and prints
     ("bench",),                       # `acltuner bench`'s benchmarks and fuzzer
-    ("app", "report", "plan_edit", "acltuner"),  # the commands' work, the Python API
+    ("app", "report", "acltuner"),    # the commands' work, the Python API
     ("tuner", "farm"),                # search and records; measuring on a farm
     ("measure",),                     # the Runner protocol, a launcher's runner
     ("runtime",),                     # whole-model runs

@@ -9,9 +9,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from acltuner.board.registry import load_board
-from acltuner.runtime import compile_model
 from acltuner.onnx.model import load_model
 from acltuner.onnx.onnxrt import session
+from acltuner.runtime import compile_model
 
 BOARD = load_board("split-host")
 

@@ -19,10 +19,10 @@ import acltuner
 from acltuner import zoo
 from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.engine import native
-from acltuner.runtime.compare_ort import OrtProfile, compare
-from acltuner.runtime.profile import NodeTime
 from acltuner.onnx.graph import conv_nodes
 from acltuner.onnx.model import load_model
+from acltuner.runtime.compare_ort import OrtProfile, compare
+from acltuner.runtime.profile import NodeTime
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
 from acltuner.zoo.reweight import randomize_weights

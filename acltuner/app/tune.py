@@ -15,8 +15,8 @@ from acltuner.board.registry import load_board
 from acltuner.engine.build import host_isa
 from acltuner.engine.launcher import LauncherClient
 from acltuner.measure.launchers import open_launcher
-from acltuner.plan import Plan, save_plan
 from acltuner.onnx.model import parse_input_shapes
+from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
 from acltuner.tuner.pins import EngineRules, Pin

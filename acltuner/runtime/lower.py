@@ -23,12 +23,12 @@ from onnx import TensorProto
 
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import conv_attrs
+from acltuner.onnx.activation import DEFAULT_DOMAINS
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
 from acltuner.runtime.ops.registry import Action
 from acltuner.runtime.target import Target, local_target
-from acltuner.onnx.activation import DEFAULT_DOMAINS
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
 

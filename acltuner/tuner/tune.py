@@ -25,10 +25,10 @@ from acltuner.measure.runner import Result, Runner
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
 from acltuner.tuner import TUNE_STRATEGIES
+from acltuner.tuner.callbacks import TuneReporter
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.pins import EngineRules, Pin, PinnedNode, resolve_pins
 from acltuner.tuner.records import Record, RecordStore
-from acltuner.tuner.callbacks import TuneReporter
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 class MeasureOptions:
     """How every config is timed (the launcher's measure options).  They are
     the measurement protocol: records keep them, and a record measured under
-    other options is not reused (records.py).  evict_bytes > 0 times with cold
-    caches, 0 with warm ones (PROTOCOL.md).  ci_target_pct > 0 repeats until
-    the median is known within that many percent, or max_repeat_ms of runs
-    (0: no cap); cooldown_ms idles before each config."""
+    other options is not reused (tuner/records.py).  evict_bytes > 0 times
+    with cold caches, 0 with warm ones (PROTOCOL.md).  ci_target_pct > 0
+    repeats until the median is known within that many percent, or
+    max_repeat_ms of runs (0: no cap); cooldown_ms idles before each config."""
     warmup: int = 1
     min_repeat_ms: float = 30.0
     min_repeats: int = 3

@@ -24,7 +24,7 @@ from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import HOST, load_board
 from acltuner.engine.config import ExecConfig
 from acltuner.one_line import OneLineError
-from acltuner.schema import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
+from acltuner.validate import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
                              versioned)
 
 # Version 2 added a node's optional `pinned`, version 3 the in-context check's

@@ -11,7 +11,7 @@ import onnxruntime as ort
 from onnx.reference import ReferenceEvaluator
 
 from acltuner.engine.config import ConvShape
-from acltuner.taskgen.conv_attrs import conv_model
+from acltuner.onnx.conv_attrs import conv_model
 
 
 def _epilogue(shape: ConvShape, y: np.ndarray, residual: np.ndarray | None) -> np.ndarray:

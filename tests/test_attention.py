@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
-from acltuner.cli.run import CHECK_TOLERANCE
+from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import default_plan, run_check
 from test_runtime import _compile

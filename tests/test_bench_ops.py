@@ -12,9 +12,9 @@ import pytest
 
 from acltuner.bench import ops
 from acltuner.board.registry import load_board
+from acltuner.onnx.model import load_model_detached
 from acltuner.runtime import load
 from acltuner.runtime.load import compile_model
-from acltuner.taskgen.model import load_model_detached
 from cli_checks import default_plan, invoke
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from acltuner.taskgen.conv_attrs import ConvAttributeError, conv_model, conv_shape
+from acltuner.onnx.conv_attrs import ConvAttributeError, conv_model, conv_shape
 from conv_oracle import ort_conv, reference_conv
 
 

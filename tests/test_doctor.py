@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from acltuner.board import load_board
-from acltuner.board.doctor import check_busy, diagnose, problems
+from acltuner.app.doctor import check_busy, diagnose, problems
 from acltuner.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "boards"

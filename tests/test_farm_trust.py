@@ -7,9 +7,9 @@ import pytest
 
 from acltuner.board.registry import load_board
 from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.engine.measure_options import MeasureOptions
 from acltuner.farm.dispatch import Farm, FarmLauncher, FarmRunner, fastest_ms
 from acltuner.farm.members import FarmError
-from acltuner.tuner.runner import MeasureOptions
 from records_checks import read_records
 from test_farm import TWO_CPUS, _farm, wrapped_one_core
 from test_remote import _cli, _model

@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from acltuner.onnx.onnxrt import session
 from acltuner.runtime.reference import float64_model, reference
-from acltuner.taskgen.onnxrt import session
 
 _SHAPE = [1, 8, 6, 6]
 

@@ -11,10 +11,10 @@ import pytest
 
 from acltuner.bench.fuzz import run as fuzz_run
 from acltuner.engine.launcher import default_launcher_path
+from acltuner.onnx.errors import ModelError
 from acltuner.plan import PlanError, load_plan
-from acltuner.schema import JSON, FieldError
-from acltuner.taskgen.errors import ModelError
 from acltuner.tuner.tuner_config import load_tuner_config
+from acltuner.validate import JSON, FieldError
 
 LAST_LINE = re.compile(r"^fuzz: cases=(\d+) tracebacks=(\d+) crashes=(\d+) hangs=(\d+) "
                        r"partial_writes=(\d+)$")

@@ -10,11 +10,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from acltuner.app.tune import run_tune
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
 from acltuner.plan import load_plan, save_plan
 from acltuner.runtime.load import load
 from acltuner.runtime.measure import check
-from acltuner.tuner import session
 from acltuner.tuner.in_context import MARGIN, check_in_context, choose
 
 
@@ -38,9 +38,9 @@ def _model(path, extra_node: bool = False) -> None:
 def _default_plan(tmp_path, extra_node: bool = False):
     model, plan_path = tmp_path / "two.onnx", tmp_path / "two.plan.json"
     _model(model, extra_node)
-    session.run_tune(str(model), str(plan_path), board_name="host", trials=None,
-                     early_stopping=None, strategy="default", records_path=str(tmp_path / "r"),
-                     input_shapes=(), config_path=None, seed=0)
+    run_tune(str(model), str(plan_path), board_name="host", trials=None,
+             early_stopping=None, strategy="default", records_path=str(tmp_path / "r"),
+             input_shapes=(), config_path=None, seed=0)
     return load_plan(plan_path), plan_path
 
 

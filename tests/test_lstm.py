@@ -9,9 +9,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from acltuner.board.registry import load_board
+from acltuner.onnx.model import load_model
+from acltuner.onnx.onnxrt import session
 from acltuner.runtime import compile_model
-from acltuner.taskgen.model import load_model
-from acltuner.taskgen.onnxrt import session
 
 BOARD = load_board("split-host")
 

@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from acltuner.taskgen.conv_attrs import conv_shape
+from acltuner.onnx.conv_attrs import conv_shape
 from conftest import engine_names, get_engine
 from conv_oracle import rel_err
 from engine_backends import splits_for

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from acltuner.cli import main
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import Measurement
+from acltuner.engine.measure_options import MeasureOptions
 from acltuner.tuner.records import V1_MEASURE, Record, RecordsError, RecordStore
-from acltuner.tuner.runner import MeasureOptions
 from acltuner.tuner.tuner_config import load_tuner_config
 from json_edit import set_field
 

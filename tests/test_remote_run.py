@@ -19,14 +19,14 @@ from acltuner.engine.graph import Tensor
 from acltuner.engine.launcher import PROTOCOL_VERSION, LauncherClient, LauncherError, \
     default_launcher_path
 from acltuner.engine.launcher_graph import LauncherGraph
+from acltuner.onnx.model import load_model
 from acltuner.plan import load_plan
 from acltuner.runtime.inputs import random_inputs
 from acltuner.runtime.lower import lower
 from acltuner.runtime.measure import check
 from acltuner.runtime.profile import HOST_COPIES, summarize
 from acltuner.runtime.remote import RemoteProgram, run_remote
-from acltuner.runtime.report import render_json
-from acltuner.taskgen.model import load_model
+from acltuner.runtime.render import render_json
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.tune import tune_model
 from acltuner.tuner.tuner_config import load_tuner_config

@@ -17,12 +17,12 @@ from onnx import helper, numpy_helper
 
 import acltuner
 from acltuner import zoo
-from acltuner.cli.run import CHECK_TOLERANCE
+from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.engine import native
+from acltuner.onnx.graph import conv_nodes
+from acltuner.onnx.model import load_model
 from acltuner.runtime.compare_ort import OrtProfile, compare
 from acltuner.runtime.profile import NodeTime
-from acltuner.taskgen.graph import conv_nodes
-from acltuner.taskgen.model import load_model
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
 from acltuner.zoo.reweight import randomize_weights
@@ -428,7 +428,7 @@ def test_check_fails_when_ours_is_far_from_float64(small, monkeypatch):
 
 
 def test_check_fails_without_a_float64_reference_in_time(small, monkeypatch):
-    from acltuner.cli import run
+    from acltuner.app import run
     _, plan = small
     _wrong_by(monkeypatch, 1.01)
     monkeypatch.setattr(run, "REFERENCE_TIMEOUT_S", 0.01)

@@ -18,7 +18,7 @@ from acltuner.plan import load_plan
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.board.registry import load_board
-from acltuner.taskgen.model import load_model, load_model_detached
+from acltuner.onnx.model import load_model, load_model_detached
 
 
 @pytest.fixture(scope="module")

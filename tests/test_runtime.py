@@ -23,9 +23,9 @@ from acltuner.runtime.arena import ALIGN, lifetimes, plan_arena
 from acltuner.runtime.ir import Buffer, NativeStage, Op, Value
 from acltuner.runtime.layout import NHWC, identity, reshaped, same_memory, source_layout
 from acltuner.runtime.ops.shape import contiguous_offset, onnx_slice_range
-from acltuner.taskgen.onnxrt import session
-from acltuner.taskgen.graph import conv_nodes
-from acltuner.taskgen.model import load_model
+from acltuner.onnx.onnxrt import session
+from acltuner.onnx.graph import conv_nodes
+from acltuner.onnx.model import load_model
 from acltuner.taskgen.tasks import signature
 from acltuner.zoo.builder import GraphBuilder
 

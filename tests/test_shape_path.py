@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from acltuner.cli.run import CHECK_TOLERANCE
+from acltuner.app.run import CHECK_TOLERANCE
 from cli_checks import default_plan, invoke, run_check
 
 _SHAPE = "x=1,3,16,20"

@@ -16,12 +16,12 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from acltuner import zoo
+from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.cli import main
-from acltuner.cli.run import CHECK_TOLERANCE
 from acltuner.engine import native
-from acltuner.taskgen.activation import FLT_MAX
-from acltuner.taskgen.graph import conv_nodes
-from acltuner.taskgen.model import ModelError, load_model
+from acltuner.onnx.activation import FLT_MAX
+from acltuner.onnx.graph import conv_nodes
+from acltuner.onnx.model import ModelError, load_model
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.zoo.builder import GraphBuilder
 from cli_checks import default_plan, run_check

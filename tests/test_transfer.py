@@ -16,12 +16,13 @@ from acltuner.board.registry import load_board
 from acltuner.cli import main
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import Measurement
+from acltuner.engine.measure_options import MeasureOptions
+from acltuner.measure.runner import Result
 from acltuner.paths import search_tables_dir
 from acltuner.taskgen.tasks import Task
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.pruning import pruned_branches
 from acltuner.tuner.records import Record, RecordStore
-from acltuner.tuner.runner import MeasureOptions, Result
 from acltuner.tuner.search import search
 from acltuner.tuner.transfer import TransferModel
 from acltuner.tuner.tuner_config import PruningSettings, load_tuner_config

@@ -13,8 +13,9 @@ import yaml
 from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.engine.build import cmake_build
+from acltuner.app.tune import run_tune
+from acltuner.measure import launcher_runner, launchers
 from acltuner.paths import configs_dir
-from acltuner.tuner import runner, session
 from engine_backends import REPO
 
 FAULTS = {"winograd_2x2_3x3": "SIGSEGV", "indirect": "SIGABRT", "winograd_1x2_1x3": "timed out"}
@@ -55,17 +56,17 @@ def test_a_tune_with_crashing_and_hanging_configs_measures_every_other(tmp_path,
         for algorithm, reason in FAULTS.items()).replace("=abrt", "=abort"))
     # A hang is given up after the floor plus the repeats at 50x the default's
     # time; a short floor keeps the test quick (the configs here take < 1 ms).
-    monkeypatch.setattr(runner, "HANG_FLOOR_S", 2.0)
+    monkeypatch.setattr(launcher_runner, "HANG_FLOOR_S", 2.0)
     # Only for a default config that hung, which has no time to scale from.
-    monkeypatch.setattr(session, "LAUNCHER_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(launchers, "LAUNCHER_TIMEOUT_S", 30.0)
     model, config = tmp_path / "chain.onnx", tmp_path / "tuner.yaml"
     chain_model(model)
     quick_tuner_config(config)
     records = tmp_path / "records.jsonl"
-    plan, reports = session.run_tune(str(model), str(tmp_path / "plan.json"), board_name="host",
-                                     trials=12, early_stopping=None, strategy="random",
-                                     records_path=str(records), input_shapes=(),
-                                     config_path=str(config), seed=0)
+    plan, reports = run_tune(str(model), str(tmp_path / "plan.json"), board_name="host",
+                             trials=12, early_stopping=None, strategy="random",
+                             records_path=str(records), input_shapes=(),
+                             config_path=str(config), seed=0)
     assert len(reports) == TASKS and len(plan.nodes) == TASKS
     lines = [json.loads(line) for line in records.read_text().splitlines()]
     failed_by = {reason: 0 for reason in FAULTS.values()}

@@ -13,7 +13,7 @@ from acltuner.bench.conv import _candidate_ukernels, best_time_ms
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape
 from acltuner.engine.timing import median_ms
-from acltuner.taskgen.conv_attrs import conv_model
+from acltuner.onnx.conv_attrs import conv_model
 
 ALGORITHMS = ("deconv_col2im", "deconv_phase")
 

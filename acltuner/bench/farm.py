@@ -27,14 +27,14 @@ import click
 import onnx
 import yaml
 
+from acltuner.app.callbacks import SessionReporter
+from acltuner.app.tune import run_tune
 from acltuner.board.files import save_file
 from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import load_board
 from acltuner.farm import worker
 from acltuner.farm.cluster import open_farm
 from acltuner.farm.members import Member
-from acltuner.tuner.report import TuneReporter
-from acltuner.tuner.session import run_tune
 from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo import build
 
@@ -47,7 +47,7 @@ def one_core_board() -> Board:
         cluster, name="core", cpus=(0,)),), description="one core of this machine")
 
 
-class _FarmStats(TuneReporter):
+class _FarmStats(SessionReporter):
     """Keeps the farm's statistics at the end of the tune."""
     stats = None
 

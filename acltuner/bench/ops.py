@@ -192,13 +192,13 @@ def measure(model_path: str, plan_path: str | None, board: str, repeat: int) -> 
     onnxruntime's (layout changes left out), and the kind of our slowest node.
     Without a plan (no convolution), every node runs the engine's own way."""
     from acltuner.board.registry import load_board
+    from acltuner.onnx.model import load_model_detached
     from acltuner.runtime import load
     from acltuner.runtime.compare_ort import compare, node_aliases, profile_onnxruntime
     from acltuner.runtime.inputs import random_inputs
     from acltuner.runtime.load import compile_model
     from acltuner.runtime.measure import time_runs
     from acltuner.runtime.profile import summarize
-    from acltuner.taskgen.model import load_model_detached
 
     if plan_path:
         program = load(plan_path)

@@ -18,7 +18,8 @@ from acltuner.bench.search_tables import Tables, TaskTable, save_tables
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient
-from acltuner.tuner.runner import Result, Runner
+from acltuner.measure.launcher_runner import LauncherRunner
+from acltuner.measure.runner import Result
 from acltuner.tuner.space import SearchSpace
 
 CLUSTERS = ((0,), (1,))
@@ -62,7 +63,7 @@ def record(out_dir: Path, names: list[str]) -> Path:
         for name in names:
             shape = TASKS[name]
             space = reduced_space(client, shape)
-            runner = Runner(client)
+            runner = LauncherRunner(client)
             runner.load(shape)
             results: dict[ExecConfig, Result] = {}
             configs = space.all()

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acltuner.atomic import write_atomic
-from acltuner.schema import read_versioned_json
+from acltuner.validate import read_versioned_json
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.tuner.runner import STAGES, Result
+from acltuner.measure.runner import STAGES, Result
 from acltuner.tuner.space import SearchSpace
 
 SCHEMA_VERSION = 1

@@ -9,7 +9,7 @@ import yaml
 
 from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
-from acltuner.schema import parse_yaml
+from acltuner.validate import parse_yaml
 
 
 def load_file(path: str | os.PathLike) -> Board:

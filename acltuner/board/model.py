@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from acltuner.one_line import OneLineError
-from acltuner.schema import KINDS, FieldError, Wording, at, is_kind
+from acltuner.validate import KINDS, FieldError, Wording, at, is_kind
 
 SCHEMA_VERSION = 1
 ISAS = ("aarch64", "x86_64")

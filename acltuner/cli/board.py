@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
@@ -170,17 +169,11 @@ def board_doctor(board_name: str, host: str | None, root: str | None) -> None:
       acltuner board doctor --board odroid-n2plus --host odroid
       acltuner board doctor --board rpi4 --sysfs rec     a recording
     """
+    from acltuner.app.doctor import doctor, problems
     from acltuner.board import load_board
-    from acltuner.board.doctor import SAMPLE_S, diagnose, problems, snapshot_over_ssh
     if host and root:
         raise click.UsageError("give --host or --sysfs, not both")
-    b = load_board(board_name)
-    if host:
-        with snapshot_over_ssh(host) as folder:
-            findings = diagnose(b, folder, sample_s=0)
-    else:
-        findings = diagnose(b, root or "/", sample_s=0 if root else SAMPLE_S,
-                            ignore_pids=frozenset({os.getpid()}))
+    findings = doctor(load_board(board_name), host, root)
     for f in findings:
         click.echo(f.line())
     raise SystemExit(1 if problems(findings) else 0)

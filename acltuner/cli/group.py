@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import click
 
-from acltuner.engine import native
-from acltuner.engine.launcher import LauncherError
-
-
-# The errors a command reports as one line: bad input, a refusing engine or
-# launcher, a file that cannot be read.  Anything else is a bug (a traceback).
-USER_ERRORS = (native.EngineError, LauncherError, ValueError, OSError)
+from acltuner.app.errors import USER_ERRORS
 
 # Where the verbosity lives: the context's meta, which a command's context
 # shares with its group's, so `acltuner -q tune` and `acltuner tune -q` agree.

@@ -7,7 +7,6 @@ import shlex
 import click
 
 from acltuner.cli.group import Group
-from acltuner.engine import native
 
 
 @click.group(cls=Group)
@@ -98,22 +97,8 @@ def plan_edit(plan_path: str, settings: tuple[str, ...], output_path: str | None
       acltuner plan edit r18.plan.json --set conv1=direct_nhwc
       acltuner plan edit r18.plan.json --set layer1.0.conv1=im2col/6x16-hybrid-avx2/1:1/w4
     """
-    from acltuner.plan import check_plan, load_plan, plan_board, save_plan
-    from acltuner.plan_edit import edit_plan, parse_setting
-    from acltuner.taskgen.tasks import generate_tasks
-    from acltuner.tuner.pins import EngineRules
-    from acltuner.tuner.session import open_launcher
-    parsed = [parse_setting(text) for text in settings]
-    p = load_plan(plan_path)
-    board = plan_board(p, board_name)
-    with open_launcher(board, host) as client:
-        engine = native.hello_engine_id(client.hello_info)
-        for warning in check_plan(p, p.model_path, board.fingerprint, engine, force):
-            click.echo(f"warning: {warning}", err=True)
-        taskset = generate_tasks(p.model_path, p.input_shapes)
-        shapes = {name: t.shape for t in taskset.tasks for name in t.nodes}
-        edited = edit_plan(p, parsed, shapes, EngineRules.of(client), board.ncores)
-    save_plan(edited, output_path or plan_path)
-    for s in parsed:
-        node = next(n for n in edited.nodes if n.node == s.node)
+    from acltuner.app.plan_edit import edit_plan_file
+    for node in edit_plan_file(plan_path, settings, output_path=output_path, board_name=board_name,
+                               host=host, force=force,
+                               warn=lambda line: click.echo(f"warning: {line}", err=True)):
         click.echo(f"{node.node}: {node.config}")

@@ -37,7 +37,7 @@ def records_stats(file: str | None, as_json: bool) -> None:
 
     from acltuner.tuner import record_stats
     from acltuner.tuner.records import RecordStore
-    from acltuner.tuner.session import default_records_path
+    from acltuner.tuner.records import default_records_path
     file = file or str(default_records_path())
     if not Path(file).is_file():
         # RecordStore starts an empty log where there is none; here that is a typo.

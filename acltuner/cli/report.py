@@ -61,7 +61,7 @@ def report(plan_path, out_dir, records_path, compare_path, ort, profile_path, re
     from pathlib import Path
 
     from acltuner.report.build import Options, write_report
-    from acltuner.tuner.session import default_records_path
+    from acltuner.tuner.records import default_records_path
     from acltuner.tuner.tuner_config import load_tuner_config
     options = Options(records_path=str(records_path or default_records_path()),
                       compare_path=compare_path, ort=ort, profile_path=profile_path,

@@ -5,12 +5,7 @@ import io
 
 import click
 
-
-# The largest relative difference (max |diff| / max |reference|, per output)
-# `run --check` accepts from onnxruntime, or else from a float64 reference.
-CHECK_TOLERANCE = 1e-3
-# How long the float64 reference may take before the check gives up on it.
-REFERENCE_TIMEOUT_S = 300
+from acltuner.app.run import CHECK_TOLERANCE, REFERENCE_TIMEOUT_S
 
 
 @click.command("run")
@@ -81,23 +76,20 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
     """
     import numpy as np
 
-    from acltuner.runtime.measure import check as compare
-    from acltuner.runtime.profile import summarize
-    from acltuner.runtime.report import render_json, render_text
+    from acltuner.app.run import check_outputs, compare_with_ort, run_plan
     from acltuner.atomic import check_writable, write_atomic
+    from acltuner.runtime.profile import summarize
+    from acltuner.runtime.render import render_json, render_text
     if compare_ort and host:
         raise click.UsageError("--compare-ort compares with onnxruntime on this machine; "
                                "it cannot be combined with --host")
     if output_path:
         check_writable(output_path)
-    args = (plan_path, model_path, list(named), list(files), repeat, warmup, force, board_name,
-            balance)
-    program, inputs, latency, outputs, rss_mb = (_run_on_host(host, *args) if host
-                                                 else _run_here(*args))
-    diff = None
-    if check:
-        diff = compare(program.plan.model_path, inputs, outputs, CHECK_TOLERANCE,
-                       REFERENCE_TIMEOUT_S)
+    program, inputs, latency, outputs, rss_mb = run_plan(
+        plan_path, model_path=model_path, named=list(named), files=list(files), repeat=repeat,
+        warmup=warmup, force=force, board_name=board_name, balance=balance, host=host,
+        warn=_warn)
+    diff = check_outputs(program, inputs, outputs) if check else None
     if output_path:
         saved = io.BytesIO()
         if len(outputs) == 1:
@@ -109,7 +101,7 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
         except OSError as e:  # a full disk, say: the path, not the temporary file's
             raise click.ClickException(f"{output_path}: cannot write: {e.strerror or e}") from None
     nodes = summarize(latency.profiles)
-    compared = _compare_ort(program, inputs, nodes, repeat, warmup) if compare_ort else None
+    compared = compare_with_ort(program, inputs, nodes, repeat, warmup) if compare_ort else None
     if as_json:
         click.echo(render_json(latency, rss_mb, program, nodes, diff, profile, compared))
     else:
@@ -129,44 +121,5 @@ def _check_failure(diff) -> str:
             f"(onnxruntime {judged.onnxruntime:.3g}) > {diff.tolerance:g}")
 
 
-def _compare_ort(program, inputs, nodes, repeat, warmup):
-    """(onnxruntime's profile, the rows of the comparison)."""
-    from acltuner.runtime.compare_ort import compare, node_aliases, profile_onnxruntime
-    plan = program.plan
-    ort = profile_onnxruntime(plan.model_path, inputs, repeat, warmup)
-    return ort, compare(nodes, ort, node_aliases(plan.model_path, plan.input_shapes))
-
-
-def _warn(program) -> None:
-    for warning in program.warnings:
-        click.echo(f"warning: {warning}", err=True)
-
-
-def _run_here(plan_path, model_path, named, files, repeat, warmup, force, board_name, balance):
-    """The plan in this process: (program, inputs, latency, outputs, peak RSS MB)."""
-    from acltuner.runtime import load
-    from acltuner.runtime.inputs import random_inputs, read_inputs
-    from acltuner.runtime.measure import peak_rss_mb, time_runs
-    program = load(plan_path, model=model_path, force=force, board=board_name, balance=balance)
-    _warn(program)
-    inputs = read_inputs(program, named, files) or random_inputs(program)
-    latency, outputs = time_runs(program, inputs, repeat, warmup)
-    return program, inputs, latency, outputs, peak_rss_mb()
-
-
-def _run_on_host(host, plan_path, model_path, named, files, repeat, warmup, force, board_name,
-                 balance):
-    """The plan inside the launcher on `host`, timed there; the same tuple, with
-    the launcher's peak RSS."""
-    from acltuner.remote.launcher import RemoteLauncherClient
-    from acltuner.runtime.inputs import random_inputs, read_inputs
-    from acltuner.runtime.remote import RemoteProgram
-    from acltuner.plan import load_plan, plan_board
-    board = plan_board(load_plan(plan_path), board_name)
-    with RemoteLauncherClient(board, host, timeout_s=600) as client:
-        remote = RemoteProgram(plan_path, client, model=model_path, force=force,
-                               board=board_name, balance=balance)
-        _warn(remote.program)
-        inputs = read_inputs(remote.program, named, files) or random_inputs(remote.program)
-        result = remote.run(inputs, repeat, warmup)
-    return remote.program, inputs, result.latency, result.outputs, result.peak_rss_mb
+def _warn(warning: str) -> None:
+    click.echo(f"warning: {warning}", err=True)

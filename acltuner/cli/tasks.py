@@ -27,7 +27,7 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
       acltuner tasks resnet101.onnx
       acltuner tasks model.onnx --input-shape input=1,3,224,224 --json
     """
-    from acltuner.taskgen.model import parse_input_shapes
+    from acltuner.onnx.model import parse_input_shapes
     from acltuner.taskgen.tasks import generate_tasks
     from acltuner.tuner.pins import kinds_of
     ts = generate_tasks(model, parse_input_shapes(input_shapes))

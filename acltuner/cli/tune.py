@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from acltuner.app.callbacks import SessionReporter
 from acltuner.cli.farm import tls_options
 from acltuner.cli.group import QUIET, VERBOSE, verbosity
 from acltuner.cli.progress import Overall, Progress, farm_bars
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
-from acltuner.tuner.report import TuneReporter
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -134,7 +134,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     """
     from acltuner.farm.cluster import farm_security
     from acltuner.tuner.pins import load_pins, parse_pin
-    from acltuner.tuner.session import run_tune
+    from acltuner.app.tune import run_tune
     farm_ways = [o for o, v in (("--host", host), ("--hosts", hosts), ("--farm", farm_path),
                                 ("--scheduler", scheduler)) if v]
     if len(farm_ways) > 1:
@@ -182,7 +182,7 @@ def _task_line(r: TaskReport) -> str:
             f"{speed}  {r.best}{pinned}")
 
 
-class _Printer(TuneReporter):
+class _Printer(SessionReporter):
     """The tune on the terminal: what it runs with and the summary on stderr, a
     table of tasks on stdout, the progress redrawn on stderr (the overall
     count, elapsed time and ETA, then the task's), the whole model's times

@@ -11,6 +11,7 @@ current task is loaded into it again, and the next config proceeds.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .config import ConvShape, ExecConfig
+from .measure_options import MeasureOptions
 from .native import native_dir
 
 PROTOCOL_VERSION = 5
@@ -365,21 +367,18 @@ class LauncherClient:
         """The largest CPU cache of the launcher's machine, 0 if unknown."""
         return int(self.hello_info.get("largest_cache_bytes", 0))
 
-    def measure(self, config: ExecConfig, *, warmup: int = 1, min_repeat_ms: float = 50.0,
-                min_repeats: int = 3, max_repeats: int = 100, ci_target_pct: float = 0.0,
-                max_repeat_ms: float = 0.0, cooldown_ms: float = 0.0, evict_bytes: int = 0,
-                return_output: bool = False, timeout_s: float | None = None) -> Measurement:
-        """Times `config` on the current task.  evict_bytes > 0 measures
-        with cold caches: the config's cores read that much memory before
-        every timed run (PROTOCOL.md).  A config that kills the launcher or
-        runs past timeout_s (default the client's) fails with the reason, and
-        a new launcher with the task loaded takes over.  Never raises for a
-        config that fails, only if the launcher cannot be brought back."""
-        request = {"cmd": "measure", "config": config.to_dict(), "warmup": warmup,
-                   "min_repeat_ms": min_repeat_ms, "min_repeats": min_repeats,
-                   "max_repeats": max_repeats, "ci_target_pct": ci_target_pct,
-                   "max_repeat_ms": max_repeat_ms, "cooldown_ms": cooldown_ms,
-                   "evict_bytes": evict_bytes,
+    def measure(self, config: ExecConfig, options: MeasureOptions = MeasureOptions(), *,
+                return_output: bool = False, timeout_s: float | None = None,
+                **changes) -> Measurement:
+        """Times `config` on the current task with `options`, any of whose
+        fields `changes` replaces.  evict_bytes > 0 measures with cold caches:
+        the config's cores read that much memory before every timed run
+        (PROTOCOL.md).  A config that kills the launcher or runs past
+        timeout_s (default the client's) fails with the reason, and a new
+        launcher with the task loaded takes over.  Never raises for a config
+        that fails, only if the launcher cannot be brought back."""
+        options = dataclasses.replace(options, **changes)
+        request = {"cmd": "measure", "config": config.to_dict(), **options.to_dict(),
                    "return_output": return_output}
         try:
             answer = self._call(request_line(request), timeout_s)

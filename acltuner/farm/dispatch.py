@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from acltuner.board.model import Board
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import Measurement
+from acltuner.engine.measure_options import MeasureOptions
 from acltuner.farm import worker
 from acltuner.farm.members import FarmError
-from acltuner.tuner.runner import MeasureOptions, Result, Runner, result_of
+from acltuner.measure.runner import Result, result_of
 
 RESOURCE = "board"
 QUARANTINE_AFTER = 2
@@ -324,12 +325,13 @@ def _untrue_reasons(count: int, answer: dict) -> str | None:
     return None
 
 
-class FarmRunner(Runner):
+class FarmRunner:
     """A Runner whose batches go to the farm: each task of a farm tune has its own."""
 
     def __init__(self, farm: Farm, options: MeasureOptions):
-        super().__init__(None, options)
         self.farm = farm
+        self.options = options
+        self.default_ms: float | None = None
         self._task: tuple[ConvShape, int] | None = None
         self.home: str | None = None  # the member this task stays on (Farm.home)
 

@@ -26,7 +26,7 @@ import yaml
 from acltuner.board.model import Board
 from acltuner.board.registry import load_board
 from acltuner.one_line import OneLineError
-from acltuner.schema import FieldError, Wording, at, parse_yaml
+from acltuner.validate import FieldError, Wording, at, parse_yaml
 
 SCHEMA_VERSION = 1
 # The environment variable that tells a worker process which member it serves.

@@ -19,8 +19,10 @@ from pathlib import Path
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherError
+from acltuner.engine.measure_options import MeasureOptions
 from acltuner.farm.members import MEMBER_ENV, Member
-from acltuner.tuner.runner import MeasureOptions, Runner
+from acltuner.measure.launcher_runner import LauncherRunner
+from acltuner.measure.launchers import open_launcher
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
@@ -37,11 +39,10 @@ class MemberSession:
     """The launcher of this worker's board, and the task it holds."""
 
     def __init__(self, member: Member, realtime: bool):
-        from acltuner.tuner.session import open_launcher
         self.member, self.realtime = member, realtime
         self.client = open_launcher(member.launcher_board(), member.host, realtime)
         self.boot_id = read_boot_id(member.host)
-        self.runner = Runner(self.client)
+        self.runner = LauncherRunner(self.client)
         self.loaded: tuple[ConvShape, int] | None = None
         self.rebooted = 0
         self._restarts = self._restart_count()
@@ -131,7 +132,7 @@ def supported(shape: dict, pairs: list) -> list:
 def measure(shape: dict, seed: int, configs: list, options: dict,
             default_ms: float | None) -> dict:
     """Measures configs of the task (shape, seed), loading it if this
-    launcher holds another; default_ms scales the hang timeout (Runner)."""
+    launcher holds another; default_ms scales the hang timeout (LauncherRunner)."""
     start = time.perf_counter()
     s = _current()
     task = (ConvShape.from_dict(shape), seed)

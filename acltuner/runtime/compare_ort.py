@@ -146,9 +146,9 @@ def node_aliases(model_path: str, input_shapes: dict | None) -> dict[str, str]:
     to the convolution's name; those of a chain one operation covers (a
     channel shuffle), to the chain's last node, whose name that operation has;
     and every node's output tensors, to what their node maps to."""
+    from acltuner.onnx.graph import OnnxGraph, conv_nodes, node_name
+    from acltuner.onnx.model import load_model_detached
     from acltuner.runtime.lower import pattern_actions
-    from acltuner.taskgen.graph import OnnxGraph, conv_nodes, node_name
-    from acltuner.taskgen.model import load_model_detached
 
     model, weights = load_model_detached(model_path, input_shapes)
     convs = conv_nodes(model, weights)[0]

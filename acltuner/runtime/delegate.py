@@ -4,7 +4,7 @@ sub-models.
 A segment's sub-model holds its nodes and the constants they read; its inputs
 and outputs are the tensors crossing its boundary, in ONNX layout (the native
 stages convert on the way in and out).  Sessions are created once, at load,
-with threads that sleep when idle (taskgen.onnxrt.session): one, unless the
+with threads that sleep when idle (onnx.onnxrt.session): one, unless the
 segment's arithmetic is worth waking more for.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ import onnx
 from onnx import helper, numpy_helper
 
 from acltuner.runtime.ir import DelegatedSegment
-from acltuner.taskgen.onnxrt import ir_version, session, value_info
+from acltuner.onnx.onnxrt import ir_version, session, value_info
 from acltuner.runtime.profile import DELEGATED, DELEGATED_OP, ProfileEntry
-from acltuner.taskgen.graph import OnnxGraph, node_name, subgraph_names
+from acltuner.onnx.graph import OnnxGraph, node_name, subgraph_names
 
 
 # A segment of fewer floating-point operations runs on one thread: waking

@@ -12,13 +12,13 @@ from acltuner.board.model import Board
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import Graph
+from acltuner.onnx.graph import OnnxGraph, node_name
+from acltuner.onnx.model import load_model_detached
 from acltuner.plan import Plan, PlanError, check_plan, load_plan, plan_board
 from acltuner.runtime.ir import DelegatedSegment, Stage
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.target import Target
-from acltuner.taskgen.graph import OnnxGraph, node_name
-from acltuner.taskgen.model import load_model_detached
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,

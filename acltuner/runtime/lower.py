@@ -1,6 +1,6 @@
 """Lowering: an ONNX model and its plan -> native stages and delegated segments.
 
-The model is walked in graph order.  Convolutions come from taskgen's
+The model is walked in graph order.  Convolutions come from onnx.graph's
 conv_nodes (with their BatchNormalization, residual Add and Relu/Clip fused)
 and run with the plan's config; chains of nodes that one operation covers
 come from the patterns of ops/ (a channel shuffle); other nodes go through
@@ -23,13 +23,13 @@ from onnx import TensorProto
 
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import conv_attrs
+from acltuner.onnx.activation import DEFAULT_DOMAINS
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
 from acltuner.runtime.ops.registry import Action
 from acltuner.runtime.target import Target, local_target
-from acltuner.taskgen.activation import DEFAULT_DOMAINS
-from acltuner.taskgen.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
+from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
 
 # The native graph API's largest rank.

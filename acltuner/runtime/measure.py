@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acltuner.taskgen.onnxrt import session
+from acltuner.onnx.onnxrt import session
 from acltuner.runtime.profile import ProfileEntry
 from acltuner.runtime.program import Program
 from acltuner.runtime.reference import reference

@@ -16,13 +16,13 @@ import onnx
 
 from acltuner.board.model import Board
 from acltuner.engine.graph import Graph, GraphBackend, Tensor
+from acltuner.onnx.graph import OnnxGraph
 from acltuner.plan import Plan
 from acltuner.runtime.arena import plan_arena
 from acltuner.runtime.delegate import DelegatedRunner
 from acltuner.runtime.ir import Deferred, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import inverse
 from acltuner.runtime.profile import COPIES_OP, HOST_COPIES, ProfileEntry
-from acltuner.taskgen.graph import OnnxGraph
 
 FLOAT_BYTES = 4
 # An export this large and transposed is read back by the engine, by blocks

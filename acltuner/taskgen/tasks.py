@@ -12,8 +12,8 @@ from pathlib import Path
 
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape
-from acltuner.taskgen.graph import ConvNode, conv_nodes
-from acltuner.taskgen.model import ModelError, load_model
+from acltuner.onnx.graph import ConvNode, conv_nodes
+from acltuner.onnx.model import ModelError, load_model
 
 
 @dataclass

@@ -19,7 +19,7 @@ import numpy as np
 import xgboost as xgb
 
 from acltuner.engine.config import ExecConfig
-from acltuner.tuner.runner import STAGES
+from acltuner.measure.runner import STAGES
 
 STAGE_EPS_MS = 1e-3
 

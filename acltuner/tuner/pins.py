@@ -19,7 +19,7 @@ import yaml
 
 from acltuner.armnn_default import armnn_ukernel
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.schema import JSON, FieldError, at, parse_yaml
+from acltuner.validate import JSON, FieldError, at, parse_yaml
 
 PINS_SCHEMA_VERSION = 1
 

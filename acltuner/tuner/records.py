@@ -26,15 +26,16 @@ import logging
 import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.one_line import OneLineError
-from acltuner.schema import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
+from acltuner.validate import (JSON, FieldError, at, conv_shape, exec_config, now, parse_json,
                              timestamp, versioned)
-from acltuner.tuner.runner import STAGES, MeasureOptions, Result
+from acltuner.engine.measure_options import MeasureOptions
+from acltuner.measure.runner import STAGES, Result
 
 if TYPE_CHECKING:
     from acltuner.engine.launcher import Measurement
@@ -47,17 +48,27 @@ _FIELDS = ("schema_version", "board", "engine", "task", "shape", "config", "meas
 # warm caches, and are read as such.
 V1_MEASURE = MeasureOptions(warmup=1, min_repeat_ms=30.0, min_repeats=3, max_repeats=50,
                             evict_bytes=0)
-_V2_MEASURE_KINDS = {"warmup": int, "min_repeat_ms": float, "min_repeats": int,
-                     "max_repeats": int, "evict_bytes": int}
+# Each option's kind, that of its default.
+_MEASURE_KINDS = {f.name: type(f.default) for f in fields(MeasureOptions)}
 # Version 3 added the noise control (its options, each record's spread and
 # throttling); versions 1 and 2 are read as measured without it.
-_MEASURE_KINDS = {**_V2_MEASURE_KINDS, "ci_target_pct": float, "max_repeat_ms": float,
-                  "cooldown_ms": float}
+_V2_MEASURE_KINDS = {name: _MEASURE_KINDS[name] for name in ("warmup", "min_repeat_ms",
+                                                            "min_repeats", "max_repeats",
+                                                            "evict_bytes")}
 _V3_FIELDS = ("ci_pct", "throttled")
 # The last line is searched for backwards from the end in blocks of this size.
 _TAIL_BLOCK = 4096
 
 log = logging.getLogger(__name__)
+
+
+def default_records_path() -> Path:
+    """$ACLTUNER_RECORDS, else records.jsonl in the user's cache folder."""
+    env = os.environ.get("ACLTUNER_RECORDS")
+    if env:
+        return Path(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "acltuner" / "records.jsonl"
 
 
 class RecordsError(OneLineError):

@@ -32,7 +32,7 @@ import numpy as np
 import xgboost as xgb
 
 from acltuner.atomic import write_atomic
-from acltuner.schema import read_versioned_json
+from acltuner.validate import read_versioned_json
 from acltuner.board.model import Board, speed_order
 from acltuner.engine.config import ConvShape, ExecConfig
 

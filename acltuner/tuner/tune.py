@@ -20,14 +20,15 @@ from acltuner.board.model import Board
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import LauncherClient
+from acltuner.measure.launcher_runner import LauncherRunner
+from acltuner.measure.runner import Result, Runner
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
 from acltuner.taskgen.tasks import Task, TaskSet
 from acltuner.tuner import TUNE_STRATEGIES
+from acltuner.tuner.callbacks import TuneReporter
 from acltuner.tuner.features import FeatureEncoder
 from acltuner.tuner.pins import EngineRules, Pin, PinnedNode, resolve_pins
 from acltuner.tuner.records import Record, RecordStore
-from acltuner.tuner.report import TuneReporter
-from acltuner.tuner.runner import Result, Runner
 from acltuner.tuner.search import search
 from acltuner.tuner.space import SearchSpace
 from acltuner.tuner.tuner_config import TunerConfig
@@ -72,7 +73,7 @@ class TaskTuner:
         self.algorithms = list(self.rules.algorithms.items())
         self.ukernels = self.rules.ukernels
         self.clusters = [list(c.cpus) for c in board.clusters]
-        self.runner = Runner(client, config.measure.options(client.largest_cache_bytes))
+        self.runner = LauncherRunner(client, config.measure.options(client.largest_cache_bytes))
         self.warm_start = WarmStart(transfer, config.transfer, board, store)
 
     def default_config(self, task: Task) -> ExecConfig:
@@ -261,7 +262,7 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
                tune_tasks=tune_in_order,
                transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
     """pinned: pin_nodes()'s, whose nodes are measured with their pin only;
-    tune_tasks(tuner, units): how the units are tuned (a farm: side by side),
+    tune_tasks(tuner, units): how the units are tuned (on a farm: side by side),
     their reports in order; transfer: auto or off (warm_start.py)."""
     start = time.perf_counter()
     store = RecordStore(records_path)

@@ -7,14 +7,14 @@ the tune command prints it as is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import yaml
 
+from acltuner.engine.measure_options import MeasureOptions
 from acltuner.paths import configs_dir
-from acltuner.schema import KINDS, FieldError, Wording, at, describe, parse_yaml
-from acltuner.tuner.runner import MeasureOptions
+from acltuner.validate import KINDS, FieldError, Wording, at, describe, parse_yaml
 
 DEFAULT_PATH = configs_dir() / "tuner.yaml"
 SCHEMA_VERSION = 4
@@ -60,11 +60,11 @@ class MeasureSettings:
         if self.cache == "cold":
             most = int(self.evict_max_mb * 2**20)
             evict = min(most, int(self.evict_factor * largest_cache_bytes) or most)
-        return MeasureOptions(warmup=self.warmup, min_repeat_ms=float(self.min_repeat_ms),
-                              min_repeats=self.min_repeats, max_repeats=self.max_repeats,
-                              evict_bytes=max(evict, 0), ci_target_pct=float(self.ci_target_pct),
-                              max_repeat_ms=float(self.max_repeat_ms),
-                              cooldown_ms=float(self.cooldown_ms))
+        # The other options are the settings of their name, of the option's
+        # kind (YAML's 30 is 30.0).
+        given = {f.name: type(f.default)(getattr(self, f.name)) for f in fields(MeasureOptions)
+                 if f.name != "evict_bytes"}
+        return MeasureOptions(**given, evict_bytes=max(evict, 0))
 
 
 @dataclass(frozen=True)

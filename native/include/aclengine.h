@@ -98,10 +98,21 @@ typedef struct {
 /* The fields of acl_conv_shape, in order. */
 const acl_field_info *acl_conv_shape_fields(int *count);
 
+/* The options of the launcher's measure request (native/launcher/PROTOCOL.md):
+ * how every config is timed.  The launcher decodes them, and the tuner's
+ * MeasureOptions is checked against them, from this one list.
+ * F(kind, name, default, minimum): INT an int, DOUBLE a double (milliseconds,
+ * or a percentage), BYTES a long long up to the launcher's eviction cap. */
+#define ACL_MEASURE_OPTIONS(F)                                                           \
+    F(INT, warmup, 1, 0) F(DOUBLE, min_repeat_ms, 30, 0) F(INT, min_repeats, 3, 1)       \
+    F(INT, max_repeats, 50, 1) F(BYTES, evict_bytes, 0, 0) F(DOUBLE, ci_target_pct, 0, 0) \
+    F(DOUBLE, max_repeat_ms, 0, 0) F(DOUBLE, cooldown_ms, 0, 0)
+
 /* Every schema list of this build as one JSON document (static storage):
  * {"version", "isa", "field_kinds", "conv_shape": {"size", "fields"},
- *  "ops": [{"name", "code", "inputs": [min, max], "size", "fields"}]}; each
- * field is {"name", "kind", "offset", "required", "min", "default"[, "names"]}. */
+ *  "ops": [{"name", "code", "inputs": [min, max], "size", "fields"}],
+ *  "measure_options": [{"name", "kind", "default", "min"}]}; each field is
+ * {"name", "kind", "offset", "required", "min", "default"[, "names"]}. */
 const char *acl_describe(void);
 
 /* How one call is spread over the cores.  weights[i] is the share of CPU i

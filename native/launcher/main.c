@@ -167,22 +167,32 @@ GRAPH_HANDLER(graph_op)
 GRAPH_HANDLER(graph_order)
 GRAPH_HANDLER(graph_run)
 
+/* Every command, answered by handle_<name>. */
+#define LAUNCHER_COMMANDS(X)                                                              \
+    X(hello) X(realtime) X(load) X(measure) X(check) X(graph_create) X(graph_write) X(graph_op) \
+    X(graph_order) X(graph_run) X(quit)
+
 static const struct {
     const char *name;
     int (*handle)(session *s, const json_value *request, json_writer *w);
 } commands[] = {
-    {"hello", handle_hello},
-    {"realtime", handle_realtime},
-    {"load", handle_load},
-    {"measure", handle_measure},
-    {"check", handle_check},
-    {"graph_create", handle_graph_create},
-    {"graph_write", handle_graph_write},
-    {"graph_op", handle_graph_op},
-    {"graph_order", handle_graph_order},
-    {"graph_run", handle_graph_run},
-    {"quit", handle_quit},
+#define COMMAND_ENTRY(name) {#name, handle_##name},
+    LAUNCHER_COMMANDS(COMMAND_ENTRY)
 };
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+/* "hello, realtime, ... or quit", for the error of an unknown command. */
+static const char *command_names(void)
+{
+#define COMMAND_NAME_LENGTH(name) sizeof #name + 2 +
+    static char names[LAUNCHER_COMMANDS(COMMAND_NAME_LENGTH) 1];
+    if (!names[0])
+        for (size_t i = 0; i < NCOMMANDS; i++) {
+            const char *sep = i == 0 ? "" : i + 1 < NCOMMANDS ? ", " : " or ";
+            strcat(strcat(names, sep), commands[i].name);
+        }
+    return names;
+}
 
 static int dispatch(session *s, const json_value *request, json_writer *w, int *quit)
 {
@@ -190,13 +200,12 @@ static int dispatch(session *s, const json_value *request, json_writer *w, int *
     if (request->type != JSON_OBJECT)
         return request_fail("a request must be an object, got %s", json_type_name(request->type));
     if (request_string(request, "cmd", REQUIRED, 0, &cmd)) return -1;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(commands[i].name, cmd) == 0) {
             *quit = commands[i].handle == handle_quit;
             return commands[i].handle(s, request, w);
         }
-    return request_fail("unknown command \"%s\" (expected hello, realtime, load, measure, check, "
-                        "graph_create, graph_write, graph_op, graph_order, graph_run or quit)", cmd);
+    return request_fail("unknown command \"%s\" (expected %s)", cmd, command_names());
 }
 
 static void write_error(json_writer *w, const char *error)

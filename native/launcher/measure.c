@@ -17,15 +17,21 @@
 /* PROTOCOL.md: an output is correct when max|y - ref| / max|ref| <= 1e-4. */
 #define CORRECT_REL_ERR 1e-4
 
+#define DECLARE_INT(name) int name;
+#define DECLARE_DOUBLE(name) double name;
+#define DECLARE_BYTES(name) long long name;
+#define DECLARE_OPTION(kind, name, dflt, min) DECLARE_##kind(name)
+typedef struct {
+    ACL_MEASURE_OPTIONS(DECLARE_OPTION)
+} measure_options;
+
 typedef struct {
     const char *algorithm;
     const char *ukernel;  /* NULL for direct algorithms */
     int core_weights[MAX_CORES];
     int ncores;
     int workloads;
-    repeat_policy repeat;
-    double cooldown_ms;  /* idle before the first run */
-    long long evict_bytes;
+    measure_options o;
     int return_output;
 } measure_request;
 
@@ -42,9 +48,8 @@ typedef struct {
     float *output;  /* the first run's output, the one checked */
 } measurement;
 
-static const char *const measure_fields[] = {"cmd", "config", "warmup", "min_repeat_ms",
-                                             "min_repeats", "max_repeats", "ci_target_pct",
-                                             "max_repeat_ms", "cooldown_ms", "evict_bytes",
+#define OPTION_NAME(kind, name, dflt, min) #name,
+static const char *const measure_fields[] = {"cmd", "config", ACL_MEASURE_OPTIONS(OPTION_NAME)
                                              "return_output", NULL};
 static const char *const config_fields[] = {"algorithm", "ukernel", "core_weights", "workloads",
                                             NULL};
@@ -57,36 +62,35 @@ static const char *const config_fields[] = {"algorithm", "ukernel", "core_weight
  * of the ISAs we build for. */
 #define LINE_FLOATS (64 / sizeof(float))
 
+/* A double option below its minimum (or NaN) is refused; the other kinds
+ * are checked as they are read. */
+static int at_least(const char *name, double value, double min)
+{
+    return value >= min ? 0 : request_fail("field \"%s\" must be >= %g, got %g", name, min, value);
+}
+
+#define OPTION_DEFAULT(kind, name, dflt, min) .name = dflt,
+#define DECODE_INT(name, min) request_int(request, #name, OPTIONAL, min, &r->o.name)
+#define DECODE_DOUBLE(name, min) \
+    (request_double(request, #name, OPTIONAL, &r->o.name) || at_least(#name, r->o.name, min))
+#define DECODE_BYTES(name, min) \
+    request_integer(request, #name, OPTIONAL, min, MAX_EVICT_BYTES, &r->o.name)
+#define DECODE_OPTION(kind, name, dflt, min) DECODE_##kind(name, min) ||
+
 static int parse_request(const json_value *request, measure_request *r)
 {
-    *r = (measure_request){.repeat = {.warmup = 1, .min_repeats = 3, .max_repeats = 100,
-                                      .min_total_ms = 50}};
+    *r = (measure_request){.o = {ACL_MEASURE_OPTIONS(OPTION_DEFAULT)}};
     const json_value *config = NULL;
-    if (request_check_fields(request, "measure", measure_fields) ||
-        request_member(request, "config", REQUIRED, JSON_OBJECT, &config) ||
-        request_check_fields(config, "config", config_fields) ||
-        request_string(config, "algorithm", REQUIRED, 0, &r->algorithm) ||
-        request_string(config, "ukernel", OPTIONAL, 1, &r->ukernel) ||
-        request_exec(config, r->core_weights, &r->ncores, &r->workloads) ||
-        request_int(request, "warmup", OPTIONAL, 0, &r->repeat.warmup) ||
-        request_double(request, "min_repeat_ms", OPTIONAL, &r->repeat.min_total_ms) ||
-        request_int(request, "min_repeats", OPTIONAL, 1, &r->repeat.min_repeats) ||
-        request_int(request, "max_repeats", OPTIONAL, 1, &r->repeat.max_repeats) ||
-        request_double(request, "ci_target_pct", OPTIONAL, &r->repeat.ci_target) ||
-        request_double(request, "max_repeat_ms", OPTIONAL, &r->repeat.max_total_ms) ||
-        request_double(request, "cooldown_ms", OPTIONAL, &r->cooldown_ms) ||
-        request_integer(request, "evict_bytes", OPTIONAL, 0, MAX_EVICT_BYTES, &r->evict_bytes) ||
-        request_bool(request, "return_output", OPTIONAL, &r->return_output))
-        return -1;
-    const struct { const char *name; double value; } times[] = {
-        {"min_repeat_ms", r->repeat.min_total_ms}, {"ci_target_pct", r->repeat.ci_target},
-        {"max_repeat_ms", r->repeat.max_total_ms}, {"cooldown_ms", r->cooldown_ms}};
-    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
-        if (!(times[i].value >= 0))
-            return request_fail("field \"%s\" must be >= 0, got %g", times[i].name,
-                                times[i].value);
-    r->repeat.ci_target /= 100;
-    return 0;
+    return request_check_fields(request, "measure", measure_fields) ||
+                   request_member(request, "config", REQUIRED, JSON_OBJECT, &config) ||
+                   request_check_fields(config, "config", config_fields) ||
+                   request_string(config, "algorithm", REQUIRED, 0, &r->algorithm) ||
+                   request_string(config, "ukernel", OPTIONAL, 1, &r->ukernel) ||
+                   request_exec(config, r->core_weights, &r->ncores, &r->workloads) ||
+                   ACL_MEASURE_OPTIONS(DECODE_OPTION)
+                   request_bool(request, "return_output", OPTIONAL, &r->return_output)
+               ? -1
+               : 0;
 }
 
 static int samples_push(samples *s, double total, const acl_stage_times *stages)
@@ -171,11 +175,11 @@ static void evictor_free(evictor *e)
 static int evictor_create(const measure_request *r, evictor *e)
 {
     *e = (evictor){0};
-    if (r->evict_bytes == 0) return 0;
+    if (r->o.evict_bytes == 0) return 0;
     acl_ukernel_info uk;
     if (eviction_ukernel(&uk)) return -1;
     /* At most 2^26 / nr panels (MAX_EVICT_BYTES). */
-    long long columns = r->evict_bytes / (long long)(EVICT_K * sizeof(float));
+    long long columns = r->o.evict_bytes / (long long)(EVICT_K * sizeof(float));
     e->n = (int)((columns + uk.nr - 1) / uk.nr) * uk.nr;
     if (e->n == 0) e->n = uk.nr;
     int workloads = 4 * r->ncores > r->workloads ? 4 * r->ncores : r->workloads;
@@ -255,12 +259,17 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
     }
     conv_runs runs = {t, conv, {r->ncores, r->core_weights, r->workloads}, &e, m, m->output,
                       later_output};
-    if (r->cooldown_ms > 0) {
-        const long long ns = (long long)(r->cooldown_ms * 1e6);
+    if (r->o.cooldown_ms > 0) {
+        const long long ns = (long long)(r->o.cooldown_ms * 1e6);
         nanosleep(&(struct timespec){ns / 1000000000, ns % 1000000000}, NULL);
     }
     machine_state_read(r->core_weights, r->ncores, &m->before);
-    int rc = repeat_runs(&r->repeat, run_conv, &runs) < 0 ? -1 : 0;
+    const repeat_policy policy = {.warmup = r->o.warmup, .min_repeats = r->o.min_repeats,
+                                  .max_repeats = r->o.max_repeats,
+                                  .min_total_ms = r->o.min_repeat_ms,
+                                  .ci_target = r->o.ci_target_pct / 100,
+                                  .max_total_ms = r->o.max_repeat_ms};
+    int rc = repeat_runs(&policy, run_conv, &runs) < 0 ? -1 : 0;
     machine_state_read(r->core_weights, r->ncores, &m->after);
     free(later_output);
     evictor_free(&e);

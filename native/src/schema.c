@@ -154,6 +154,14 @@ static void put_fields(builder *b, const acl_field_info *fields, int n)
     put(b, "]");
 }
 
+#define MEASURE_KIND_INT "int"
+#define MEASURE_KIND_DOUBLE "double"
+#define MEASURE_KIND_BYTES "bytes"
+#define MEASURE_OPTION(kind, name, dflt, min)                                                   \
+    put(&b, "%s{\"name\":\"%s\",\"kind\":\"%s\",\"default\":%.17g,\"min\":%.17g}", sep, #name, \
+        MEASURE_KIND_##kind, (double)(dflt), (double)(min));                                    \
+    sep = ",";
+
 static char *description;
 
 static void describe_once(void)
@@ -171,6 +179,9 @@ static void describe_once(void)
         put_fields(&b, op->fields, op->field_count);
         put(&b, "}");
     }
+    put(&b, "],\"measure_options\":[");
+    const char *sep = "";
+    ACL_MEASURE_OPTIONS(MEASURE_OPTION)
     put(&b, "]}");
     if (b.failed) free(b.text);
     else description = b.text;

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import click
 
+from acltuner.app.errors import USER_ERRORS
 from acltuner.bench.fuzz.file_doors import FILE_DOORS
 from acltuner.bench.fuzz.launcher_door import LauncherDoor, record_seed_lines
 from acltuner.bench.fuzz.seeds import make_seeds
-from acltuner.cli.group import USER_ERRORS
 
 # Share of cases per door: the launcher answers fastest, the ONNX loader is slowest.
 WEIGHTS = {"launcher": 0.45, "onnx": 0.1, "plan": 0.1, "records": 0.1, "board": 0.1, "tuner": 0.1,

@@ -25,7 +25,8 @@ class Seeds:
 
 
 def small_model() -> onnx.ModelProto:
-    """Conv + BatchNormalization + Relu + residual Add, then a Conv: what taskgen folds and fuses."""
+    """Conv + BatchNormalization + Relu + residual Add, then a Conv: what the front end folds
+    and fuses."""
     rng = np.random.default_rng(0)
 
     def init(name, *dims):
@@ -55,7 +56,7 @@ PINS = (b"schema_version: 1\npins:\n  - {node: conv1, algorithm: im2col}\n"
 
 
 def make_seeds(folder: Path) -> Seeds:
-    from acltuner.tuner.session import run_tune
+    from acltuner.app.tune import run_tune
     model_path = folder / "seed.onnx"
     onnx.save(small_model(), model_path)
     plan_path, records_path = folder / "seed.plan.json", folder / "seed.records.jsonl"

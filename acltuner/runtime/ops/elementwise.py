@@ -12,9 +12,9 @@ import onnx
 
 from acltuner.runtime.layout import identity
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
-from acltuner.taskgen.activation import (ACTIVATION_OPS, activation_node, following_activation,
+from acltuner.onnx.activation import (ACTIVATION_OPS, activation_node, following_activation,
                                          gelu, is_op, scalar)
-from acltuner.taskgen.graph import OnnxGraph, channel_affine, node_name
+from acltuner.onnx.graph import OnnxGraph, channel_affine, node_name
 
 _MATH = {"Sqrt": "sqrt", "Log": "log", "Exp": "exp", "Abs": "abs", "Neg": "neg",
          "Reciprocal": "reciprocal", "Tanh": "tanh", "Softplus": "softplus", "Erf": "erf"}
@@ -32,7 +32,7 @@ def _unary(node: onnx.NodeProto, op: str, a: float = 0.0, b: float = 0.0):
 
 @pattern
 def _gelu_chain(g: OnnxGraph, node: onnx.NodeProto):
-    """GELU's erf or tanh formula (taskgen.activation.gelu) that no convolution
+    """GELU's erf or tanh formula (onnx.activation.gelu) that no convolution
     or linear layer absorbed, as one unary pass: tried at its first node, a
     use of x."""
     x = node.input[0] if node.input else ""

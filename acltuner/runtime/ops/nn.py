@@ -16,9 +16,9 @@ from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
 from acltuner.runtime.ops.reduce import reduce_lowering
 from acltuner.runtime.target import Target
-from acltuner.taskgen.activation import Activation, following_activation, is_op
-from acltuner.taskgen.conv_attrs import same_pads
-from acltuner.taskgen.graph import OnnxGraph, node_name
+from acltuner.onnx.activation import Activation, following_activation, is_op
+from acltuner.onnx.conv_attrs import same_pads
+from acltuner.onnx.graph import OnnxGraph, node_name
 
 
 def _pool_pads(a: dict, x: tuple[int, ...], kernel, strides, dilations) -> list[int]:

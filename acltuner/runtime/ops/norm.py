@@ -17,8 +17,8 @@ import onnx
 
 from acltuner.runtime.ops.reduce import _axes as reduced_axes
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
-from acltuner.taskgen.activation import is_op, scalar
-from acltuner.taskgen.graph import OnnxGraph, node_name
+from acltuner.onnx.activation import is_op, scalar
+from acltuner.onnx.graph import OnnxGraph, node_name
 
 
 def _lower(low, label: str, x: str, out: str, axes: list[int], scale: np.ndarray,

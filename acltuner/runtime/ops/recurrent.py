@@ -15,7 +15,7 @@ from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import identity
 from acltuner.runtime.ops.nn import matmul_ukernel
 from acltuner.runtime.ops.registry import attrs, handles, shape
-from acltuner.taskgen.graph import OnnxGraph, node_name
+from acltuner.onnx.graph import OnnxGraph, node_name
 
 # ONNX's default activations (per direction): the only ones the engine's lstm
 # computes.

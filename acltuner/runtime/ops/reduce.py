@@ -12,7 +12,7 @@ import onnx
 
 from acltuner.runtime.layout import reshaped
 from acltuner.runtime.ops.registry import attrs, handles, shape
-from acltuner.taskgen.graph import OnnxGraph, node_name
+from acltuner.onnx.graph import OnnxGraph, node_name
 
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
 

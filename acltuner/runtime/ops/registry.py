@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from acltuner.taskgen.graph import OnnxGraph
+from acltuner.onnx.graph import OnnxGraph
 
 if TYPE_CHECKING:
     from acltuner.runtime.lower import Lowering

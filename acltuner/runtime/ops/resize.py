@@ -26,7 +26,7 @@ import onnx
 
 from acltuner.runtime.layout import NHWC, Perm, identity
 from acltuner.runtime.ops.registry import attrs, handles, shape
-from acltuner.taskgen.graph import OnnxGraph, node_name
+from acltuner.onnx.graph import OnnxGraph, node_name
 
 MODES = ("nearest", "linear")
 COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",

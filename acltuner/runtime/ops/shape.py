@@ -23,7 +23,7 @@ from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity, inverse, preferred, reshaped, \
     source_layout, then
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
-from acltuner.taskgen.graph import DEFAULT_DOMAINS, OnnxGraph, node_name
+from acltuner.onnx.graph import DEFAULT_DOMAINS, OnnxGraph, node_name
 
 
 def _reshape(g: OnnxGraph, node: onnx.NodeProto):

@@ -7,15 +7,8 @@
 
 #include "conv_impl.h"
 
-static const conv_algo *const algorithms[] = {
-    &conv_reference,        &conv_im2col,           &conv_gemm1x1,
-    &conv_indirect,         &conv_winograd_2x2_3x3, &conv_winograd_4x4_3x3,
-    &conv_winograd_1x2_1x3, &conv_winograd_1x4_1x3, &conv_winograd_2x1_3x1,
-    &conv_winograd_4x1_3x1, &conv_depthwise_pixel,  &conv_depthwise_channel_block,
-    &conv_deconv_col2im,    &conv_deconv_phase,     &conv_deconv_depthwise,
-    &conv_deconv_dot,       &conv_direct_nhwc,      &conv_indirect_regions,
-    &conv_grouped_channel_block,
-};
+#define ALGORITHM_ENTRY(name) &conv_##name,
+static const conv_algo *const algorithms[] = {CONV_ALGORITHMS(ALGORITHM_ENTRY)};
 #define NALGORITHMS (int)(sizeof algorithms / sizeof algorithms[0])
 
 static int have_ukernels(void)

@@ -78,12 +78,16 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
     return io->scratch + offset;
 }
 
-extern const conv_algo conv_reference, conv_im2col, conv_gemm1x1, conv_indirect,
-    conv_depthwise_pixel, conv_depthwise_channel_block, conv_winograd_2x2_3x3,
-    conv_winograd_4x4_3x3, conv_winograd_1x2_1x3, conv_winograd_1x4_1x3, conv_winograd_2x1_3x1,
-    conv_winograd_4x1_3x1, conv_direct_nhwc, conv_deconv_col2im, conv_deconv_phase,
-    conv_deconv_depthwise, conv_deconv_dot, conv_indirect_regions,
-    conv_grouped_channel_block;
+/* Every algorithm, each defined as conv_<name> by its own file, in the order
+ * acl_algorithm_get() lists them. */
+#define CONV_ALGORITHMS(X)                                                                  \
+    X(reference) X(im2col) X(gemm1x1) X(indirect) X(winograd_2x2_3x3) X(winograd_4x4_3x3) \
+    X(winograd_1x2_1x3) X(winograd_1x4_1x3) X(winograd_2x1_3x1) X(winograd_4x1_3x1)        \
+    X(depthwise_pixel) X(depthwise_channel_block) X(deconv_col2im) X(deconv_phase)         \
+    X(deconv_depthwise) X(deconv_dot) X(direct_nhwc) X(indirect_regions)                   \
+    X(grouped_channel_block)
+#define CONV_DECLARE_ALGORITHM(name) extern const conv_algo conv_##name;
+CONV_ALGORITHMS(CONV_DECLARE_ALGORITHM)
 
 /* The taps [*k0, *k1) of one kernel axis whose input coordinate
  * o * stride - pad + k * dil lies inside [0, n): direct algorithms skip the

@@ -12,8 +12,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from acltuner.engine import native
 from acltuner.engine.config import ConvShape
-from acltuner.plan import Plan, PlanNode
+from acltuner.measure.launchers import open_launcher
+from acltuner.plan import Plan, PlanNode, check_plan, load_plan, plan_board, save_plan
+from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.pins import EngineRules, some_names
 
 _CONFIG_FORMS = "ALGORITHM, ALGORITHM/KERNEL or ALGORITHM/KERNEL/W:W:../wN ('-': no kernel)"
@@ -75,3 +78,23 @@ def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, Conv
         nodes[s.node] = dataclasses.replace(old, config=config, tuned_ms=None,
                                             pinned=f"plan edit {s.text}", reverted=None)
     return dataclasses.replace(plan, nodes=tuple(nodes[n.node] for n in plan.nodes))
+
+
+def edit_plan_file(plan_path: str, texts: Iterable[str], *, output_path: str | None,
+                   board_name: str | None, host: str | None, force: bool, warn) -> list[PlanNode]:
+    """The settings `texts` applied to the plan file, checked by the launcher
+    of the board that runs it (on `host`, or here) and written to output_path
+    (default: over plan_path); the edited nodes.  warn(line) for each of the
+    plan's mismatches that force lets through."""
+    parsed = [parse_setting(text) for text in texts]
+    p = load_plan(plan_path)
+    board = plan_board(p, board_name)
+    with open_launcher(board, host) as client:
+        engine = native.hello_engine_id(client.hello_info)
+        for warning in check_plan(p, p.model_path, board.fingerprint, engine, force):
+            warn(warning)
+        taskset = generate_tasks(p.model_path, p.input_shapes)
+        shapes = {name: t.shape for t in taskset.tasks for name in t.nodes}
+        edited = edit_plan(p, parsed, shapes, EngineRules.of(client), board.ncores)
+    save_plan(edited, output_path or plan_path)
+    return [next(n for n in edited.nodes if n.node == s.node) for s in parsed]

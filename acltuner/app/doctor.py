@@ -58,15 +58,21 @@ def problems(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if not f.ok]
 
 
+def doctor(board: Board, host: str | None, root: str | None = None) -> list[Finding]:
+    """What `board doctor` finds on `host` over ssh, in the recorded machine
+    under `root`, or on this machine (busy CPUs sampled, this process left out)."""
+    if host:
+        with snapshot_over_ssh(host) as folder:
+            return diagnose(board, folder, sample_s=0)
+    return diagnose(board, root or "/", sample_s=0 if root else SAMPLE_S,
+                    ignore_pids=frozenset({os.getpid()}))
+
+
 def doctor_for_tune(board: Board, host: str | None) -> list[Finding]:
     """The problems a tune of `board` should warn about: the board's over ssh,
     or this machine's (a board emulated through its launcher_wrapper, e.g.
     qemu, has none of its own core types or clocks to check)."""
-    if host:
-        with snapshot_over_ssh(host) as folder:
-            findings = diagnose(board, folder, sample_s=0)
-    else:
-        findings = diagnose(board, "/", ignore_pids=frozenset({os.getpid()}))
+    findings = doctor(board, host)
     if board.launcher_wrapper:
         findings = [f for f in findings if f.check not in ("cores", "clock")]
     return problems(findings)

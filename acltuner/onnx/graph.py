@@ -7,7 +7,7 @@ between them has no other consumer and is not a graph output:
   per-channel constant (a bias or scale exported as its own node, as Paddle
   does),
   Add with a tensor of the same shape (the residual the engine adds),
-  an activation the engine has (taskgen/activation.py: Relu, Clip with
+  an activation the engine has (onnx/activation.py: Relu, Clip with
   constant bounds, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Mish, PRelu
   with one slope, and x * gate(x) for SiLU, HardSwish and Mish).
 Non-2-D and non-float32 convolutions, and those whose attributes give another
@@ -28,9 +28,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.engine.config import ConvShape
-from acltuner.taskgen.activation import DEFAULT_DOMAINS, following_activation, is_op
-from acltuner.taskgen.conv_attrs import conv_shape
-from acltuner.taskgen.errors import ModelError
+from acltuner.onnx.activation import DEFAULT_DOMAINS, following_activation, is_op
+from acltuner.onnx.conv_attrs import conv_shape
+from acltuner.onnx.errors import ModelError
 
 
 

@@ -1,83 +1,41 @@
-"""What `acltuner tune` sets up around tune_model: the board, the launcher that
-measures on it, the tuner config and the records file; a TuneReporter shows how
-it goes."""
+"""What `acltuner tune` sets up around tune_model: the board, the launcher
+(or farm) that measures on it, the tuner config and the records file; a
+SessionReporter shows how it goes."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from acltuner.app.callbacks import SessionReporter
+from acltuner.app.doctor import doctor_for_tune
 from acltuner.atomic import check_writable
-from acltuner.board.doctor import doctor_for_tune
-from acltuner.board.machine import check_cores
 from acltuner.board.model import Board
 from acltuner.board.registry import load_board
-from acltuner.engine.build import build_for_board, host_isa
-from acltuner.engine.launcher import LauncherClient, default_launcher_path
+from acltuner.engine.build import host_isa
+from acltuner.engine.launcher import LauncherClient
+from acltuner.measure.launchers import open_launcher
+from acltuner.onnx.model import parse_input_shapes
 from acltuner.plan import Plan, save_plan
-from acltuner.taskgen.model import parse_input_shapes
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
-from acltuner.tuner.records import tuning_lock
-from acltuner.tuner.report import TuneReporter
 from acltuner.tuner.pins import EngineRules, Pin
+from acltuner.tuner.records import default_records_path, tuning_lock
 from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
-
-# A measurement of a big layer on a slow board, with its reference run, can take
-# tens of seconds; a launcher silent for this long is hung.
-LAUNCHER_TIMEOUT_S = 300.0
-
-
-def default_records_path() -> Path:
-    env = os.environ.get("ACLTUNER_RECORDS")
-    if env:
-        return Path(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "acltuner" / "records.jsonl"
-
-
-def launcher_command(board: Board) -> list[str]:
-    """How to start a launcher that measures on `board` from this machine."""
-    wrapper = board.wrapper()
-    if board.isa == host_isa():
-        return [*wrapper, default_launcher_path()]
-    if wrapper:  # e.g. qemu: the board's own build, run through the wrapper
-        return [*wrapper, str(build_for_board(board))]
-    raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
-                     f"reach the board with --host, or give the board file a launcher_wrapper "
-                     f"(e.g. qemu-aarch64) to measure it here")
-
-
-def open_launcher(board: Board, host: str | None, realtime: bool = False) -> LauncherClient:
-    """The launcher that measures `board`: on `host` over ssh (deployed there
-    by `acltuner deploy`), else on this machine; checked against the board's
-    cores.  realtime: at the lowest real-time priority, where allowed."""
-    if host:
-        from acltuner.remote.launcher import RemoteLauncherClient
-        return RemoteLauncherClient(board, host, timeout_s=LAUNCHER_TIMEOUT_S, realtime=realtime)
-    client = LauncherClient(launcher_command(board), timeout_s=LAUNCHER_TIMEOUT_S,
-                            realtime=realtime)
-    try:
-        check_cores(board, client.hello_info["cpus"], "this machine")
-    except Exception:
-        client.close()
-        raise
-    return client
 
 
 @contextlib.contextmanager
 def _measuring(board: Board, host: str | None, members, scheduler: str | None, realtime: bool,
-               reporter: TuneReporter, security):
+               reporter: SessionReporter, security):
     """(what the tuner asks as a launcher, how the tasks are tuned, the farm
     or None): one launcher, or a farm when members or a scheduler are given."""
     if members is None and not scheduler:
         with open_launcher(board, host, realtime) as client:
             yield client, tune_in_order, None
         return
+    from acltuner.app.farm_tune import farm_tuning
     from acltuner.farm.cluster import open_farm
-    from acltuner.farm.tune import farm_tuning
     with open_farm(board, members, scheduler, realtime, reporter.farm_progress,
                    security) as (farm, launcher):
         yield launcher, farm_tuning(farm), farm
@@ -92,7 +50,7 @@ def _priority(client: LauncherClient) -> str:
 
 
 def _in_context(plan: Plan, client: LauncherClient, wanted: bool, farm, ort: bool,
-                reporter: TuneReporter) -> ContextCheck:
+                reporter: SessionReporter) -> ContextCheck:
     """The tuned plan run whole against the default one (and onnxruntime with
     `ort`); or why not."""
     if not wanted:
@@ -105,7 +63,7 @@ def _in_context(plan: Plan, client: LauncherClient, wanted: bool, farm, ort: boo
 def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              early_stopping: int | None, strategy: str, records_path: str | None,
              input_shapes: tuple[str, ...], config_path: str | None, seed: int,
-             host: str | None = None, reporter: TuneReporter | None = None,
+             host: str | None = None, reporter: SessionReporter | None = None,
              pins: Sequence[Pin] = (), in_context: bool = True, members=None,
              scheduler: str | None = None, security=None,
              transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
@@ -114,7 +72,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     members (farm.members.Member) or scheduler (tcp:// or tls://HOST:PORT):
     tune on a farm, embedded or of an existing Dask cluster, instead of one
     launcher; security: the farm's Dask TLS (farm.cluster.farm_security)."""
-    reporter = reporter or TuneReporter()
+    reporter = reporter or SessionReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
     # Everything the user gave is checked before anything is reported or created.

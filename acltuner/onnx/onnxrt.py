@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from acltuner.taskgen.graph import OnnxGraph
+from acltuner.onnx.graph import OnnxGraph
 
 if TYPE_CHECKING:
     import onnxruntime as ort

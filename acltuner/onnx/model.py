@@ -11,9 +11,9 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper, shape_inference
 
-from acltuner.taskgen import wire
-from acltuner.taskgen.errors import ModelError
-from acltuner.taskgen.fold import fold
+from acltuner.onnx import wire
+from acltuner.onnx.errors import ModelError
+from acltuner.onnx.fold import fold
 
 # Domains whose operators onnx can infer shapes for; others (e.g. com.microsoft)
 # make strict inference fail although onnxruntime runs them.

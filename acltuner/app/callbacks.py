@@ -1,9 +1,11 @@
-"""How a tune reports its progress to whoever runs it (the command line prints
-it), in a module of its own so that a caller can implement it without loading
-the tuner."""
+"""What a whole tune reports beyond the tuner's own progress: the session
+around it (the launcher, the records' lock, the doctor's findings, the
+in-context check, the end) and a farm's members."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from acltuner.tuner.callbacks import TuneReporter
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from acltuner.tuner.tuner_config import TunerConfig
 
 
-class TuneReporter:
+class SessionReporter(TuneReporter):
     """Every method does nothing here; a caller overrides those it shows."""
 
     def started(self, model: str, board: Board, host: str | None, strategy: str,
@@ -30,20 +32,6 @@ class TuneReporter:
     def doctor(self, problems: list) -> None:
         """What `board doctor` found wrong with the measuring machine (Findings),
         checked before tuning starts; the tune goes on."""
-
-    def planned(self, units: list[tuple[int, int]]) -> None:
-        """The tune's units (tasks, pinned parts) are next, each as (its budget
-        of measurements, the measurements the records already hold for it)."""
-
-    def measured(self, count: int) -> None:
-        """`count` more configs were measured and recorded (a farm's task
-        threads call it too)."""
-
-    def progress(self, text: str) -> None:
-        """One line on the task being searched, after every batch of measurements."""
-
-    def task_done(self, report: TaskReport) -> None:
-        """A task is tuned (or, with the default strategy, given its default)."""
 
     def in_context(self, check: ContextCheck) -> None:
         """The tuned plan was run whole against the default one (check_in_context)."""

@@ -16,9 +16,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from acltuner.taskgen.onnxrt import ir_version, session, value_info
-from acltuner.taskgen.activation import DEFAULT_DOMAINS
-from acltuner.taskgen.graph import OnnxGraph, subgraph_names
+from acltuner.onnx.onnxrt import ir_version, session, value_info
+from acltuner.onnx.activation import DEFAULT_DOMAINS
+from acltuner.onnx.graph import OnnxGraph, subgraph_names
 
 _RANDOM = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
            "Multinomial", "Bernoulli"}

@@ -62,7 +62,7 @@ def _float64(model: Path, io_path: Path) -> tuple[list[np.ndarray] | None, str |
     """The model's outputs in float64 for the reference inputs (computed once
     per model, for the first engine that disagrees with onnxruntime), or why
     there are none."""
-    from acltuner.cli.run import REFERENCE_TIMEOUT_S
+    from acltuner.app.run import REFERENCE_TIMEOUT_S
     from acltuner.runtime.reference import reference as float64_reference
     path = _float64_path(io_path)
     if not path.is_file():
@@ -165,7 +165,7 @@ def prepare(engine: str, model: Path, io_path: Path, workdir: Path, place) -> Ce
     """The engine converted here and run once in `place` (Here or a
     board.Board) on the reference inputs, its outputs judged; a cell with a
     problem is left out of the rounds."""
-    from acltuner.cli.run import CHECK_TOLERANCE
+    from acltuner.app.run import CHECK_TOLERANCE
     cell = Cell(engine, problem=missing(engine))
     if cell.problem:
         return cell

@@ -17,7 +17,7 @@ from acltuner.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "boards"
 ARM_BOARDS = ["odroid-n2plus", "tinker-edge-r", "rpi4", "rk3588"]
-LINE = re.compile(r"(ok  |FIX ) (cores|governor|clock|thermal|busy) +\S.*")
+LINE = re.compile(r"(ok  |FIX ) (cores|features|governor|clock|thermal|busy) +\S.*")
 
 
 def _doctor(*args):

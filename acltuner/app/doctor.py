@@ -20,6 +20,7 @@ from pathlib import Path
 
 from acltuner.board.cpulist import format_cpulist
 from acltuner.board.detect import core_type_of, parse_cpuinfo, read_int, read_text
+from acltuner.board.features import FEATURES, features_of
 from acltuner.board.model import Board, Cluster
 
 GOOD_GOVERNORS = ("performance", "userspace")
@@ -34,7 +35,7 @@ SAMPLE_S = 0.5
 
 @dataclass(frozen=True)
 class Finding:
-    check: str      # governor, clock, thermal, busy, cores
+    check: str      # governor, clock, thermal, busy, cores, features
     ok: bool
     message: str
     fix: str = ""
@@ -50,7 +51,8 @@ def diagnose(board: Board, root: str | Path = "/", sample_s: float = SAMPLE_S,
     processes are sampled over sample_s seconds (0: from the recorded samples
     proc/stat-before and proc/stat-after, as snapshot_over_ssh writes them)."""
     root = Path(root)
-    return [*check_cores(board, root), *check_governor(board, root), *check_clock(board, root),
+    return [*check_cores(board, root), *check_features(board, root),
+            *check_governor(board, root), *check_clock(board, root),
             *check_thermal(root), *check_busy(board, root, sample_s, ignore_pids)]
 
 
@@ -74,7 +76,7 @@ def doctor_for_tune(board: Board, host: str | None) -> list[Finding]:
     qemu, has none of its own core types or clocks to check)."""
     findings = doctor(board, host)
     if board.launcher_wrapper:
-        findings = [f for f in findings if f.check not in ("cores", "clock")]
+        findings = [f for f in findings if f.check not in ("cores", "features", "clock")]
     return problems(findings)
 
 
@@ -115,6 +117,48 @@ def check_cores(board: Board, root: Path) -> list[Finding]:
         findings.append(Finding("cores", True, f"cpu{format_cpulist(_measured(board))}: the core "
                                 f"types of board {board.name}"))
     return findings
+
+
+def check_features(board: Board, root: Path) -> list[Finding]:
+    """Per cluster, the board file's Arm features against each core's Features
+    line: one the file lists and a core lacks makes its kernels die of SIGILL;
+    one a core has and the file leaves out keeps its faster kernels untried."""
+    processors, _ = parse_cpuinfo(read_text(root / "proc" / "cpuinfo") or "")
+    findings = []
+    for cluster in board.clusters:
+        found = {cpu: features_of(processors[cpu]) for cpu in cluster.cpus if cpu in processors}
+        findings += _cluster_features(board, cluster, found)
+    return findings
+
+
+def _cluster_features(board: Board, cluster: Cluster,
+                      found: dict[int, tuple[str, ...] | None]) -> list[Finding]:
+    name = f"cluster {cluster.name} (cpu{format_cpulist(cluster.cpus)})"
+    known = [f for f in found.values() if f is not None]
+    if cluster.features is None:
+        return [Finding("features", True, f"{name}: board {board.name} lists no features (a "
+                        f"file older than the field); this machine has: {_listed(known[0])}")
+                ] if known else []
+    fix = "use the board file of this machine: acltuner board detect -o BOARD.yaml"
+    findings = []
+    for cpu, have in found.items():
+        if have is None:
+            findings.append(Finding("features", False, f"cpu{cpu} prints no Arm Features line "
+                                    f"but board {board.name} lists features", fix))
+        elif have != cluster.features:
+            lacks = [f for f in cluster.features if f not in have]
+            extra = [f for f in have if f not in cluster.features]
+            why = [f"lacks {' '.join(lacks)}, so its kernels would die of SIGILL"] if lacks else []
+            why += [f"also has {' '.join(extra)}, whose kernels go untried"] if extra else []
+            findings.append(Finding("features", False, f"cpu{cpu} has {_listed(have)} but board "
+                                    f"{board.name} says {_listed(cluster.features)} (cluster "
+                                    f"{cluster.name}): {'; '.join(why)}", fix))
+    return findings or ([Finding("features", True, f"{name}: {_listed(cluster.features)}")]
+                        if found else [])
+
+
+def _listed(features: tuple[str, ...]) -> str:
+    return " ".join(features) if features else "none of " + ", ".join(FEATURES)
 
 
 def check_governor(board: Board, root: Path) -> list[Finding]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from acltuner.board.cores import arm_core_type, compiler_flags
 from acltuner.board.cpulist import parse_cpulist
+from acltuner.board.features import features_of
 from acltuner.board.model import Board, BoardError, Cluster, speed_order
 
 
@@ -39,7 +40,9 @@ def detect(root: str | Path = "/") -> Board:
         key = (core_type_of(info), _max_freq_mhz(sysfs, cpu, info),
                read_int(sysfs / f"cpu{cpu}" / "cpu_capacity"))
         groups.setdefault(key, []).append(cpu)
-    clusters = speed_order([Cluster("", core_type, tuple(group), freq, capacity)
+    # A cluster's cores are one core type, so its first core's Features line is theirs.
+    clusters = speed_order([Cluster("", core_type, tuple(group), freq, capacity,
+                                    features_of(processors.get(group[0], {})))
                             for (core_type, freq, capacity), group in groups.items()])
     clusters = [replace(c, name=n) for c, n in zip(clusters, _cluster_names(len(clusters)))]
 

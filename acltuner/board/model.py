@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from acltuner.board.features import FEATURES, canonical
 from acltuner.one_line import OneLineError
 from acltuner.validate import KINDS, FieldError, Wording, at, is_kind
 
@@ -29,6 +30,9 @@ class Cluster:
     cpus: tuple[int, ...]
     max_freq_mhz: int  # 0 when the kernel does not say (a VM without cpufreq)
     capacity: int | None = None  # the kernel's cpu_capacity (1024 = the fastest core)
+    # The tracked Arm features (board/features.py); None: not known, as in a
+    # board file older than the field or an x86 machine.
+    features: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class Board:
                  "max_freq_mhz": c.max_freq_mhz}
             if c.capacity is not None:
                 d["capacity"] = c.capacity
+            if c.features is not None:
+                d["features"] = list(c.features)
             clusters.append(d)
         return {"schema_version": SCHEMA_VERSION, "name": self.name,
                 "description": self.description, "isa": self.isa, "clusters": clusters,
@@ -119,7 +125,7 @@ def speed_order(clusters: Sequence[Cluster]) -> list[Cluster]:
 _BOARD_FIELDS = ("schema_version", "name", "description", "isa", "clusters", "compiler_flags",
                  "launcher_wrapper")
 _BOARD_REQUIRED = ("schema_version", "name", "isa", "clusters")
-_CLUSTER_FIELDS = ("name", "core_type", "cpus", "max_freq_mhz", "capacity")
+_CLUSTER_FIELDS = ("name", "core_type", "cpus", "max_freq_mhz", "capacity", "features")
 _CLUSTER_REQUIRED = ("name", "core_type", "cpus", "max_freq_mhz")
 
 _YAML_KINDS = {bool: "boolean", int: "integer", float: "number", str: "string",
@@ -156,7 +162,21 @@ def _cluster(data, where: str) -> Cluster:
         max_freq_mhz=_WORDING.check(d["max_freq_mhz"], at(where, "max_freq_mhz"), int,
                                     minimum=0),
         capacity=_WORDING.check(d.get("capacity"), at(where, "capacity"), int, null=True,
-                                minimum=1, maximum=1024))
+                                minimum=1, maximum=1024),
+        features=_features(d.get("features"), at(where, "features")))
+
+
+def _features(value, where: str) -> tuple[str, ...] | None:
+    """Optional, so that files written before the field still load."""
+    if value is None:
+        return None
+    names = _WORDING.check(value, where, list, what="a list of feature names")
+    for i, name in enumerate(names):
+        _WORDING.check(name, at(where, i), str, choices=FEATURES,
+                       what=f"one of {', '.join(FEATURES)}")
+        if name in names[:i]:
+            raise _WORDING.error(at(where, i), f"'{name}' is listed twice")
+    return canonical(names)
 
 
 def _board(data) -> Board:

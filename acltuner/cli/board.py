@@ -89,8 +89,9 @@ def board_show(board_name: str, as_json: bool) -> None:
     click.echo(f"isa          {b.isa}")
     for c in b.clusters:
         capacity = "" if c.capacity is None else f"  capacity {c.capacity}"
+        features = "" if c.features is None else f"  features {' '.join(c.features) or '-'}"
         click.echo(f"cluster      {c.name:8s} {c.core_type:12s} cpus {format_cpulist(c.cpus):6s}"
-                   f" {c.max_freq_mhz or '?'} MHz{capacity}")
+                   f" {c.max_freq_mhz or '?'} MHz{capacity}{features}")
     click.echo(f"compiler     {' '.join(b.compiler_flags) or '(the build default)'}")
     if b.launcher_wrapper:
         click.echo(f"launcher     {' '.join(b.launcher_wrapper)} <launcher>")
@@ -157,7 +158,9 @@ def board_doctor(board_name: str, host: str | None, root: str | None) -> None:
     scales with the load), each cluster's clock against the board file (top
     clock, a cap, the clock now), the thermal zones against their trip
     points, other processes busy on the board's cores, and that every core
-    is the core type the board file says (MIDR part from /proc/cpuinfo).
+    is the core type the board file says (MIDR part from /proc/cpuinfo) with
+    the Arm features it lists per cluster (asimddp, asimdhp, i8mm: the
+    Features line of /proc/cpuinfo).
     Lines start with `ok` or `FIX` and a FIX line ends with its fix.  `tune`
     runs the same checks first and prints the FIX lines as warnings.
 

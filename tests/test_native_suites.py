@@ -1,12 +1,13 @@
 """The engine's own C test programs (test_gemm: every micro-kernel through the
 macro-kernel; test_conv: every algorithm x micro-kernel against the reference;
 test_graph: every whole-model operation against naive loops; test_pool: every
-share of a job on its own CPU), built and run
-natively and, for the NEON family, under qemu; and the micro-kernel listings
+share of a job on its own CPU; test_gemm_int8: every int8 micro-kernel against
+int32 loops), built and run natively and, for the NEON family, under qemu; and the micro-kernel listings
 of the ukernels_asm target."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,31 @@ def test_aarch64_suite_under_qemu(suite, args):
         pytest.skip("no AArch64 cross compiler or qemu-aarch64")
     (exe,) = cmake_build(REPO / "build" / "aarch64", [suite], AARCH64_TOOLCHAIN)
     run_suite(QEMU + [str(exe), *args])
+
+
+# The int8 suite prints "ran NAME" or "skipped NAME" per kernel: the dispatch
+# must leave out a kernel whose instructions the CPU lacks rather than crash.
+def test_host_int8_suite():
+    (exe,) = cmake_build(REPO / "build" / "host-tests", ["test_gemm_int8"])
+    out = run_suite([str(exe)]).stdout
+    flags = Path("/proc/cpuinfo").read_text()
+    if host_isa() == "x86_64":
+        vnni = re.search(r"^flags\s*:.*\bavx512_vnni\b", flags, re.M) is not None
+        assert f"{'ran' if vnni else 'skipped'} 8x16c4-interleaved-avx512vnni" in out, out
+        assert "ran 4x16c2-interleaved-avx2" in out, out
+
+
+# Cortex-A53 lacks dotprod (asimddp), Cortex-A76 has it.
+@pytest.mark.aarch64
+@pytest.mark.parametrize("cpu, dotprod", [("cortex-a53", "skipped"), ("cortex-a76", "ran")])
+def test_aarch64_int8_suite_under_qemu(cpu, dotprod):
+    if aarch64_launcher() is None:
+        pytest.skip("no AArch64 cross compiler or qemu-aarch64")
+    (exe,) = cmake_build(REPO / "build" / "aarch64", ["test_gemm_int8"], AARCH64_TOOLCHAIN)
+    qemu = [QEMU[0], "-cpu", cpu, *QEMU[QEMU.index("-cpu") + 2:]]
+    out = run_suite(qemu + [str(exe)]).stdout
+    assert f"{dotprod} 4x16c4-interleaved-neondot" in out, out
+    assert "ran 4x16c1-interleaved-neon" in out, out
 
 
 # Each family's FMA on its widest vectors: proof that the listing was compiled

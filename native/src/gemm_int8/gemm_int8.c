@@ -1,0 +1,107 @@
+/* The int8 macro-kernel: packs A and B as int8.h lays them out and walks the
+ * MR x NR tiles of C.  Single-threaded, and K in one block: an int8 layer's
+ * packed A panel (MR x K bytes) stays in L1 up to K of a few thousand, and
+ * threads come with the int8 convolution algorithms that call this. */
+#include <string.h>
+
+#include "int8.h"
+#include "internal.h"
+
+static size_t kgroups_of(const acl_ukernel_int8 *uk, int k)
+{
+    return ((size_t)k + uk->kr - 1) / uk->kr;
+}
+
+/* Panels start int32-aligned, so that the column sums heading each are. */
+static size_t panel_bytes(const acl_ukernel_int8 *uk, int k)
+{
+    size_t bytes = uk->nr * sizeof(int32_t) + kgroups_of(uk, k) * uk->nr * uk->kr;
+    return (bytes + 15) & ~(size_t)15;
+}
+
+/* Panel p of a packed B, at its column sums. */
+static const int32_t *panel_of(const acl_ukernel_int8 *uk, int k, const void *packed_b, int p)
+{
+    return (const int32_t *)(const void *)((const uint8_t *)packed_b +
+                                           (size_t)p * panel_bytes(uk, k));
+}
+
+size_t acl_gemm_int8_packed_b_size(const acl_ukernel_int8 *uk, int k, int n)
+{
+    return ((size_t)n + uk->nr - 1) / uk->nr * panel_bytes(uk, k);
+}
+
+void acl_gemm_int8_pack_b(const acl_ukernel_int8 *uk, int k, int n, const int8_t *b, int ldb,
+                          void *out)
+{
+    const int nr = uk->nr, kr = uk->kr;
+    const size_t kgroups = kgroups_of(uk, k);
+    memset(out, 0, acl_gemm_int8_packed_b_size(uk, k, n));
+    for (int j0 = 0; j0 < n; j0 += nr) {
+        uint8_t *panel = (uint8_t *)out + (size_t)(j0 / nr) * panel_bytes(uk, k);
+        int32_t *sums = (int32_t *)(void *)panel;
+        int8_t *data = (int8_t *)(panel + nr * sizeof(int32_t));
+        for (int j = 0; j < nr && j0 + j < n; j++)
+            for (size_t g = 0; g < kgroups; g++)
+                for (int q = 0; q < kr && g * kr + q < (size_t)k; q++) {
+                    const int8_t v = b[(g * kr + q) * (size_t)ldb + j0 + j];
+                    data[(g * nr + j) * kr + q] = v;
+                    sums[j] += v;
+                }
+    }
+}
+
+void acl_gemm_int8_column_sums(const acl_ukernel_int8 *uk, int n, int k, const void *packed_b,
+                               int32_t *sums)
+{
+    for (int j = 0; j < n; j++) sums[j] = panel_of(uk, k, packed_b, j / uk->nr)[j % uk->nr];
+}
+
+int acl_gemm_int8_check(const acl_ukernel_int8 *uk, int k)
+{
+    if (k < 1 || k > ACL_INT8_MAX_K)
+        return acl_fail("int8 GEMM with K = %d: %s takes 1 <= K <= %d (its int32 sums would "
+                        "overflow past it)", k, uk->name, ACL_INT8_MAX_K);
+    return 0;
+}
+
+static void pack_a(const acl_ukernel_int8 *uk, int rows, int k, const uint8_t *a, int lda,
+                   uint8_t *out)
+{
+    const int mr = uk->mr, kr = uk->kr;
+    const size_t kgroups = kgroups_of(uk, k);
+    memset(out, 0, kgroups * mr * kr);
+    for (int i = 0; i < rows; i++)
+        for (int kk = 0; kk < k; kk++)
+            out[((size_t)(kk / kr) * mr + i) * kr + kk % kr] = a[(size_t)i * lda + kk];
+}
+
+int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, int lda,
+                  const void *packed_b, int32_t *c, int ldc)
+{
+    if (acl_gemm_int8_check(uk, k)) return -1;
+    const int mr = uk->mr, nr = uk->nr;
+    const size_t kgroups = kgroups_of(uk, k);
+    uint8_t *a_packed = acl_alloc(kgroups * mr * uk->kr);
+    if (!a_packed) return -1;
+    int32_t edge[ACL_INT8_MAX_TILE];
+    for (int i0 = 0; i0 < m; i0 += mr) {
+        const int rows = m - i0 < mr ? m - i0 : mr;
+        pack_a(uk, rows, k, a + (size_t)i0 * lda, lda, a_packed);
+        for (int j0 = 0; j0 < n; j0 += nr) {
+            const int cols = n - j0 < nr ? n - j0 : nr;
+            const int32_t *panel = panel_of(uk, k, packed_b, j0 / nr);
+            int32_t *tile = c + (size_t)i0 * ldc + j0;
+            if (rows == mr && cols == nr) {
+                uk->fn(kgroups, a_packed, panel, tile, ldc);
+                continue;
+            }
+            /* An edge tile runs whole into `edge`; only its real part is copied out. */
+            uk->fn(kgroups, a_packed, panel, edge, nr);
+            for (int i = 0; i < rows; i++)
+                memcpy(tile + (size_t)i * ldc, edge + (size_t)i * nr, cols * sizeof *tile);
+        }
+    }
+    acl_free(a_packed);
+    return 0;
+}

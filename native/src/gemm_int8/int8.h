@@ -1,0 +1,74 @@
+/* int8 GEMM: C[M,N] (int32) = A[M,K] (uint8 activations) x B[K,N] (int8 weights).
+ *
+ * As in the fp32 GEMM, the micro-kernels are the only ISA-specific code: each
+ * computes one full MR x NR tile from packed A and packed B, and the
+ * macro-kernel (gemm_int8.c) packs, walks the tiles and cuts the edge tiles.
+ *
+ * Packing.  K is split into groups of KR consecutive values (KR = 4 for the
+ * dot-product instructions, vpdpbusd and SDOT, that sum 4 products per int32
+ * lane; 2 for vpmaddwd; 1 for SMLAL), the last group zero-padded, so a K that
+ * is no multiple of KR costs nothing but padding: a zero times anything adds 0.
+ *   packed B: per panel of NR columns, the NR int32 column sums of B, then
+ *             for each K group, NR columns x KR int8 values (a column's KR
+ *             values contiguous); columns past N are zero;
+ *   packed A: per panel of MR rows, for each K group MR rows x KR uint8
+ *             values; rows past M are zero.
+ *
+ * Signedness.  Every kernel returns the exact sum of raw u8 x s8 products.
+ * The activation's zero point za is left to the epilogue, which uses
+ *   sum_k (a - za) b = sum_k a b - za * colsum(B)
+ * with the column sums kept in the packed B (weights are symmetric, as
+ * onnxruntime's per-channel int8 quantisation makes them, so B has no zero
+ * point).  SDOT multiplies signed by signed, so its kernel flips A to
+ * a - 128 (an xor of the top bit) and adds 128 * colsum(B) back when it
+ * starts its accumulators.
+ *
+ * Range.  |a b| <= 255 * 128, so an int32 sum is exact up to K = 65793;
+ * acl_gemm_int8_check refuses a larger K.
+ */
+#ifndef ACL_GEMM_INT8_H
+#define ACL_GEMM_INT8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ACL_INT8_MAX_K 65536
+
+/* C[MR x NR] with row stride ldc = the tile of packed A and packed B over
+ * kgroups K groups; b_panel points at the panel's column sums. */
+typedef void (*acl_ukr_int8_fn)(size_t kgroups, const uint8_t *a_packed, const int32_t *b_panel,
+                                int32_t *c, size_t ldc);
+
+typedef struct {
+    const char *name;  /* "MRxNRcKR-interleaved-isa", e.g. "8x16c4-interleaved-avx512vnni" */
+    const char *isa;   /* "avx512vnni", "avx2", "neon", "neondot" */
+    int mr, nr, kr;
+    acl_ukr_int8_fn fn;
+} acl_ukernel_int8;
+
+#define ACL_INT8_MAX_MR 16
+#define ACL_INT8_MAX_TILE (16 * 64)
+
+/* The int8 micro-kernels this CPU can run, fastest first: a kernel whose
+ * instructions the CPU lacks (cpuid, or HWCAP_ASIMDDP on AArch64) is left out. */
+int acl_int8_ukernels_available(const acl_ukernel_int8 *const **list);
+const acl_ukernel_int8 *acl_int8_ukernel_find(const char *name);
+/* Every int8 kernel this build holds, whether or not this CPU runs it. */
+int acl_int8_ukernels_built(const acl_ukernel_int8 *const **list);
+
+/* Bytes of the packed B of a K x N weight matrix. */
+size_t acl_gemm_int8_packed_b_size(const acl_ukernel_int8 *uk, int k, int n);
+/* Packs B (K x N, row stride ldb) and its column sums into `out`. */
+void acl_gemm_int8_pack_b(const acl_ukernel_int8 *uk, int k, int n, const int8_t *b, int ldb,
+                          void *out);
+/* 0 if uk can multiply a K-deep product, else -1 with acl_last_error set. */
+int acl_gemm_int8_check(const acl_ukernel_int8 *uk, int k);
+/* C (M x N, row stride ldc) = A (M x K, row stride lda) x the packed B; -1
+ * with the error set when K is out of range or memory runs out. */
+int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, int lda,
+                  const void *packed_b, int32_t *c, int ldc);
+/* The column sums in a packed B, N of them, for the zero-point epilogue. */
+void acl_gemm_int8_column_sums(const acl_ukernel_int8 *uk, int n, int k, const void *packed_b,
+                               int32_t *sums);
+
+#endif

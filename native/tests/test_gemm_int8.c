@@ -1,0 +1,123 @@
+/* int8 GEMM tests: every int8 micro-kernel this CPU runs, through the int8
+ * macro-kernel, against an int64 triple loop on random shapes (edge tiles, K
+ * no multiple of the kernel's K group), extreme values (u8 255 x s8 -128 at
+ * the largest K) and the zero-point correction for za = 0, 128 and 255; and
+ * the requantising epilogue's rounding and saturation.  Each kernel prints
+ * "ran NAME" or "skipped NAME", so that a run under an emulated CPU that
+ * lacks an ISA shows the dispatch left its kernels out. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_int8/int8.h"
+#include "gemm_int8/requant.h"
+#include "internal.h"
+#include "test_harness.h"
+
+typedef enum { VALUES_RANDOM, VALUES_EXTREME } values;
+
+static void fill(uint8_t *a, size_t na, int8_t *b, size_t nb, values v)
+{
+    for (size_t i = 0; i < na; i++) a[i] = v == VALUES_EXTREME ? 255 : (uint8_t)rnd(0, 255);
+    for (size_t i = 0; i < nb; i++) b[i] = v == VALUES_EXTREME ? -128 : (int8_t)rnd(-128, 127);
+}
+
+/* One M x N x K product through `uk`, checked entry by entry: the raw sums,
+ * the column sums, and raw - za * colsum against sum (a - za) b. */
+static void check_product(const acl_ukernel_int8 *uk, int m, int n, int k, values v)
+{
+    const int lda = k + rnd(0, 3), ldb = n + rnd(0, 3), ldc = n + rnd(0, 3);
+    uint8_t *a = malloc((size_t)m * lda);
+    int8_t *b = malloc((size_t)k * ldb);
+    int32_t *c = malloc((size_t)m * ldc * sizeof *c), *sums = malloc((size_t)n * sizeof *sums);
+    void *packed = malloc(acl_gemm_int8_packed_b_size(uk, k, n));
+    fill(a, (size_t)m * lda, b, (size_t)k * ldb, v);
+    acl_gemm_int8_pack_b(uk, k, n, b, ldb, packed);
+    acl_gemm_int8_column_sums(uk, n, k, packed, sums);
+    const int rc = acl_gemm_int8(uk, m, n, k, a, lda, packed, c, ldc);
+    check(rc == 0, "%s %dx%dx%d: %s", uk->name, m, n, k, acl_last_error());
+    static const int zero_points[] = {0, 128, 255};
+    int bad = 0;
+    for (int i = 0; rc == 0 && i < m && !bad; i++)
+        for (int j = 0; j < n && !bad; j++) {
+            long long raw = 0, colsum = 0;
+            for (int kk = 0; kk < k; kk++) {
+                raw += (long long)a[(size_t)i * lda + kk] * b[(size_t)kk * ldb + j];
+                colsum += b[(size_t)kk * ldb + j];
+            }
+            const int32_t got = c[(size_t)i * ldc + j];
+            bad = got != raw || sums[j] != colsum;
+            for (int z = 0; z < 3 && !bad; z++) {
+                const long long want = raw - zero_points[z] * colsum;
+                bad = (long long)got - (long long)zero_points[z] * sums[j] != want;
+            }
+            if (bad)
+                printf("%s %dx%dx%d: C[%d][%d] = %d, colsum %d; expected %lld, colsum %lld\n",
+                       uk->name, m, n, k, i, j, got, sums[j], raw, colsum);
+        }
+    if (rc == 0) check(!bad, "%s %dx%dx%d: wrong sums (above)", uk->name, m, n, k);
+    free(a), free(b), free(c), free(sums), free(packed);
+}
+
+static void test_kernel(const acl_ukernel_int8 *uk)
+{
+    /* Shapes of one tile, a tile and a bit, and several tiles with edges. */
+    for (int t = 0; t < 60; t++) {
+        const int m = rnd(1, 3 * uk->mr + 1), n = rnd(1, 3 * uk->nr + 1);
+        const int k = t < 12 ? t + 1 : rnd(1, 300);
+        check_product(uk, m, n, k, VALUES_RANDOM);
+    }
+    check_product(uk, uk->mr, uk->nr, 4 * uk->kr, VALUES_RANDOM);
+    /* 255 x -128 over the largest K is the sum nearest int32's bound. */
+    check_product(uk, uk->mr + 1, uk->nr + 1, ACL_INT8_MAX_K, VALUES_EXTREME);
+    check_product(uk, 2, 3, 3, VALUES_EXTREME);
+    check(acl_gemm_int8_check(uk, ACL_INT8_MAX_K + 1) != 0 &&
+              strstr(acl_last_error(), "overflow") != NULL,
+          "%s: K past ACL_INT8_MAX_K is refused", uk->name);
+    check(acl_gemm_int8_check(uk, 0) != 0, "%s: K = 0 is refused", uk->name);
+}
+
+/* Ties go to even, after the scale and before the zero point, and the result
+ * saturates to [lo, hi]. */
+static void test_requantize(void)
+{
+    const int32_t acc[] = {1, 3, 5, 7, -1, -3, -5, 0, 1000, -1000};
+    const int n = (int)(sizeof acc / sizeof acc[0]);
+    float scale[16];
+    int32_t colsum[16], bias[16];
+    for (int j = 0; j < n; j++) scale[j] = 0.5f, colsum[j] = 2, bias[j] = 0;
+    /* acc * 0.5 = 0.5 1.5 2.5 3.5 -0.5 -1.5 -2.5 0 500 -500; +10, then [0, 255] */
+    const uint8_t want[] = {10, 12, 12, 14, 10, 8, 8, 10, 255, 0};
+    uint8_t out[16];
+    acl_requant rq = {.scale = scale, .bias = bias, .colsum = colsum, .a_zero_point = 0,
+                      .c_zero_point = 10, .lo = 0, .hi = 255};
+    acl_requantize_u8(&rq, 1, n, acc, n, out, n);
+    for (int j = 0; j < n; j++)
+        check(out[j] == want[j], "requantize %d * 0.5 + 10: %d, expected %d", acc[j], out[j],
+              want[j]);
+    /* za * colsum comes off before the bias goes on; a fused ReLU is lo = zc. */
+    rq.a_zero_point = 3, rq.lo = 10, rq.hi = 200;
+    for (int j = 0; j < n; j++) bias[j] = 6;
+    const uint8_t want_relu[] = {10, 12, 12, 14, 10, 10, 10, 10, 200, 10};
+    acl_requantize_u8(&rq, 1, n, acc, n, out, n);
+    for (int j = 0; j < n; j++)
+        check(out[j] == want_relu[j], "requantize (%d - 6 + 6) * 0.5 + 10 in [10, 200]: %d, "
+              "expected %d", acc[j], out[j], want_relu[j]);
+}
+
+int main(void)
+{
+    const acl_ukernel_int8 *const *built, *const *available;
+    const int nbuilt = acl_int8_ukernels_built(&built);
+    const int navailable = acl_int8_ukernels_available(&available);
+    check(nbuilt >= 2 && navailable >= 1, "int8 kernels: %d built, %d available", nbuilt,
+          navailable);
+    for (int i = 0; i < nbuilt; i++) {
+        const acl_ukernel_int8 *uk = acl_int8_ukernel_find(built[i]->name);
+        printf("%s %s\n", uk ? "ran" : "skipped", built[i]->name);
+        if (uk) test_kernel(uk);
+    }
+    test_requantize();
+    return test_summary();
+}

@@ -169,6 +169,12 @@ def _read(path: Path) -> onnx.ModelProto:
     return model
 
 
+def read_model(path: str | Path) -> onnx.ModelProto:
+    """The model as written: parsed, not inferred nor folded (int8 tasks read
+    the quantization nodes that folding turns into float weights)."""
+    return _read(Path(path))
+
+
 def load_model(path: str | Path,
                input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> onnx.ModelProto:
     """The model at `path` with static input shapes and every tensor's shape inferred.

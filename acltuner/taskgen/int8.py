@@ -1,0 +1,220 @@
+"""The int8 convolutions of a quantized ONNX model, as users quantize models
+for Arm boards with onnxruntime's quantize_static:
+
+  QDQ format: DequantizeLinear(x_q) -> Conv -> [Relu | Clip] -> QuantizeLinear,
+      the weight a DequantizeLinear of an int8 initializer (per-channel scales
+      along axis 0, zero points 0), the bias absent, a float initializer or a
+      DequantizeLinear of an int32 one.  quantize_static removes a Relu or
+      Clip it can fold into the output's range, so most convolutions come
+      without one;
+  QOperator format: QLinearConv.
+
+Each is recorded with its shape, dtypes, scales and zero points, and the
+convolutions of one shape and dtypes are one int8 task.  The patterns are
+read from the model as written: loading folds a DequantizeLinear of an
+initializer into a float weight (which the fp32 tasks then tune), and the
+int8 weight and its scales would be gone.  Static shapes come from the loaded
+model, whose activation tensors keep their names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from acltuner.engine.config import ConvShape
+from acltuner.onnx.activation import clip_bounds, is_op
+from acltuner.onnx.conv_attrs import ConvAttributeError, conv_shape
+from acltuner.onnx.graph import OnnxGraph, node_name
+from acltuner.onnx.model import load_model, read_model
+from acltuner.taskgen.tasks import signature, task_key
+
+# What the int8 kernels take: uint8 activations in and out, int8 weights.
+ACTIVATION_DTYPE, WEIGHT_DTYPE = np.uint8, np.int8
+_SHORT = {np.dtype(np.uint8): "u8", np.dtype(np.int8): "s8"}
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """A quantized tensor's parameters: real = (q - zero_point) * scale, per
+    output channel when scale has one value per channel."""
+    dtype: str  # "u8" or "s8"
+    scale: np.ndarray  # float32, () or (oc,)
+    zero_point: np.ndarray  # the dtype's integers, shaped like scale
+
+
+@dataclass
+class Int8ConvNode:
+    name: str  # the Conv or QLinearConv node
+    pattern: str  # "qdq" or "qlinearconv"
+    shape: ConvShape  # with a fused Relu or Clip as act
+    input: Quantization
+    weight: Quantization
+    output: Quantization
+    weight_q: np.ndarray  # int8, OIHW
+    bias_q: np.ndarray | None  # int32 in units of input scale x weight scale
+    input_name: str  # the quantized tensor read
+    output_name: str  # the quantized tensor written
+    nodes: list[str]  # every node the int8 convolution replaces, the Conv's first
+
+
+@dataclass
+class Int8Task:
+    key: str
+    shape: ConvShape  # the signature, as fp32 tasks have it
+    dtypes: tuple[str, str, str]  # input, weight, output
+    nodes: list[str]  # the Conv or QLinearConv nodes
+    flops: int  # all nodes together
+
+
+class _NotInt8(Exception):
+    """Why a convolution of a quantized model is no int8 task (one line)."""
+
+
+def generate_int8_tasks(model_path: str | Path,
+                        input_shapes: dict[str, tuple[int, ...]] | None = None
+                        ) -> tuple[list[Int8Task], list[str]]:
+    """The model's int8 tasks, most FLOPs first, and one line for each
+    convolution next to quantization nodes that is none; both empty for a
+    model without quantization."""
+    nodes, skipped = int8_conv_nodes(read_model(model_path),
+                                     OnnxGraph(load_model(model_path, input_shapes)))
+    groups: dict[tuple, list[Int8ConvNode]] = {}
+    for node in nodes:
+        dtypes = (node.input.dtype, node.weight.dtype, node.output.dtype)
+        groups.setdefault((signature(node.shape), dtypes), []).append(node)
+    tasks = [Int8Task(f"{task_key(s)}-q{''.join(dtypes)}", s, dtypes,
+                      [n.name for n in members], s.flops * len(members))
+             for (s, dtypes), members in groups.items()]
+    tasks.sort(key=lambda t: -t.flops)
+    return tasks, skipped
+
+
+def int8_conv_nodes(raw: onnx.ModelProto, loaded: OnnxGraph
+                    ) -> tuple[list[Int8ConvNode], list[str]]:
+    """The int8 convolutions of `raw` (the model as written), in graph order,
+    with static shapes from `loaded` (the same model loaded for tasks)."""
+    g = OnnxGraph(raw)
+    producer = {t: n for n in raw.graph.node for t in n.output}
+    nodes, skipped = [], []
+    for node in raw.graph.node:
+        try:
+            if is_op(node, "QLinearConv"):
+                nodes.append(_qlinearconv(g, loaded, node))
+            elif is_op(node, "Conv") and is_op(producer.get(node.input[0]), "DequantizeLinear"):
+                nodes.append(_qdq_conv(g, loaded, producer, node))
+        except _NotInt8 as e:
+            skipped.append(f"{node.op_type} node '{node_name(node)}': {e}")
+    return nodes, skipped
+
+
+def _constant(g: OnnxGraph, t: str, what: str) -> np.ndarray:
+    if t not in g.constants:
+        raise _NotInt8(f"its {what} '{t}' is not a constant")
+    return np.asarray(g.constants[t])
+
+
+def _quantization(g: OnnxGraph, scale: str, zero_point: str, what: str,
+                  dtype: type) -> Quantization:
+    s = _constant(g, scale, f"{what} scale").astype(np.float32)
+    z = _constant(g, zero_point, f"{what} zero point") if zero_point else np.zeros(s.shape, dtype)
+    if z.dtype != np.dtype(dtype):
+        raise _NotInt8(f"{z.dtype} {what}, not {np.dtype(dtype)} (the int8 kernels take uint8 "
+                       f"activations and int8 weights)")
+    return Quantization(_SHORT[z.dtype], s, z)
+
+
+def _weight(g: OnnxGraph, q: str, scale: str, zero_point: str, axis: int
+            ) -> tuple[np.ndarray, Quantization]:
+    w = _constant(g, q, "weight")
+    quant = _quantization(g, scale, zero_point, "weight", WEIGHT_DTYPE)
+    if w.dtype != np.int8:
+        raise _NotInt8(f"{w.dtype} weight, not int8")
+    if quant.scale.size not in (1, w.shape[0]) or (quant.scale.size > 1 and axis != 0):
+        raise _NotInt8(f"weight scales of shape {list(quant.scale.shape)} along axis {axis}: "
+                       f"expected one, or one per output channel along axis 0")
+    if np.any(quant.zero_point != 0):
+        raise _NotInt8("weight zero points other than 0 (the int8 kernels take symmetric "
+                       "weights)")
+    return w, quant
+
+
+def _static_shape(loaded: OnnxGraph, t: str) -> tuple[int, ...]:
+    shape = loaded.static_shape(t)
+    if shape is None or len(shape) != 4:
+        raise _NotInt8(f"input '{t}' has no static 4-D shape (only 2-D convolutions are int8 "
+                       f"tasks)")
+    return shape
+
+
+def _shape(node: onnx.NodeProto, x_shape: tuple[int, ...], w: np.ndarray,
+           **epilogue) -> ConvShape:
+    try:
+        return conv_shape(node, x_shape, w.shape, **epilogue)
+    except ConvAttributeError as e:
+        raise _NotInt8(str(e).split(": ", 1)[-1]) from None
+
+
+def _axis(node: onnx.NodeProto) -> int:
+    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 1)
+
+
+def _qlinearconv(g: OnnxGraph, loaded: OnnxGraph, node: onnx.NodeProto) -> Int8ConvNode:
+    x, x_scale, x_zp, w_q, w_scale, w_zp, y_scale, y_zp, *rest = [*node.input, ""]
+    w, weight = _weight(g, w_q, w_scale, w_zp, 0)
+    bias = _constant(g, rest[0], "bias").astype(np.int32) if rest[0] else None
+    return Int8ConvNode(
+        node_name(node), "qlinearconv", _shape(node, _static_shape(loaded, x), w),
+        _quantization(g, x_scale, x_zp, "input", ACTIVATION_DTYPE), weight,
+        _quantization(g, y_scale, y_zp, "output", ACTIVATION_DTYPE), w, bias, x,
+        node.output[0], [node_name(node)])
+
+
+def _qdq_conv(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProto],
+              conv: onnx.NodeProto) -> Int8ConvNode:
+    dq_x = producer[conv.input[0]]
+    dq_w = producer.get(conv.input[1])
+    if not is_op(dq_w, "DequantizeLinear"):
+        raise _NotInt8("its weight is not a DequantizeLinear of an int8 initializer")
+    inp = _quantization(g, *[*dq_x.input[1:], ""][:2], "input", ACTIVATION_DTYPE)
+    w, weight = _weight(g, *[*dq_w.input, ""][:3], _axis(dq_w))
+    bias, bias_nodes = _qdq_bias(g, producer, conv, inp, weight)
+    out, act = conv.output[0], {}
+    fused = g.sole_consumer(out)
+    if is_op(fused, "Relu"):
+        act = {"act": "relu"}
+    elif is_op(fused, "Clip") and clip_bounds(g, fused) is not None:
+        lo, hi = clip_bounds(g, fused)
+        act = {"act": "clip", "act_min": lo, "act_max": hi}
+    absorbed = [fused] if act else []
+    quantize = g.sole_consumer(absorbed[0].output[0] if absorbed else out)
+    if not is_op(quantize, "QuantizeLinear"):
+        raise _NotInt8("its output is not only quantized (no QuantizeLinear as its sole "
+                       "consumer): it stays a float convolution")
+    output = _quantization(g, *[*quantize.input[1:], ""][:2], "output", ACTIVATION_DTYPE)
+    shape = _shape(conv, _static_shape(loaded, conv.input[0]), w, **act)
+    return Int8ConvNode(node_name(conv), "qdq", shape, inp, weight, output, w, bias,
+                        dq_x.input[0], quantize.output[0],
+                        [node_name(conv), node_name(dq_x), node_name(dq_w), *bias_nodes,
+                         *(node_name(n) for n in absorbed), node_name(quantize)])
+
+
+def _qdq_bias(g: OnnxGraph, producer: dict[str, onnx.NodeProto], conv: onnx.NodeProto,
+              inp: Quantization, weight: Quantization) -> tuple[np.ndarray | None, list[str]]:
+    """The bias in int32 units of input scale x weight scale: a DequantizeLinear
+    of an int32 initializer as written (quantize_static makes that scale), a
+    float initializer rounded to them."""
+    t = conv.input[2] if len(conv.input) > 2 else ""
+    if not t:
+        return None, []
+    dq_b = producer.get(t)
+    if is_op(dq_b, "DequantizeLinear"):
+        b = _constant(g, dq_b.input[0], "bias")
+        if b.dtype != np.int32:
+            raise _NotInt8(f"{b.dtype} bias, not int32")
+        return b, [node_name(dq_b)]
+    b = _constant(g, t, "bias").astype(np.float64)
+    return np.rint(b / (inp.scale * weight.scale.astype(np.float64))).astype(np.int32), []

@@ -38,6 +38,10 @@
  * kgroups K groups; b_panel points at the panel's column sums. */
 typedef void (*acl_ukr_int8_fn)(size_t kgroups, const uint8_t *a_packed, const int32_t *b_panel,
                                 int32_t *c, size_t ldc);
+/* A kernel's definition, with the parameters of acl_ukr_int8_fn; its packed
+ * B data starts after the NR column sums. */
+#define ACL_UKR_INT8(name) \
+    void name(size_t kgroups, const uint8_t *a, const int32_t *b_panel, int32_t *c, size_t ldc)
 
 typedef struct {
     const char *name;  /* "MRxNRcKR-interleaved-isa", e.g. "8x16c4-interleaved-avx512vnni" */

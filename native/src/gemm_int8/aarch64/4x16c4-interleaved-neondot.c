@@ -5,23 +5,12 @@
  * sum (a - 128) b + 128 sum b.  A K group is 4 B vectors (4 columns x 4 K
  * each) and one A vector (4 rows x 4 K); this file alone is compiled with
  * +dotprod, so the rest of the engine runs on any Armv8.0 core. */
-#include <arm_neon.h>
-
 #include "int8.h"
+#include "tile_4x16.h"
 
-#define MR 4
-#define NR 16
+#define MAC(acc, q, r) acc = vdotq_laneq_s32(acc, bq[q], va, r)
 
-#define ROW(r)                                                     \
-    do {                                                           \
-        acc[r][0] = vdotq_laneq_s32(acc[r][0], vb0, va, r);        \
-        acc[r][1] = vdotq_laneq_s32(acc[r][1], vb1, va, r);        \
-        acc[r][2] = vdotq_laneq_s32(acc[r][2], vb2, va, r);        \
-        acc[r][3] = vdotq_laneq_s32(acc[r][3], vb3, va, r);        \
-    } while (0)
-
-void acl_ukr_int8_4x16c4_neondot(size_t kgroups, const uint8_t *a, const int32_t *b_panel,
-                                 int32_t *c, size_t ldc)
+ACL_UKR_INT8(acl_ukr_int8_4x16c4_neondot)
 {
     const int8_t *b = (const int8_t *)(b_panel + NR);
     int32x4_t acc[MR][4];
@@ -32,13 +21,9 @@ void acl_ukr_int8_4x16c4_neondot(size_t kgroups, const uint8_t *a, const int32_t
     const uint8x16_t flip = vdupq_n_u8(0x80);
     for (size_t g = 0; g < kgroups; g++, a += MR * 4, b += NR * 4) {
         const int8x16_t va = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(a), flip));
-        const int8x16_t vb0 = vld1q_s8(b), vb1 = vld1q_s8(b + 16);
-        const int8x16_t vb2 = vld1q_s8(b + 32), vb3 = vld1q_s8(b + 48);
-        ROW(0);
-        ROW(1);
-        ROW(2);
-        ROW(3);
+        const int8x16_t bq[4] = {vld1q_s8(b), vld1q_s8(b + 16), vld1q_s8(b + 32),
+                                 vld1q_s8(b + 48)};
+        TILE_4X16_MAC(MAC)
     }
-    for (int r = 0; r < MR; r++)
-        for (int q = 0; q < 4; q++) vst1q_s32(c + r * ldc + 4 * q, acc[r][q]);
+    tile_4x16_store(acc, c, ldc);
 }

@@ -10,8 +10,7 @@
 #define MR 4
 #define NR 16
 
-void acl_ukr_int8_4x16c2_avx2(size_t kgroups, const uint8_t *a, const int32_t *b_panel,
-                              int32_t *c, size_t ldc)
+ACL_UKR_INT8(acl_ukr_int8_4x16c2_avx2)
 {
     const int8_t *b = (const int8_t *)(b_panel + NR);
     __m256i acc[MR][2];

@@ -10,8 +10,7 @@
 #define MR 8
 #define NR 16
 
-void acl_ukr_int8_8x16c4_avx512vnni(size_t kgroups, const uint8_t *a, const int32_t *b_panel,
-                                    int32_t *c, size_t ldc)
+ACL_UKR_INT8(acl_ukr_int8_8x16c4_avx512vnni)
 {
     const int8_t *b = (const int8_t *)(b_panel + NR);
     __m512i acc[MR];

@@ -10,7 +10,9 @@ void acl_requantize_u8(const acl_requant *rq, int m, int n, const int32_t *acc, 
     const float lo = rq->lo, hi = rq->hi, zc = (float)rq->c_zero_point;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
-            const int32_t sum = acc[(size_t)i * ldacc + j] - rq->a_zero_point * rq->colsum[j] +
+            /* int64: the int32 sum plus any bias need not fit in int32. */
+            const int64_t sum = (int64_t)acc[(size_t)i * ldacc + j] -
+                                (int64_t)rq->a_zero_point * rq->colsum[j] +
                                 (rq->bias ? rq->bias[j] : 0);
             /* nearbyintf rounds in the current mode, to nearest with ties to
              * even unless someone changed it; clamping the float first keeps

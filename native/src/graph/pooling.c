@@ -33,6 +33,7 @@ typedef struct {
     int n, h, w, c, oh, ow;
     int kh, kw, stride_h, stride_w, dil_h, dil_w;
     int pad_top, pad_left, pad_bottom, pad_right;
+    int inside_lo, inside_hi;  /* output columns whose windows lie inside the input */
     const float *x;
     float *y;
 } pool_params;
@@ -126,13 +127,16 @@ static void pool_scalars(const pool_params *p, const pool_window *win, float sca
     }
 }
 
+/* `inside`: the window's columns all lie inside the input (count_w = kw), so
+ * their bounds need no divisions. */
 static void pool_pixel(const pool_params *p, const float *image, int ih0, int th0, int th1,
-                       int count_h, int ox, float *restrict y)
+                       int count_h, int ox, int inside, float *restrict y)
 {
-    pool_window win = {image, ih0, th0, th1, ox * p->stride_w - p->pad_left, 0, 0};
-    int count_w;
-    window_axis(p, win.iw0, p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, &win.tw0,
-                &win.tw1, &count_w);
+    pool_window win = {image, ih0, th0, th1, ox * p->stride_w - p->pad_left, 0, p->kw};
+    int count_w = p->kw;
+    if (!inside)
+        window_axis(p, win.iw0, p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, &win.tw0,
+                    &win.tw1, &count_w);
     /* A window with no taps inside the input averages to 0. */
     const float scale =
         p->max || count_h * count_w == 0 ? 1.0f : 1.0f / (float)(count_h * count_w);
@@ -159,6 +163,44 @@ static void pool_pixel(const pool_params *p, const float *image, int ih0, int th
     pool_scalars(p, &win, scale, c0, y);
 }
 
+/* Output pixels [lo, hi) of a row whose windows' columns all lie inside the
+ * input, for channels a multiple of the vector: no per-pixel window bounds,
+ * and with kw and max constant the taps unroll (a 2x2 max pool of 16
+ * channels took 25 cycles a pixel through pool_pixel). */
+static inline __attribute__((always_inline)) void pool_inside(const pool_params *p,
+                                                              const float *image, int ih0,
+                                                              int th0, int th1, float scale,
+                                                              int lo, int hi, float *restrict y,
+                                                              const int kw, const int max)
+{
+    const size_t c = (size_t)p->c, row = (size_t)p->w * c * p->dil_h, tap = c * p->dil_w;
+    for (int ox = lo; ox < hi; ox++) {
+        const float *x = image + ((size_t)ih0 * p->w + (size_t)(ox * p->stride_w - p->pad_left)) * c;
+        for (size_t c0 = 0; c0 < c; c0 += POOL_LANES) {
+            pool_vec acc = (pool_vec){0} + (max ? -INFINITY : 0.0f);
+            for (int th = th0; th < th1; th++)
+                for (int tw = 0; tw < kw; tw++) {
+                    const pool_vec xv = pool_load(x + th * row + tw * tap + c0);
+                    acc = max ? pool_max(acc, xv) : acc + xv;
+                }
+            const pool_vec out = acc * scale;
+            memcpy(y + ox * c + c0, &out, sizeof out);
+        }
+    }
+}
+
+static void pool_inside_kw(const pool_params *p, const float *image, int ih0, int th0, int th1,
+                           float scale, float *restrict y)
+{
+    const int lo = p->inside_lo, hi = p->inside_hi;
+    if (p->max && p->kw == 2) pool_inside(p, image, ih0, th0, th1, scale, lo, hi, y, 2, 1);
+    else if (p->max && p->kw == 3) pool_inside(p, image, ih0, th0, th1, scale, lo, hi, y, 3, 1);
+    else if (p->max) pool_inside(p, image, ih0, th0, th1, scale, lo, hi, y, p->kw, 1);
+    else if (p->kw == 2) pool_inside(p, image, ih0, th0, th1, scale, lo, hi, y, 2, 0);
+    else if (p->kw == 3) pool_inside(p, image, ih0, th0, th1, scale, lo, hi, y, 3, 0);
+    else pool_inside(p, image, ih0, th0, th1, scale, lo, hi, y, p->kw, 0);
+}
+
 /* Rows are (image, output row) pairs. */
 static void pool_rows(const void *arg, size_t begin, size_t end)
 {
@@ -171,8 +213,18 @@ static void pool_rows(const void *arg, size_t begin, size_t end)
                     &count_h);
         const float *image = p->x + (size_t)n * p->h * p->w * p->c;
         float *y = p->y + r * p->ow * p->c;
-        for (int ox = 0; ox < p->ow; ox++)
-            pool_pixel(p, image, ih0, th0, th1, count_h, ox, y + (size_t)ox * p->c);
+        const int vectors = p->c % POOL_LANES == 0;
+        for (int ox = 0; ox < p->ow; ox++) {
+            const int inside = ox >= p->inside_lo && ox < p->inside_hi;
+            if (inside && vectors) {
+                const int count = count_h * p->kw;
+                const float scale = p->max || count == 0 ? 1.0f : 1.0f / (float)count;
+                pool_inside_kw(p, image, ih0, th0, th1, scale, y);
+                ox = p->inside_hi - 1;
+                continue;
+            }
+            pool_pixel(p, image, ih0, th0, th1, count_h, ox, inside, y + (size_t)ox * p->c);
+        }
     }
 }
 
@@ -254,6 +306,10 @@ int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tens
         .pad_top = pads[0], .pad_left = pads[1], .pad_bottom = pads[2], .pad_right = pads[3],
         .x = graph_ptr(g, in), .y = graph_ptr(g, out),
     };
+    /* ox * stride_w - pad_left >= 0 and its last tap before the input's end */
+    const int last = p->w - 1 - (kw - 1) * dil_w + pads[1];
+    p->inside_lo = acl_min((pads[1] + stride_w - 1) / stride_w, p->ow);
+    p->inside_hi = last < 0 ? p->inside_lo : acl_max(p->inside_lo, acl_min(last / stride_w + 1, p->ow));
     return graph_add(g, pool_run, NULL, p);
 }
 

@@ -66,7 +66,7 @@ def run_node(add, inputs: list[np.ndarray], out_dims: list[tuple[int, ...]],
             g.view(t)[...] = a
         add(g, ins, outs)
         g.set_balance(balance)
-        times = g.run()
+        times = g.run().node_ms
         assert g.node_count == 1 and len(times) == 1 and times[0] >= 0
         return [g.view(t).copy() for t in outs]
 
@@ -846,7 +846,7 @@ def test_program_of_several_nodes_runs_in_order():
         g.add("unary", [xt], r, op="relu")
         g.add("binary", [r, xt], s, op="add")
         g.add("transpose", [s], y, perm=NCHW)
-        times = g.run()
+        times = g.run().node_ms
         assert g.node_count == 3 and len(times) == 3 and min(times) >= 0
         np.testing.assert_array_equal(g.view(y), (np.maximum(x, 0) + x).transpose(NCHW))
 

@@ -5,16 +5,19 @@ right against onnxruntime."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from acltuner import plan as plan_module
 from acltuner.app.tune import run_tune
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
 from acltuner.plan import load_plan, save_plan
 from acltuner.runtime.load import load
 from acltuner.runtime.measure import check
+from acltuner.onnx import model as onnx_model
 from acltuner.tuner.in_context import MARGIN, check_in_context, choose
 
 
@@ -69,6 +72,25 @@ def test_a_node_slower_in_the_model_takes_its_default_back(tmp_path):
     program = load(path)
     x = {"x": np.random.default_rng(1).standard_normal((1, 8, 32, 32)).astype(np.float32)}
     assert check(str(plan.model_path), x, program.run(x), 1e-4, reference_timeout_s=60).max_rel < 1e-4
+
+
+def test_the_check_parses_the_model_once_and_writes_no_plan_file(tmp_path, monkeypatch):
+    """Every round compiles its plans in memory, from one parse of the ONNX."""
+    plan, _ = _default_plan(tmp_path)
+    tuned = _with(plan, "conv0", algorithm="reference", ukernel=None)
+    parses, writes = [], []
+    for name in ("_read", "_read_detached"):
+        real = getattr(onnx_model, name)
+        monkeypatch.setattr(onnx_model, name,
+                            lambda *a, real=real: parses.append(a) or real(*a))
+    real_save = plan_module.save_plan
+    for module in list(sys.modules.values()):
+        if getattr(module, "save_plan", None) is real_save:
+            monkeypatch.setattr(module, "save_plan", lambda *a, **k: writes.append(a))
+    with LauncherClient([default_launcher_path()]) as client:
+        result = check_in_context(tuned, client, rounds=2, repeat=1)
+    assert result.skipped is None and result.ms
+    assert len(parses) == 1 and writes == []
 
 
 def test_a_plan_of_defaults_or_one_the_launcher_cannot_run_is_kept(tmp_path):

@@ -206,7 +206,7 @@ def test_graph_order_runs_nodes_added_out_of_order_in_model_order(client):
     g.add("unary", [x], mid, op="leaky_relu", a=0.25)
     g.order([1, 0])
     xs = np.linspace(-6, 6, 16, dtype=np.float32).reshape(2, 8)
-    run = g.run([(x, xs)], [out], repeat=1, warmup=0)
+    run = g.run([(x, xs, (0, 1))], [(out, (0, 1))], repeat=1, warmup=0)
     np.testing.assert_array_equal(run.outputs[0],
                                   np.clip(np.where(xs > 0, xs, np.float32(0.25) * xs), -1, 0.5))
 
@@ -261,7 +261,7 @@ def test_bad_graph_requests_name_the_field_and_keep_the_graph(client):
         assert expected in _error(client, request), request
     # None of that changed the graph, and it still runs.
     xs = np.linspace(-2, 2, 16, dtype=np.float32).reshape(2, 8)
-    run = g.run([(x, xs)], [out], repeat=2, warmup=0)
+    run = g.run([(x, xs, (0, 1))], [(out, (0, 1))], repeat=2, warmup=0)
     assert g.node_count == 1 and len(run.node_ms) == 1 and len(run.times_ms) == 2
     np.testing.assert_array_equal(run.outputs[0], np.clip(xs, -1, 1))
     # A bad graph_create leaves no graph (it replaces the old one first).

@@ -15,7 +15,8 @@
 
 /* ---- pass/fail ------------------------------------------------------------ */
 
-static int passed, failed;
+/* Defined once, in test_harness.c, for suites built from several files. */
+extern int passed, failed;
 
 /* Counts a failure and prints it on one line: "FAIL <context>: <message>",
  * or "FAIL <message>" without a context. */
@@ -52,7 +53,7 @@ static inline int test_summary(void)
 
 /* ---- random numbers --------------------------------------------------------- */
 
-static uint64_t rng_state = 1;
+extern uint64_t rng_state;  /* 1 unless a --seed sets it */
 
 static inline uint64_t rng_next(void)
 {

@@ -6,8 +6,8 @@ name with add(kind, inputs, out, **attrs), their attributes those of the
 kind's line in the engine's ACL_GRAPH_OPS (op_schema.py builds the ctypes struct
 from the engine's own description); they are checked and their weights packed
 when added, then run in order by run(), which copies the inputs in and the
-outputs out around them and returns each node's time.  Weights are copied or packed by the engine, so the caller
-need not keep them.
+outputs out around them and returns each node's time.  Weights are copied or
+packed by the engine, so the caller need not keep them.
 
 GraphBackend is what a program needs of a graph, met by Graph and by
 LauncherGraph (a launcher's graph, over its protocol), so one Program runs
@@ -179,13 +179,14 @@ class Graph:
 
     def __init__(self, arena_floats: int, core_weights: Sequence[int], workloads: int):
         self._handle = None
-        self._times = None  # run()'s per-node times, one buffer for every run
+        self._times: ctypes.Array[ctypes.c_double] | None = None  # one buffer for every run
         ex, _keep = native._exec_c(tuple(core_weights), workloads)
         handle = ctypes.c_void_p()
         _ok(_lib().acl_graph_create(arena_floats, ctypes.byref(ex), ctypes.byref(handle)))
         self._handle = handle
-        # A view of engine memory: valid until close().
-        self.arena = np.ctypeslib.as_array(_lib().acl_graph_arena(handle), shape=(arena_floats,))
+        # A view of engine memory: valid until close(), None after.
+        self.arena: Any = np.ctypeslib.as_array(_lib().acl_graph_arena(handle),
+                                                shape=(arena_floats,))
 
     def _h(self) -> ctypes.c_void_p:
         if self._handle is None:

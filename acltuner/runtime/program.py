@@ -178,7 +178,7 @@ class Program:
         if self.delegated:
             raise ValueError("cannot time runs in the graph: the program has delegated segments")
         env = self._feed(inputs)
-        stage = next(iter(self._stages), None)
+        stage = next((s for s in self._stages if isinstance(s, NativeRunner)), None)
         if stage is None:
             raise ValueError("the model computes nothing natively: every output is a constant")
         result = stage.run(env, repeat, warmup)

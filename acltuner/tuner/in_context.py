@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
 from acltuner.engine.launcher_graph import LauncherGraph
 from acltuner.plan import InContext, Plan
@@ -40,7 +41,7 @@ class ContextCheck:
     ort_threads: int | None = None
 
 
-def _with_configs(plan: Plan, configs: dict[str, object]) -> Plan:
+def _with_configs(plan: Plan, configs: dict[str, ExecConfig]) -> Plan:
     nodes = tuple(dataclasses.replace(n, config=configs[n.node]) if n.node in configs else n
                   for n in plan.nodes)
     return dataclasses.replace(plan, nodes=nodes)
@@ -61,7 +62,7 @@ class _Runs:
         self.plans = plans
         self.target = launcher_target(client)
         self.backend = functools.partial(LauncherGraph, client)
-        self.inputs = None
+        self.inputs: dict[str, np.ndarray] | None = None
         self.ms: dict[str, list[float]] = {name: [] for name in plans}
         self.node_ms: dict[str, dict[str, list[float]]] = {name: {} for name in plans}
 
@@ -127,6 +128,7 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
     if ort:
         from acltuner.runtime.compare_ort import ort_latency
         progress("in context: onnxruntime, the whole model on the same inputs")
+        assert runs.inputs is not None  # the rounds ran, on these inputs
         ort_ms, ort_threads = ort_latency(plan.model_path, runs.inputs, rounds * repeat, 1)
     kept = choose(ms)
     return ContextCheck(kept, ms, tuple(reverted),
@@ -150,5 +152,5 @@ def _marked(tuned: Plan, kept: Plan, check: InContext, reverted: list[str], runs
 def choose(ms: dict[str, float]) -> str:
     """The plan to keep from whole-model medians ("default" and the others):
     the fastest other if it beats the default by MARGIN, else the default."""
-    challenger = min((name for name in ms if name != "default"), key=ms.get)
+    challenger = min((name for name in ms if name != "default"), key=ms.__getitem__)
     return challenger if ms[challenger] < ms["default"] * (1 - MARGIN) else "default"

@@ -107,7 +107,8 @@ def test_busy_processes_from_recorded_samples(tmp_path):
     """Two samples 0.5 s apart: a process that ran 0.4 s of it on a measured
     core is named, one that barely ran or ran elsewhere is not."""
     root = _variant(tmp_path, "rpi4")
-    procs = [(300, "stress ng", 2, 1000, 1040), (301, "sshd", 1, 50, 51), (302, "(sd-pam)", 3, 9, 9)]
+    procs = [(300, "stress ng", 2, 1000, 1040), (301, "sshd", 1, 50, 51),
+             (302, "(sd-pam)", 3, 9, 9)]
     (root / "proc/stat-before").write_text(
         "\n".join(_stat_line(p, n, c, a) for p, n, c, a, _ in procs) + "\n")
     (root / "proc/stat-after").write_text(

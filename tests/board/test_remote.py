@@ -231,7 +231,8 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     # few enough trials that the run after the drop ends well within the wait.
     trials = 20
     config = emulated_tuner_config(tmp_path)
-    cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model), "-o", str(plan_path),
+    cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model),
+           "-o", str(plan_path),
            "--board", str(QEMU_BOARD), "--host", HOST, "--trials", str(trials),
            "--records", str(records), "--config", str(config),
            "--no-in-context"]  # the plan below holds each task's best (test_in_context: the check)

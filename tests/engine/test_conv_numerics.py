@@ -196,7 +196,8 @@ def test_random_shapes_all_algorithms(engine_name):
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(shape=conv_shapes(max_hw=12 if engine_name == "host" else 7), seed=st.integers(0, 99))
     def check(shape, seed):
-        assert _verify(engine, shape, pairs, seed) >= 1, f"not even the reference algorithm accepts {shape}"
+        assert _verify(engine, shape, pairs, seed) >= 1, \
+            f"not even the reference algorithm accepts {shape}"
 
     check()
 

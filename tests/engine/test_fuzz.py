@@ -70,7 +70,7 @@ def test_a_launcher_that_dies_counts_crashes_and_is_restarted(tmp_path, capsys):
 
 
 def launcher_answers(lines: list[bytes]) -> list[dict]:
-    done = subprocess.run([default_launcher_path()], input=b"".join(l + b"\n" for l in lines),
+    done = subprocess.run([default_launcher_path()], input=b"".join(line + b"\n" for line in lines),
                           capture_output=True, timeout=60)
     assert done.returncode == 0
     return [json.loads(a) for a in done.stdout.decode("utf-8").splitlines()]
@@ -111,7 +111,8 @@ def test_an_integer_too_large_for_a_float_is_a_field_error():
 
 
 def test_model_errors_escape_control_characters():
-    assert str(ModelError("input 'x\n\ty' has unknown shape")) == "input 'x\\n\\ty' has unknown shape"
+    assert str(ModelError("input 'x\n\ty' has unknown shape")) == \
+        "input 'x\\n\\ty' has unknown shape"
 
 
 def test_plan_errors_quoting_the_file_stay_one_line(tmp_path):

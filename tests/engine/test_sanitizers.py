@@ -30,11 +30,12 @@ REPORT_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime erro
 
 BUILDS = {"asan": "address,undefined", "tsan": "thread"}
 SUITES = {
-    "asan": [("test_gemm", []), ("test_graph", ["--cases", "100"]), ("test_conv", ["--cases", "40"])],
+    "asan": [("test_gemm", []), ("test_graph", ["--cases", "100"]),
+             ("test_conv", ["--cases", "40"])],
     # The pool itself, its claims and take-overs in the adaptive balance; then
     # its users: every split of every operation runs on its workers.
-    "tsan": [("test_pool", ["--cases", "100"]), ("test_gemm", []), ("test_graph", ["--cases", "40"]),
-             ("test_conv", ["--cases", "8"])],
+    "tsan": [("test_pool", ["--cases", "100"]), ("test_gemm", []),
+             ("test_graph", ["--cases", "40"]), ("test_conv", ["--cases", "8"])],
 }
 CASES = [(build, suite, args) for build, suites in SUITES.items() for suite, args in suites]
 

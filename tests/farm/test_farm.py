@@ -23,9 +23,8 @@ from acltuner.plan import load_plan
 from acltuner.remote.layout import engine_version
 from tests.support.cli_checks import assert_one_line_error
 from tests.support.records_checks import latest, read_records
-from tests.board.test_remote import (HOST, QEMU_BOARD, _cli, _missing, _model,
-                         deployed, emulated_tuner_config, process_parents,  # noqa: F401
-                         sshd)
+from tests.board.test_remote import (HOST, QEMU_BOARD, _cli, _missing, _model,  # noqa: F401
+                                     deployed, emulated_tuner_config, process_parents, sshd)
 
 TWO_CPUS = pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0),
                               reason="needs cpu0 and cpu1")

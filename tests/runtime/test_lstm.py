@@ -39,7 +39,8 @@ def _lstm_model(seq, batch, size, hidden, *, direction="forward", bias=True, sta
                    for n in ("h0", "c0")]
     node = helper.make_node("LSTM", names, ["y", "y_h", "y_c"], name="lstm", hidden_size=hidden,
                             direction=direction, **(extra or {}))
-    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "y_h", "y_c")]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+               for n in ("y", "y_h", "y_c")]
     graph = helper.make_graph([node], "lstm", inputs, outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 

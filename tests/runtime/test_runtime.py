@@ -550,7 +550,8 @@ def _global_pools_1d_3d(b):
 
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
-    _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min, _mean,
+    _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min,
+    _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
     _linear_epilogues, _global_pools_1d_3d, _log_softmax, _div_no_nan)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11), "layer_norms": (_layer_norms, 17),

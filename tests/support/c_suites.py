@@ -8,7 +8,8 @@ import subprocess
 CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 
 
-def run_suite(cmd: list[str], env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+def run_suite(cmd: list[str], env: dict | None = None,
+              timeout: int = 900) -> subprocess.CompletedProcess:
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     closing = CLOSING.findall(result.stdout)
     assert result.returncode == 0 and closing, (result.stdout[-3000:], result.stderr[-4000:])

@@ -484,7 +484,8 @@ def test_records_stats_table(tmp_path):
     assert f"board {BOARD}  engine {ENGINE}  caches {NOISE_CONTROL.label}" in lines
     header = next(ln for ln in lines if ln.startswith("task"))
     assert header.split() == ["task", "measurements", "failed", "incorrect", "best_ms",
-                              "best_config", "default_ms", "speedup", "spread_pct", "again", "pruned"]
+                              "best_config", "default_ms", "speedup", "spread_pct", "again",
+                              "pruned"]
     for (board, _, measure, task), want in _expected(records).items():
         if board != BOARD or measure != NOISE_CONTROL.label:
             continue

@@ -14,7 +14,6 @@ import onnx
 
 from acltuner.tuner.records import RecordStore
 from acltuner.zoo.builder import GraphBuilder
-from tests.tuner.test_records import record
 
 BATCHES, BATCH = 60, 20
 

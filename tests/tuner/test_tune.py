@@ -312,7 +312,8 @@ def test_transfer_model_beside_the_records_only_with_auto(models, tmp_path):
     from acltuner.tuner.transfer import TransferModel
     model = TransferModel.load(tmp_path / "r.transfer.json", load_tuner_config().transfer.xgboost)
     # Fitted before d2 (the only new task) was measured: on model a's three tasks.
-    assert len(model.tasks) == 3 and not any(t.endswith("|" + _d2_key(records)) for t in model.tasks)
+    d2 = "|" + _d2_key(records)
+    assert len(model.tasks) == 3 and not any(t.endswith(d2) for t in model.tasks)
 
 
 def _d2_key(records) -> str:

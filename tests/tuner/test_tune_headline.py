@@ -66,7 +66,8 @@ def test_the_progress_counts_every_measurement_with_elapsed_time_and_eta(tuned):
     progress = [line for line in first.stderr.splitlines() if line.startswith("measurements ")]
     assert progress, first.stderr
     for line in progress:
-        assert re.match(r"measurements \d+/18  elapsed \d+s  eta (\?|\d+s)  task [123]/3 ", line), line
+        assert re.match(r"measurements \d+/18  elapsed \d+s  eta (\?|\d+s)  task [123]/3 ",
+                        line), line
     assert taken == 18
 
 

@@ -38,8 +38,7 @@ void fill_random(float *p, size_t n, float scale);
 
 size_t volume(int rank, const int *dims);
 
-void trial_begin(trial *t, double tol, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void trial_begin(trial *t, double tol, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Places a tensor after the previous one, a random gap apart. */
 void place(trial *t, acl_tensor *x, int rank, const int *dims);
@@ -56,8 +55,7 @@ float *trial_arena(trial *t);
 float *place_in_out(trial *t, acl_tensor *in, acl_tensor *out, int rank, const int *dims,
                     const int *odims);
 
-void trial_fail(const trial *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void trial_fail(const trial *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The output within tolerance (relative to max|expected|), the rest exact. */
 int check_arena(const trial *t, const float *got);

@@ -1,6 +1,6 @@
 /* The pass/fail harness and seeded random numbers of the C test programs.
  * Every program closes with "N passed, N failed" alone on a line, which
- * tests/test_native_suites.py reads, and exits non-zero after a failure.
+ * tests/engine/test_native_suites.py reads, and exits non-zero after a failure.
  * Random numbers are splitmix64 from seed 1 unless a --seed sets rng_state,
  * so that a run is reproducible. */
 #ifndef ACL_TEST_HARNESS_H

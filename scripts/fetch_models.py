@@ -18,7 +18,7 @@ Run it with the project's virtualenv:
     .venv/bin/python scripts/fetch_models.py ppocr_cls --dest /tmp/m
     ACLTUNER_MODELS=/data/models .venv/bin/python scripts/fetch_models.py
 
-tests/test_real_models.py runs every model found in the same folder.
+tests/runtime/test_real_models.py runs every model found in the same folder.
 """
 from __future__ import annotations
 

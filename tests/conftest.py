@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from engine_backends import HostEngine, QemuLauncherEngine, aarch64_launcher
+from tests.support.engine_backends import HostEngine, QemuLauncherEngine, aarch64_launcher
 
 # The suite names this machine's CPUs; an ACL_CPUS left in the user's shell
 # would renumber them for the in-process engine and every launcher.  Tests

@@ -103,7 +103,8 @@ def check_cores(board: Board, root: Path) -> list[Finding]:
             if info is None:
                 findings.append(Finding(
                     "cores", False, f"cpu{cpu} (cluster {cluster.name}, {cluster.core_type}) is "
-                    f"not online here", f"echo 1 | sudo tee /sys/devices/system/cpu/cpu{cpu}/online, "
+                    f"not online here",
+                    f"echo 1 | sudo tee /sys/devices/system/cpu/cpu{cpu}/online, "
                     f"or use this machine's own board file (acltuner board detect)"))
                 continue
             found = core_type_of(info)

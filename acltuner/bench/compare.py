@@ -65,7 +65,8 @@ print(json.dumps({"median_ms": 1e3 * statistics.median(times),
 
 def _fifo() -> None:
     """In the child before exec: the lowest SCHED_FIFO priority."""
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(os.sched_get_priority_min(os.SCHED_FIFO)))
+    lowest = os.sched_get_priority_min(os.SCHED_FIFO)
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(lowest))
 
 
 def realtime_allowed() -> bool:
@@ -255,7 +256,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
         default, tuned = times["default"], times["tuned"]
         rows.append({
             "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
-            "tuned_ms": tuned["median_ms"], "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
+            "tuned_ms": tuned["median_ms"],
+            "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
             "tuned_vs_default": default["median_ms"] / tuned["median_ms"],
             "tuned_is_default": same_configs(tuned_plan, default_plan), "tuning_s": tuning_s,
             "onnxruntime_spread": ort["spread"], "tuned_spread": tuned["spread"],
@@ -306,7 +308,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     below_default = [r["model"] for r in rows
                      if r["tuned_vs_default"] < 1.0 and not r["tuned_is_default"]]
     same = [r["model"] for r in rows if r["tuned_is_default"]]
-    click.echo(f"slowest vs onnxruntime: {slowest['model']} {slowest['tuned_vs_onnxruntime']:.2f}x; "
+    click.echo(f"slowest vs onnxruntime: {slowest['model']} "
+               f"{slowest['tuned_vs_onnxruntime']:.2f}x; "
                f"tuned slower than default: {', '.join(below_default) or 'none'}"
                + (f" (tuned plan is the default plan: {', '.join(same)})" if same else ""))
     if also_strict:

@@ -28,7 +28,8 @@ def _candidate_ukernels(algorithm: str, quick: bool) -> list[str | None]:
 def best_time_ms(shape: ConvShape, algorithm: str, ukernels: list[str | None],
                  weights: tuple[int, ...], workloads: int,
                  rng: np.random.Generator) -> tuple[float, str | None] | None:
-    """The fastest (median ms, micro-kernel) of `algorithm` over `ukernels`; None if none applies."""
+    """The fastest (median ms, micro-kernel) of `algorithm` over `ukernels`;
+    None if none applies."""
     x = rng.standard_normal(shape.input_shape, dtype=np.float32)
     w = rng.standard_normal(shape.weight_shape, dtype=np.float32)
     out = np.empty(shape.output_shape, dtype=np.float32)

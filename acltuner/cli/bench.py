@@ -210,8 +210,9 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     """The paper's Table 2 on this machine: onnxruntime vs our engine.
 
     For each zoo model, or each model in --model-dir (input shapes from the
-    folder's shapes.yaml, which scripts/fetch_models.py writes): onnxruntime (default optimisations, the better of 1
-    and 2 intra-op threads), the ArmNN-rule default plan, and the tuned plan,
+    folder's shapes.yaml, which scripts/fetch_models.py writes): onnxruntime
+    (default optimisations, the better of 1 and 2 intra-op threads), the
+    ArmNN-rule default plan, and the tuned plan,
     each timed in a fresh process (with its peak memory), in --rounds turns.  Writes CSV and
     markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
     is onnxruntime's time over the tuned plan's, geometric mean (above 1: we

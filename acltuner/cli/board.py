@@ -67,9 +67,10 @@ def board_show(board_name: str, as_json: bool) -> None:
     cluster's core type, cpus and clock), not names: tuning records are kept
     per fingerprint.  The engine line is the fingerprint of the engine that
     measures the board (its sources and compile flags, the board's
-    compiler_flags included): records are kept per engine too.  ArmNN's default thread count is the smallest cluster's
-    core count (ACLTuner paper, Appendix B.1): 2 on both the Odroid N2+ (2+4)
-    and the Tinker Edge R (4+2).
+    compiler_flags included): records are kept per engine too.  ArmNN's
+    default thread count is the smallest cluster's core count (ACLTuner
+    paper, Appendix B.1): 2 on both the Odroid N2+ (2+4) and the Tinker Edge
+    R (4+2).
 
     \b
     Examples:

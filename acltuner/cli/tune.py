@@ -131,7 +131,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune model.onnx -o plan.json --board odroid-n2plus --hosts odroid1,odroid2
       acltuner tune model.onnx -o plan.json --farm farm.yaml
       acltuner tune model.onnx -o plan.json --pin conv1=im2col --pin 'kind=depthwise:depthwise_pixel'
-    """
+    """  # noqa: E501 (an example, one line in --help)
     from acltuner.farm.cluster import farm_security
     from acltuner.tuner.pins import load_pins, parse_pin
     from acltuner.app.tune import run_tune

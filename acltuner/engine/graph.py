@@ -5,17 +5,21 @@ it (NHWC for 4-D activations), constants included.  Operations are added by
 name with add(kind, inputs, out, **attrs), their attributes those of the
 kind's line in the engine's ACL_GRAPH_OPS (op_schema.py builds the ctypes struct
 from the engine's own description); they are checked and their weights packed
-when added, then run in order by run(), which allocates nothing and returns
-each node's time.  Weights are copied or packed by the engine, so the caller
-need not keep them.
+when added, then run in order by run(), which copies the inputs in and the
+outputs out around them and returns each node's time.  Weights are copied or
+packed by the engine, so the caller need not keep them.
 
-GraphBackend is what a compiler needs of a graph, met by Graph and by
-LauncherGraph (a launcher's graph, over its protocol).
+GraphBackend is what a program needs of a graph, met by Graph and by
+LauncherGraph (a launcher's graph, over its protocol), so one Program runs
+either.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import math
+import resource
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +31,10 @@ from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.native import EngineError
 
 MAX_RANK = 6  # ACL_MAX_RANK
+# An output this large and transposed is read back by the engine, by blocks
+# (2.5x numpy's time for a 384x384x21 map); a smaller one by numpy, whose
+# copy costs less than the engine call.
+ENGINE_EXPORT_FLOATS = 1 << 14
 
 @dataclass(frozen=True)
 class Tensor:
@@ -130,10 +138,25 @@ def matmul_attrs(ukernel: str, b: np.ndarray, bias: np.ndarray | None, act: str 
             "bias": bias, "act": act, "act_a": act_a, "act_b": act_b}
 
 
+@dataclass(frozen=True)
+class GraphRun:
+    """What a graph's run() measured, where the graph runs."""
+    times_ms: list[float]  # each timed run: inputs in, every node, outputs out
+    node_ms: list[float]  # each node's median over the timed runs
+    copy_ms: float  # median time of the copies in and out
+    outputs: list[np.ndarray]  # the last run's, transposed as asked, the caller's to keep
+    peak_rss_mb: float  # of the process running the graph
+
+
+Perm = Sequence[int]
+
+
 class GraphBackend(Protocol):
-    """What a compiler needs of a graph: the arena to write constants into
-    (arena[start:stop] = floats), operations added by name, the run order, and
-    how its runs balance their operations over the cores."""
+    """What a program needs of a graph: the arena to write constants into
+    (arena[start:stop] = floats), operations added by name, the run order, how
+    its runs balance their operations over the cores, and runs: `inputs` as
+    (tensor, array, perm), each written as array.transpose(perm), and
+    `outputs` as (tensor, perm), each read back as view(tensor).transpose(perm)."""
     arena: Any
 
     @property
@@ -145,6 +168,10 @@ class GraphBackend(Protocol):
 
     def set_balance(self, balance: str) -> None: ...
 
+    def run(self, inputs: Sequence[tuple[Tensor, np.ndarray, Perm]] = (),
+            outputs: Sequence[tuple[Tensor, Perm]] = (), *, repeat: int = 1,
+            warmup: int = 0) -> GraphRun: ...
+
 
 class Graph:
     """A whole-model program over one arena; core_weights/workloads are the
@@ -152,13 +179,14 @@ class Graph:
 
     def __init__(self, arena_floats: int, core_weights: Sequence[int], workloads: int):
         self._handle = None
-        self._times = None  # run()'s per-node times, one buffer for every run
+        self._times: ctypes.Array[ctypes.c_double] | None = None  # one buffer for every run
         ex, _keep = native._exec_c(tuple(core_weights), workloads)
         handle = ctypes.c_void_p()
         _ok(_lib().acl_graph_create(arena_floats, ctypes.byref(ex), ctypes.byref(handle)))
         self._handle = handle
-        # A view of engine memory: valid until close().
-        self.arena = np.ctypeslib.as_array(_lib().acl_graph_arena(handle), shape=(arena_floats,))
+        # A view of engine memory: valid until close(), None after.
+        self.arena: Any = np.ctypeslib.as_array(_lib().acl_graph_arena(handle),
+                                                shape=(arena_floats,))
 
     def _h(self) -> ctypes.c_void_p:
         if self._handle is None:
@@ -221,7 +249,49 @@ class Graph:
         cores done early take over what a late core has not run (same output)."""
         _ok(_lib().acl_graph_set_balance(self._h(), balance_code(balance)))
 
-    def run(self) -> list[float]:
+    def run(self, inputs: Sequence[tuple[Tensor, np.ndarray, Perm]] = (),
+            outputs: Sequence[tuple[Tensor, Perm]] = (), *, repeat: int = 1,
+            warmup: int = 0) -> GraphRun:
+        """`warmup` untimed runs, then `repeat` timed ones, each writing `inputs`
+        first and reading `outputs` after (as in GraphBackend) and running
+        every node in order."""
+        times, node_runs, copies = [], [], []
+        for i in range(warmup + repeat):
+            start = time.perf_counter()
+            for t, x, perm in inputs:
+                self._write(t, x, perm)
+            nodes_start = time.perf_counter()
+            node_ms = self._run_nodes()
+            nodes_end = time.perf_counter()
+            arrays = [self._read(t, perm) for t, perm in outputs]
+            end = time.perf_counter()
+            if i >= warmup:
+                times.append((end - start) * 1e3)
+                node_runs.append(node_ms)
+                copies.append((end - nodes_end + nodes_start - start) * 1e3)
+        # One timed run (a program's run) skips the medians: they cost more than small nodes.
+        node_ms = node_runs[0] if repeat == 1 else np.median(node_runs, axis=0).tolist()
+        copy_ms = copies[0] if repeat == 1 else float(np.median(copies))
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return GraphRun(times, node_ms, copy_ms, arrays, rss_mb)
+
+    def _write(self, t: Tensor, x: np.ndarray, perm: Perm) -> None:
+        """An input that keeps its layout is a numpy copy: the engine's parallel
+        transpose is for the others, and its call costs more than a small
+        tensor's copy."""
+        view = self.view(t)
+        if tuple(perm) == tuple(range(len(perm))) and x.shape == view.shape:
+            np.copyto(view, x, casting="same_kind")
+        else:
+            self.write_transposed(x, perm, t)
+
+    def _read(self, t: Tensor, perm: Perm) -> np.ndarray:
+        """A copy, never the arena itself: the next run overwrites it."""
+        if tuple(perm) != tuple(range(len(perm))) and math.prod(t.dims) >= ENGINE_EXPORT_FLOATS:
+            return self.read_transposed(t, perm)
+        return self.view(t).transpose(perm).copy(order="C")
+
+    def _run_nodes(self) -> list[float]:
         """Runs every node in order; returns each one's wall time in ms."""
         n = self.node_count
         if self._times is None or len(self._times) != max(n, 1):

@@ -14,27 +14,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 
-from acltuner.engine.graph import Tensor, balance_code
+from acltuner.engine.graph import GraphRun, Perm, Tensor, balance_code
 from acltuner.engine.launcher import LauncherClient
 from acltuner.engine.op_schema import Schema, floats_base64, to_json
 
 
 def _tensor(t: Tensor) -> dict:
     return {"offset": t.offset, "dims": list(t.dims)}
-
-
-@dataclass(frozen=True)
-class GraphRun:
-    """What graph_run measured on the launcher's machine."""
-    times_ms: list[float]  # each timed run: inputs in, every node, outputs out
-    node_ms: list[float]  # each node's median over the timed runs
-    copy_ms: float  # median time of the copies in and out
-    outputs: list[np.ndarray]  # the last run's, shaped as the tensors asked for
-    peak_rss_mb: float  # of the launcher process
 
 
 class _RemoteArena:
@@ -96,20 +84,23 @@ class LauncherGraph:
     def view(self, t: Tensor) -> np.ndarray:
         raise TypeError("a launcher's arena cannot be viewed: pass inputs and outputs to run()")
 
-    def run(self, inputs: Sequence[tuple[Tensor, np.ndarray]], outputs: Sequence[Tensor], *,
-            repeat: int = 10, warmup: int = 1) -> GraphRun:
-        """warmup untimed runs, then `repeat` timed ones, each copying `inputs`
-        (arrays of their tensor's dims, in arena order) into the arena first
-        and the `outputs` tensors out after."""
-        for t, a in inputs:
-            if np.shape(a) != t.dims:
+    def run(self, inputs: Sequence[tuple[Tensor, np.ndarray, Perm]] = (),
+            outputs: Sequence[tuple[Tensor, Perm]] = (), *, repeat: int = 1,
+            warmup: int = 0) -> GraphRun:
+        """As Graph.run, timed in the launcher: the arrays are transposed here,
+        so only the arena's floats travel."""
+        arrays = [np.ascontiguousarray(np.transpose(a, perm)) for _, a, perm in inputs]
+        for (t, _, _), a in zip(inputs, arrays):
+            if a.shape != t.dims:
                 raise ValueError(f"input for arena offset {t.offset} must have dims {t.dims}, "
-                                 f"got {np.shape(a)}")
+                                 f"got {a.shape}")
         answer = self.client.request({
             "cmd": "graph_run", "warmup": warmup, "repeat": repeat, "balance": self.balance,
-            "inputs": [{"offset": t.offset, "data": floats_base64(a)} for t, a in inputs],
-            "outputs": [{"offset": t.offset, "floats": t.size} for t in outputs]})
-        arrays = [np.frombuffer(bytearray(base64.b64decode(data)), dtype="<f4").reshape(t.dims)
-                  for t, data in zip(outputs, answer["outputs"])]
+            "inputs": [{"offset": t.offset, "data": floats_base64(a)}
+                       for (t, _, _), a in zip(inputs, arrays)],
+            "outputs": [{"offset": t.offset, "floats": t.size} for t, _ in outputs]})
+        results = [np.ascontiguousarray(np.frombuffer(bytearray(base64.b64decode(data)),
+                                                      dtype="<f4").reshape(t.dims).transpose(perm))
+                   for (t, perm), data in zip(outputs, answer["outputs"])]
         return GraphRun(list(answer["times_ms"]), list(answer["node_ms"]), answer["copy_ms"],
-                        arrays, answer["peak_rss_kib"] / 1024)
+                        results, answer["peak_rss_kib"] / 1024)

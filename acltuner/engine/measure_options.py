@@ -1,7 +1,7 @@
 """The launcher's measure options: how every config is timed, one type from
 the tuner's settings to the measure request on the wire.  Its fields and
 defaults are the engine's ACL_MEASURE_OPTIONS (aclengine.h), which the
-launcher decodes requests by; tests/test_measure_options.py holds them equal."""
+launcher decodes requests by; tests/engine/test_measure_options.py holds them equal."""
 from __future__ import annotations
 
 import dataclasses

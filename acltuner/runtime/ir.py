@@ -59,7 +59,8 @@ class Deferred:
 class Op:
     """One operation of the native graph: `kind` its name in ACL_GRAPH_OPS,
     `tensors` its tensors by role ("out" is written, the rest are its inputs
-    in order), `args` its attributes (Deferred ones computed when built).  `node` and `what` label it in profiles."""
+    in order), `args` its attributes (Deferred ones computed when built).
+    `node` and `what` label it in profiles."""
     kind: str
     node: str
     what: str

@@ -1,4 +1,5 @@
-"""acltuner.load: a plan file -> a Program ready to run its model."""
+"""acltuner.load: a plan file -> a Program ready to run its model; compile_plan:
+a plan in memory and a model read once -> a Program, as often as needed."""
 from __future__ import annotations
 
 import os
@@ -19,6 +20,32 @@ from acltuner.runtime.ir import DelegatedSegment, Stage
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.target import Target
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model parsed once, to be compiled as often as needed: shapes static
+    and weights detached, as load_model_detached gives them.  Compiling
+    leaves both as they are."""
+    model: onnx.ModelProto
+    weights: dict[str, np.ndarray]
+
+
+def read_model(plan: Plan) -> LoadedModel:
+    """The model `plan` names, at the plan's input shapes."""
+    return LoadedModel(*load_model_detached(plan.model_path, plan.input_shapes))
+
+
+def compile_plan(plan: Plan, model: LoadedModel, target: Target | None = None,
+                 backend=Graph, *, native_only: bool = False,
+                 balance: str = "adaptive") -> Program:
+    """`plan` (in memory; its file's checks are load()'s) on `model`, for the
+    plan's board and `target`'s engine (default: this process's), its native
+    graphs built by backend(arena_floats, core_weights, workloads).
+    native_only and balance: as in compile_model."""
+    return compile_model(model.model, {n.node: n.config for n in plan.nodes}, plan_board(plan),
+                         plan=plan, weights=dict(model.weights), engine=target,
+                         make_graph=backend, native_only=native_only, balance=balance)
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,

@@ -7,15 +7,13 @@ while copied into and out of an arena.
 """
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
 from acltuner.board.model import Board
-from acltuner.engine.graph import Graph, GraphBackend, Tensor
+from acltuner.engine.graph import Graph, GraphBackend, GraphRun, Tensor
 from acltuner.onnx.graph import OnnxGraph
 from acltuner.plan import Plan
 from acltuner.runtime.arena import plan_arena
@@ -25,10 +23,6 @@ from acltuner.runtime.layout import inverse
 from acltuner.runtime.profile import COPIES_OP, HOST_COPIES, ProfileEntry
 
 FLOAT_BYTES = 4
-# An export this large and transposed is read back by the engine, by blocks
-# (2.5x numpy's time for a 384x384x21 map); a smaller one by numpy, whose
-# copy costs less than the engine call.
-ENGINE_EXPORT_FLOATS = 1 << 14
 
 
 def default_exec(board: Board) -> tuple[tuple[int, ...], int]:
@@ -62,45 +56,20 @@ class NativeRunner:
         self.imports = [(name, _tensor(v), v.perm) for name, v in stage.imports.items()]
         self.exports = [(name, _tensor(v), inverse(v.perm)) for name, v in stage.exports.items()]
 
-    def _bind(self) -> None:
-        """The arena views of the stage's imports and exports, made once."""
-        self._imports = [(name, self.graph.view(t), perm, t) for name, t, perm in self.imports]
-        self._exports = [(name, t, back, None if _engine_export(t, back)
-                           else self.graph.view(t).transpose(back))
-                         for name, t, back in self.exports]
-
-    def run(self, env: dict) -> float:
-        """Runs the stage; returns the milliseconds spent copying tensors in and
-        out.  An import that keeps its layout is a numpy copy: the engine's
-        parallel transpose is for the others, and its call costs more than a
-        small tensor's copy."""
-        start = time.perf_counter()
-        if not hasattr(self, "_imports"):
-            self._bind()
-        for name, view, perm, t in self._imports:
-            x = env[name]
-            if perm == tuple(range(len(perm))) and x.shape == view.shape:
-                np.copyto(view, x, casting="same_kind")
-            else:
-                self.graph.write_transposed(x, perm, t)
-        copies = time.perf_counter() - start
-        self._node_ms = self.graph.run()
-        start = time.perf_counter()
-        for name, t, back, view in self._exports:
-            # A copy, never the arena itself: the next run overwrites it.
-            env[name] = (self.graph.read_transposed(t, back) if view is None
-                         else view.copy(order="C"))
-        copies += time.perf_counter() - start
-        return copies * 1e3
+    def run(self, env: dict, repeat: int = 1, warmup: int = 0) -> GraphRun:
+        """Runs the stage (`warmup` untimed runs, then `repeat` timed ones)
+        on the imports in `env`, the exports added to it."""
+        result = self.graph.run([(t, env[name], perm) for name, t, perm in self.imports],
+                                [(t, back) for _, t, back in self.exports],
+                                repeat=repeat, warmup=warmup)
+        env.update(zip((name for name, _, _ in self.exports), result.outputs))
+        self._node_ms = result.node_ms
+        return result
 
     def profile(self) -> list[ProfileEntry]:
         """The latest run's time per operation."""
         return [ProfileEntry(node, what, ms, kind)
                 for (node, what, kind), ms in zip(self.labels, self._node_ms)]
-
-
-def _engine_export(t: Tensor, back: tuple[int, ...]) -> bool:
-    return back != tuple(range(len(back))) and math.prod(t.dims) >= ENGINE_EXPORT_FLOATS
 
 
 def _weight_bytes(op: Op) -> int:
@@ -114,6 +83,16 @@ def _tensor(v: Value) -> Tensor:
 def _emit(graph: GraphBackend, op: Op) -> None:
     args = {k: a.make() if isinstance(a, Deferred) else a for k, a in op.args.items()}
     graph.add(op.kind, [_tensor(v) for v in op.reads], _tensor(op.out), **args)
+
+
+@dataclass(frozen=True)
+class TimedRuns:
+    """Program.measure's runs, timed where the graph runs."""
+    times_ms: list[float]  # each timed run: inputs in, every node, outputs out
+    profile: list[ProfileEntry]  # each node's median over the timed runs
+    copy_ms: float  # median time of the copies in and out
+    outputs: dict[str, np.ndarray]  # the last run's, by name, as the ONNX model gives them
+    peak_rss_mb: float  # of the process running the graph
 
 
 @dataclass(frozen=True)
@@ -187,8 +166,24 @@ class Program:
         each array the caller's to keep (`next(iter(...values()))` for a
         model with one output)."""
         env = self._feed(inputs)
-        self._copies_ms = sum(stage.run(env) for stage in self._stages)
+        self._copies_ms = sum(stage.run(env).copy_ms if isinstance(stage, NativeRunner)
+                              else stage.run(env) for stage in self._stages)
         return {name: env[name] for name in self.outputs}
+
+    def measure(self, inputs: dict[str, np.ndarray] | np.ndarray, repeat: int = 20,
+                warmup: int = 3) -> TimedRuns:
+        """`warmup` untimed runs, then `repeat` timed ones, all in one call of
+        the graph: a launcher's graph times them itself, without the round
+        trips.  For a program without delegated segments (native_only)."""
+        if self.delegated:
+            raise ValueError("cannot time runs in the graph: the program has delegated segments")
+        env = self._feed(inputs)
+        stage = next((s for s in self._stages if isinstance(s, NativeRunner)), None)
+        if stage is None:
+            raise ValueError("the model computes nothing natively: every output is a constant")
+        result = stage.run(env, repeat, warmup)
+        return TimedRuns(result.times_ms, stage.profile(), result.copy_ms,
+                         {name: env[name] for name in self.outputs}, result.peak_rss_mb)
 
     @property
     def last_profile(self) -> list[ProfileEntry]:

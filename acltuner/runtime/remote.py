@@ -47,30 +47,17 @@ class RemoteProgram:
             plan_path, model=model, force=force, board=board, engine=launcher_target(client),
             make_graph=functools.partial(LauncherGraph, client), native_only=True,
             balance=balance)
-        # Without delegated segments there is one native stage at most.
-        self._stage = next(iter(self.program._stages), None)
 
     def run(self, inputs: dict[str, np.ndarray] | np.ndarray, repeat: int = 20,
             warmup: int = 3) -> RemoteRun:
         """`warmup` untimed runs, then `repeat` timed ones, on the launcher; each
         run copies the inputs into its arena and the outputs out."""
-        env = self.program._feed(inputs)
-        stage = self._stage
-        if stage is None:
-            raise ValueError("the model computes nothing natively: every output is a constant")
-        imports = [(t, np.ascontiguousarray(env[name].transpose(perm)))
-                   for name, t, perm in stage.imports]
-        result = stage.graph.run(imports, [t for _, t, _ in stage.exports], repeat=repeat,
-                                 warmup=warmup)
-        for (name, _, back), y in zip(stage.exports, result.outputs):
-            env[name] = np.ascontiguousarray(y.transpose(back))
-        profile = [ProfileEntry(node, what, ms, kind)
-                   for (node, what, kind), ms in zip(stage.labels, result.node_ms)]
-        profile.append(ProfileEntry(HOST_COPIES, "copies into and out of the launcher's arena",
-                                    result.copy_ms, COPIES_OP))
-        p10, median, p90 = np.percentile(result.times_ms, [10, 50, 90])
+        timed = self.program.measure(inputs, repeat, warmup)
+        profile = [*timed.profile, ProfileEntry(HOST_COPIES, "copies into and out of the "
+                                                "launcher's arena", timed.copy_ms, COPIES_OP)]
+        p10, median, p90 = np.percentile(timed.times_ms, [10, 50, 90])
         return RemoteRun(Latency(float(median), float(p10), float(p90), [profile]),
-                         {name: env[name] for name in self.program.outputs}, result.peak_rss_mb)
+                         timed.outputs, timed.peak_rss_mb)
 
 
 def run_remote(plan_path: str | os.PathLike, launcher_command: Sequence[str],

@@ -9,17 +9,19 @@ default one, as far as the measurement can tell."""
 from __future__ import annotations
 
 import dataclasses
-import tempfile
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
-from acltuner.plan import InContext, Plan, save_plan
+from acltuner.engine.launcher_graph import LauncherGraph
+from acltuner.plan import InContext, Plan
 from acltuner.runtime.inputs import random_inputs
-from acltuner.runtime.remote import RemoteProgram
+from acltuner.runtime.load import LoadedModel, compile_plan, read_model
+from acltuner.runtime.target import launcher_target
 
 # A node keeps its tuned config unless the default is this much faster in the
 # model, and a plan replaces the default plan only if it is this much faster:
@@ -39,7 +41,7 @@ class ContextCheck:
     ort_threads: int | None = None
 
 
-def _with_configs(plan: Plan, configs: dict[str, object]) -> Plan:
+def _with_configs(plan: Plan, configs: dict[str, ExecConfig]) -> Plan:
     nodes = tuple(dataclasses.replace(n, config=configs[n.node]) if n.node in configs else n
                   for n in plan.nodes)
     return dataclasses.replace(plan, nodes=nodes)
@@ -50,17 +52,17 @@ def _default_plan(plan: Plan) -> Plan:
 
 
 class _Runs:
-    """Candidate plans run in turns in one launcher.  It holds one graph at a
-    time, so each turn builds its plan's graph again (its weights packed
-    again: seconds for a large model on this machine)."""
+    """Candidate plans run in turns in one launcher, compiled from one reading
+    of the model.  The launcher holds one graph at a time, so each turn builds
+    its plan's graph again (its weights packed again: seconds for a large
+    model on this machine)."""
 
-    def __init__(self, client: LauncherClient, plans: dict[str, Plan], folder: str):
-        self.client = client
-        self.paths = {}
-        for name, plan in plans.items():
-            self.paths[name] = Path(folder) / f"{name}.plan.json"
-            save_plan(plan, self.paths[name])
-        self.inputs = None
+    def __init__(self, client: LauncherClient, model: LoadedModel, plans: dict[str, Plan]):
+        self.model = model
+        self.plans = plans
+        self.target = launcher_target(client)
+        self.backend = functools.partial(LauncherGraph, client)
+        self.inputs: dict[str, np.ndarray] | None = None
         self.ms: dict[str, list[float]] = {name: [] for name in plans}
         self.node_ms: dict[str, dict[str, list[float]]] = {name: {} for name in plans}
 
@@ -68,13 +70,14 @@ class _Runs:
         """`count` rounds, each running every plan `repeat` times in turn, so a
         drift of the machine's speed reaches them all alike."""
         for _ in range(count):
-            for name, path in self.paths.items():
-                remote = RemoteProgram(path, self.client)
+            for name, plan in self.plans.items():
+                program = compile_plan(plan, self.model, self.target, self.backend,
+                                       native_only=True, balance="strict")
                 if self.inputs is None:
-                    self.inputs = random_inputs(remote.program)
-                run = remote.run(self.inputs, repeat=repeat, warmup=1)
-                self.ms[name].append(run.latency.median_ms)
-                for entry in run.latency.profiles[0]:
+                    self.inputs = random_inputs(program)
+                run = program.measure(self.inputs, repeat=repeat, warmup=1)
+                self.ms[name].append(float(np.median(run.times_ms)))
+                for entry in run.profile:
                     self.node_ms[name].setdefault(entry.node, []).append(entry.ms)
 
     def median(self, name: str) -> float:
@@ -88,43 +91,44 @@ class _Runs:
 def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, repeat: int = 10,
                      progress: Callable[[str], None] = lambda _: None,
                      ort: bool = False) -> ContextCheck:
-    """`plan` (tuned, saved) against its default plan in the launcher, which
+    """`plan` (tuned) against its default plan in the launcher, which
     must run the whole model natively; pinned nodes keep their pin.  ort:
     time onnxruntime too, here, on the same inputs (rounds x repeat runs, after
     the plans: the launcher must run on this machine)."""
     default = _default_plan(plan)
     if default.nodes == plan.nodes:
         return ContextCheck("tuned", {}, (), plan, "every node's tuned config is its default")
-    with tempfile.TemporaryDirectory(prefix="acltuner-context-") as folder:
-        progress(f"in context: the whole model, tuned and default plans, {rounds} rounds")
-        runs = _Runs(client, {"tuned": plan, "default": default}, folder)
-        try:
-            runs.rounds(rounds, repeat)
-        except ValueError as e:  # nodes outside the engine: the launcher cannot run it
-            return ContextCheck("tuned", {}, (), plan, str(e))
-        reverted = []
-        for node in plan.nodes:
-            if node.pinned or node.config == node.default_config:
-                continue
-            tuned, base = (runs.node_median(k, node.node) for k in ("tuned", "default"))
-            if tuned is not None and base is not None and base < tuned * (1 - MARGIN):
-                reverted.append(node.node)
-        ms = {name: runs.median(name) for name in ("tuned", "default")}
-        candidates = {"tuned": plan, "default": default}
-        if reverted and len(reverted) < sum(1 for n in plan.nodes if n.config != n.default_config):
-            mixed = _with_configs(plan, {n.node: n.default_config for n in plan.nodes
-                                         if n.node in reverted})
-            progress(f"in context: {len(reverted)} node(s) faster with their default, "
-                     f"measuring that mix")
-            again = _Runs(client, {"tuned": plan, "mixed": mixed}, folder)
-            again.rounds(rounds, repeat)
-            # The mix against the tuned plan of the same rounds, scaled to the first.
-            ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")
-            candidates["mixed"] = mixed
+    progress(f"in context: the whole model, tuned and default plans, {rounds} rounds")
+    try:
+        model = read_model(plan)
+        runs = _Runs(client, model, {"tuned": plan, "default": default})
+        runs.rounds(rounds, repeat)
+    except ValueError as e:  # nodes outside the engine: the launcher cannot run it
+        return ContextCheck("tuned", {}, (), plan, str(e))
+    reverted = []
+    for node in plan.nodes:
+        if node.pinned or node.config == node.default_config:
+            continue
+        tuned, base = (runs.node_median(k, node.node) for k in ("tuned", "default"))
+        if tuned is not None and base is not None and base < tuned * (1 - MARGIN):
+            reverted.append(node.node)
+    ms = {name: runs.median(name) for name in ("tuned", "default")}
+    candidates = {"tuned": plan, "default": default}
+    if reverted and len(reverted) < sum(1 for n in plan.nodes if n.config != n.default_config):
+        mixed = _with_configs(plan, {n.node: n.default_config for n in plan.nodes
+                                     if n.node in reverted})
+        progress(f"in context: {len(reverted)} node(s) faster with their default, "
+                 f"measuring that mix")
+        again = _Runs(client, model, {"tuned": plan, "mixed": mixed})
+        again.rounds(rounds, repeat)
+        # The mix against the tuned plan of the same rounds, scaled to the first.
+        ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")
+        candidates["mixed"] = mixed
     ort_ms = ort_threads = None
     if ort:
         from acltuner.runtime.compare_ort import ort_latency
         progress("in context: onnxruntime, the whole model on the same inputs")
+        assert runs.inputs is not None  # the rounds ran, on these inputs
         ort_ms, ort_threads = ort_latency(plan.model_path, runs.inputs, rounds * repeat, 1)
     kept = choose(ms)
     return ContextCheck(kept, ms, tuple(reverted),
@@ -148,5 +152,5 @@ def _marked(tuned: Plan, kept: Plan, check: InContext, reverted: list[str], runs
 def choose(ms: dict[str, float]) -> str:
     """The plan to keep from whole-model medians ("default" and the others):
     the fastest other if it beats the default by MARGIN, else the default."""
-    challenger = min((name for name in ms if name != "default"), key=ms.get)
+    challenger = min((name for name in ms if name != "default"), key=ms.__getitem__)
     return challenger if ms[challenger] < ms["default"] * (1 - MARGIN) else "default"

@@ -1,6 +1,6 @@
 """What a records file says, per board, engine version, caches' state (warm or
-cold measurements) and task (`acltuner records stats`): how much was measured, what failed, the best config found and
-how it compares with the default config.
+cold measurements) and task (`acltuner records stats`): how much was
+measured, what failed, the best config found and how it compares with the default config.
 
 "best" follows RecordStore.best: the fastest median among records that ran with
 a correct output, but for times taken again (records.trusted).  "spread_pct" is

@@ -72,7 +72,8 @@ class TransferSettings:
     min_tasks: int      # --transfer auto uses the model when the records hold this many other tasks
     initial: int        # the first batch: the transfer model's best-ranked configs
     decay: float        # the prior's weight: decay / (decay + the task's own measurements)
-    xgboost: dict       # TransferModel's parameters: xgboost's, num_boost_round, refresh_rounds, max_trees
+    # TransferModel's parameters: xgboost's, num_boost_round, refresh_rounds, max_trees
+    xgboost: dict
 
 
 @dataclass(frozen=True)

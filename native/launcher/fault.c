@@ -28,8 +28,8 @@ static int is(const char *fault, const char *name)
 void fault_inject(const json_value *request)
 {
     const json_value *config = json_get(request, "config");
-    const json_value *algorithm = config && config->type == JSON_OBJECT
-                                      ? json_get(config, "algorithm") : NULL;
+    const json_value *algorithm =
+        config && config->type == JSON_OBJECT ? json_get(config, "algorithm") : NULL;
     if (!algorithm || algorithm->type != JSON_STRING) return;
     const char *fault = fault_for(algorithm->string.chars);
     if (!fault) return;

@@ -139,14 +139,13 @@ static void write_answer(json_writer *w, const graph_runs *r, int repeat)
 
 int graph_run_command(graph_session *s, const json_value *request, json_writer *w)
 {
-    static const char *const fields[] = {"cmd",    "inputs",  "outputs",
-                                         "warmup", "repeat",  "balance", NULL};
+    static const char *const fields[] = {"cmd",    "inputs",  "outputs", "warmup",
+                                         "repeat", "balance", NULL};
     /* acl_balance's values, by name */
     static const char *const balances[] = {"strict", "adaptive", NULL};
     int warmup = 1, repeat = 10, balance = ACL_BALANCE_STRICT;
     regions in = {0}, out = {0};
-    int rc = request_check_fields(request, "graph_run", fields) ||
-             graph_session_require(s) ||
+    int rc = request_check_fields(request, "graph_run", fields) || graph_session_require(s) ||
              request_int(request, "warmup", OPTIONAL, 0, &warmup) ||
              request_int(request, "repeat", OPTIONAL, 1, &repeat) ||
              request_enum(request, "balance", OPTIONAL, balances, &balance) ||

@@ -21,10 +21,7 @@ int graph_session_require(const graph_session *s)
     return s->graph ? 0 : request_fail("no graph: send graph_create first");
 }
 
-static int engine_rc(int rc)
-{
-    return rc ? request_fail("%s", acl_last_error()) : 0;
-}
+static int engine_rc(int rc) { return rc ? request_fail("%s", acl_last_error()) : 0; }
 
 int graph_create_command(graph_session *s, const json_value *request, json_writer *w)
 {
@@ -78,8 +75,7 @@ static int add_op(graph_session *s, const json_value *request, int op)
                                           info->attrs_size, attrs, &buffers)) ||
              read_tensor_list(request, "inputs", &ins) ||
              read_tensor(request, "out", REQUIRED, &out, NULL) ||
-             engine_rc(acl_graph_add(s->graph, op, attrs, (int)ins.count,
-                                     ins.items, &out));
+             engine_rc(acl_graph_add(s->graph, op, attrs, (int)ins.count, ins.items, &out));
     schema_buffers_free(&buffers);
     free(ins.items);
     free(attrs);
@@ -95,8 +91,8 @@ int graph_op_command(graph_session *s, const json_value *request, json_writer *w
     if (op < 0) {
         char known[512] = "";
         for (int i = 0; i < ACL_OP_COUNT; i++)
-            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                     i ? ", " : "", acl_graph_op_info(i)->name);
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                     acl_graph_op_info(i)->name);
         return request_fail("graph_op: unknown kind \"%s\" (expected one of %s)", kind, known);
     }
     if (add_op(s, request, op)) {

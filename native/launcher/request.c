@@ -190,8 +190,7 @@ int request_floats(const json_value *object, const char *key, presence p, size_t
 int request_exec(const json_value *object, int *weights, int *ncores, int *workloads)
 {
     /* Negative and all-zero weights are the engine's to reject. */
-    if (request_ints(object, "core_weights", REQUIRED, INT_MIN + 1LL, weights, MAX_CORES,
-                     ncores) ||
+    if (request_ints(object, "core_weights", REQUIRED, INT_MIN + 1LL, weights, MAX_CORES, ncores) ||
         request_int(object, "workloads", REQUIRED, 1, workloads))
         return -1;
     if (*ncores == 0) return request_fail("field \"core_weights\" must not be empty");

@@ -31,8 +31,8 @@ static int decode_ints(const json_value *object, const acl_field_info *f, char *
     int *values = malloc(sizeof *values * (size_t)(count ? count : 1));
     if (!values) return request_fail("out of memory for field \"%s\"", f->name);
     /* Negative values are the engine's to reject, with what they mean. */
-    if (keep(buffers, values) || request_ints(object, f->name, OPTIONAL, INT_MIN + 1LL, values,
-                                              count, &count))
+    if (keep(buffers, values) ||
+        request_ints(object, f->name, OPTIONAL, INT_MIN + 1LL, values, count, &count))
         return -1;
     *(const int **)at = values;
     *(int *)(at + sizeof(int *)) = count;
@@ -76,12 +76,9 @@ static int decode_field(const json_value *object, const acl_field_info *f, char 
     case ACL_FIELD_ENUM:
         *(int *)at = (int)f->dflt;
         return request_enum(object, f->name, OPTIONAL, f->names, (int *)at);
-    case ACL_FIELD_STRING:
-        return request_string(object, f->name, OPTIONAL, 1, (const char **)at);
-    case ACL_FIELD_INTS:
-        return decode_ints(object, f, at, buffers);
-    case ACL_FIELD_FLOATS:
-        return decode_floats(object, f, at, buffers);
+    case ACL_FIELD_STRING: return request_string(object, f->name, OPTIONAL, 1, (const char **)at);
+    case ACL_FIELD_INTS: return decode_ints(object, f, at, buffers);
+    case ACL_FIELD_FLOATS: return decode_floats(object, f, at, buffers);
     case ACL_FIELD_CONV_SHAPE: {
         int n;
         const acl_field_info *shape = acl_conv_shape_fields(&n);

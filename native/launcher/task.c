@@ -21,8 +21,8 @@
 /* The seeded streams of PROTOCOL.md, one per tensor. */
 enum { STREAM_WEIGHT, STREAM_BIAS, STREAM_INPUT, STREAM_RESIDUAL };
 
-static const char *const load_fields[] = {"cmd", "shape", "seed", "weight", "bias", "input",
-                                          "residual", NULL};
+static const char *const load_fields[] = {"cmd",  "shape", "seed",     "weight",
+                                          "bias", "input", "residual", NULL};
 float *alloc_floats(size_t n)
 {
     void *p = NULL;
@@ -58,8 +58,8 @@ static int tensor_floats(const char *name, size_t a, size_t b, size_t c, size_t 
 }
 
 /* Decodes tensor `name` from the request if given, or fills it from the seed. */
-static int fill_tensor(const json_value *request, const char *name, unsigned stream,
-                       uint64_t seed, size_t floats, float **out)
+static int fill_tensor(const json_value *request, const char *name, unsigned stream, uint64_t seed,
+                       size_t floats, float **out)
 {
     const json_value *given = NULL;
     if (request_member(request, name, OPTIONAL, JSON_STRING, &given)) return -1;

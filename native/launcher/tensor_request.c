@@ -34,7 +34,8 @@ int read_tensor_list(const json_value *object, const char *key, tensor_list *out
     *out = (tensor_list){0};
     if (request_member(object, key, OPTIONAL, JSON_ARRAY, &list)) return -1;
     if (!list || list->array.count == 0) return 0;
-    if (list->array.count > INT_MAX) return request_fail("field \"%s\" holds too many tensors", key);
+    if (list->array.count > INT_MAX)
+        return request_fail("field \"%s\" holds too many tensors", key);
     out->items = malloc(list->array.count * sizeof *out->items);
     if (!out->items) return request_fail("out of memory");
     out->count = list->array.count;

@@ -1,6 +1,6 @@
 /* The pass/fail harness and seeded random numbers of the C test programs.
  * Every program closes with "N passed, N failed" alone on a line, which
- * tests/test_native_suites.py reads, and exits non-zero after a failure.
+ * tests/engine/test_native_suites.py reads, and exits non-zero after a failure.
  * Random numbers are splitmix64 from seed 1 unless a --seed sets rng_state,
  * so that a run is reproducible. */
 #ifndef ACL_TEST_HARNESS_H
@@ -15,7 +15,8 @@
 
 /* ---- pass/fail ------------------------------------------------------------ */
 
-static int passed, failed;
+/* Defined once, in test_harness.c, for suites built from several files. */
+extern int passed, failed;
 
 /* Counts a failure and prints it on one line: "FAIL <context>: <message>",
  * or "FAIL <message>" without a context. */
@@ -52,7 +53,7 @@ static inline int test_summary(void)
 
 /* ---- random numbers --------------------------------------------------------- */
 
-static uint64_t rng_state = 1;
+extern uint64_t rng_state;  /* 1 unless a --seed sets it */
 
 static inline uint64_t rng_next(void)
 {

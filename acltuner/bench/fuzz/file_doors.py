@@ -19,7 +19,8 @@ def _json_text(rng: random.Random, doc) -> bytes:
     text = json.dumps(doc, indent=rng.choice([None, 2]), allow_nan=True)
     if rng.random() < 0.1 and isinstance(doc, dict) and doc:
         key = rng.choice(list(doc))  # the key again, later in the object: json keeps the last
-        text = text.rstrip()[:-1] + f', {json.dumps(key)}: {json.dumps(rng.choice([None, 1, "x"]))}}}'
+        value = json.dumps(rng.choice([None, 1, "x"]))
+        text = text.rstrip()[:-1] + f', {json.dumps(key)}: {value}}}'
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -46,7 +47,8 @@ def _records(rng: random.Random, seeds: Seeds) -> tuple[bytes, str]:
     if rng.random() < 0.3:
         lines[i] = mutate_bytes(rng, lines[i])
     else:
-        lines[i] = _json_text(rng, mutate_value(rng, json.loads(lines[i]))).replace(b"\n", b" ") + b"\n"
+        mutated = _json_text(rng, mutate_value(rng, json.loads(lines[i])))
+        lines[i] = mutated.replace(b"\n", b" ") + b"\n"
     return b"".join(lines), ".jsonl"
 
 

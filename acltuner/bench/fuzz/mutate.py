@@ -66,7 +66,8 @@ def mutate_value(rng: random.Random, doc: Any, edits: int | None = None) -> Any:
         if action < 0.3:
             del parent[key]
         elif action < 0.4 and isinstance(parent, dict):
-            parent[rng.choice(["extra", "schema_version", "path", key + "_"])] = rng.choice(EXTREMES)
+            extra = rng.choice(["extra", "schema_version", "path", key + "_"])
+            parent[extra] = rng.choice(EXTREMES)
         else:
             parent[key] = _replacement(rng, parent[key])
     return doc

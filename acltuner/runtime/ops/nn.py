@@ -49,7 +49,8 @@ def _pool(g: OnnxGraph, node: onnx.NodeProto):
     def lower(low) -> None:
         xv = low.get(node.input[0], NHWC)
         yv = low.new(node.output[0], out, NHWC)
-        low.emit("pool", node_name(node), f"{op} pool {kernel[0]}x{kernel[1]}", {"x": xv, "out": yv},
+        low.emit("pool", node_name(node), f"{op} pool {kernel[0]}x{kernel[1]}",
+                 {"x": xv, "out": yv},
                  op=op, kernel=tuple(kernel), strides=tuple(strides),
                  dilations=tuple(dilations), pads=tuple(pads),
                  count_include_pad=bool(a.get("count_include_pad", 0)))

@@ -1,0 +1,85 @@
+"""Running beside other threads: every onnxruntime session the runtime opens
+in-process sleeps when idle (its spinning threads would hold the cores where
+the engine's pinned workers wait), and a heavy delegated segment gets more
+threads, which the profile names; the balance option reaches the runs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from acltuner.runtime import load
+from acltuner.runtime.delegate import PARALLEL_FLOPS
+from acltuner.zoo.builder import GraphBuilder
+from tests.support.cli_checks import default_plan, invoke
+
+
+@pytest.fixture
+def sessions(monkeypatch):
+    """The options of every onnxruntime session created while the test runs."""
+    made = []
+    real = ort.InferenceSession
+
+    def recording(source, options=None, *args, **kwargs):
+        made.append(options)
+        return real(source, options, *args, **kwargs)
+    monkeypatch.setattr(ort, "InferenceSession", recording)
+    return made
+
+
+def _delegating_model(tmp_path, width: int):
+    """A conv, a MatMul to `width` columns by a Cos of a constant (folded at
+    load), a Sin (delegated: 256 x width elements), a conv."""
+    b = GraphBuilder(seed=3, input_shape=(1, 8, 16, 16))
+    y = b.conv(b.input, "c1", 16, 3, pads=1, relu="r1")
+    mat = b.node("Cos", [b.constant("m", np.full((16, width), 0.5, np.float32))], "mcos")
+    y = b.node("Sin", [b.node("MatMul", [y, mat], "mm")], "sin")
+    y = b.conv(y, "c2", 8, 1)
+    path = tmp_path / f"delegating{width}.onnx"
+    onnx.save(b.model(y, "delegating"), path)
+    return path
+
+
+def test_every_in_process_session_sleeps_when_idle(tmp_path, sessions):
+    path = _delegating_model(tmp_path, 16)
+    plan = default_plan(path, tmp_path)
+    sessions.clear()
+    result = invoke("run", plan, "--repeat", "2", "--warmup", "0", "--check", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["delegated"], "the model should delegate nodes"
+    # load's constant folding, the delegated segments, the --check reference
+    assert len(sessions) >= 3
+    for options in sessions:
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+        assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+
+
+def test_a_segment_gets_more_threads_only_when_heavy(tmp_path, sessions):
+    """A light segment runs on one thread, a heavy one on all the board's
+    cores, and the profile says which."""
+    light = load(default_plan(_delegating_model(tmp_path, 16), tmp_path), board="split-host")
+    heavy = load(default_plan(_delegating_model(tmp_path, 8192), tmp_path), board="split-host")
+    assert 16 * 16 * 8192 >= PARALLEL_FLOPS > 16 * 16 * 16
+    x = np.zeros((1, 8, 16, 16), np.float32)
+    for program, threads in ((light, "1 thread"), (heavy, "2 threads, not spinning")):
+        program.run(x)
+        kinds = [e.kind for e in program.last_profile if e.op == "delegated"]
+        assert any(k.endswith(f"({threads})") for k in kinds), kinds
+    assert {o.intra_op_num_threads for o in sessions} == {1, 2}
+
+
+def test_both_balances_give_the_same_output(tmp_path):
+    plan = default_plan(_delegating_model(tmp_path, 64), tmp_path)
+    outputs = {}
+    for balance in ("strict", "adaptive"):
+        out = tmp_path / f"{balance}.npy"
+        result = invoke("run", plan, "--repeat", "1", "--warmup", "0", "--balance", balance,
+                        "--output", out)
+        assert result.exit_code == 0, result.output
+        outputs[balance] = np.load(out)
+    assert np.array_equal(outputs["strict"], outputs["adaptive"])
+    assert invoke("run", plan, "--balance", "fast").exit_code == 2

@@ -1,0 +1,18 @@
+"""Runs one of the engine's C test programs (native/tests) and checks its
+closing "N passed, N failed" line; shared by the plain and the sanitiser builds."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
+
+
+def run_suite(cmd: list[str], env: dict | None = None,
+              timeout: int = 900) -> subprocess.CompletedProcess:
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    closing = CLOSING.findall(result.stdout)
+    assert result.returncode == 0 and closing, (result.stdout[-3000:], result.stderr[-4000:])
+    passed, failed = map(int, closing[-1])
+    assert failed == 0 and passed > 100, closing[-1]
+    return result

@@ -4,10 +4,11 @@ conversion over the network), run as an MNN module at "high" precision, which
 keeps fp32 where the CPU has fp16 arithmetic."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
+
+from acltuner.bench.peers.timing import timed
 
 
 def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:
@@ -42,11 +43,5 @@ def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], 
         return [(F.convert(o, F.NCHW) if o.data_format == F.NC4HW4 else o).read()
                 for o in net.forward(feed)]
 
-    for _ in range(warmup):
-        once()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        outputs = once()
-        times.append(time.perf_counter() - start)
+    times, outputs = timed(once, repeat, warmup)
     return times, [np.array(o, copy=True) for o in outputs]

@@ -8,10 +8,11 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
+
+from acltuner.bench.peers.timing import timed
 
 _TYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int32": "i32", "int64": "i64",
           "int8": "i8", "uint8": "u8"}
@@ -81,11 +82,5 @@ def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], 
             outs.append(mat)
         return outs
 
-    for _ in range(warmup):
-        once()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        outputs = once()
-        times.append(time.perf_counter() - start)
+    times, outputs = timed(once, repeat, warmup)
     return times, [np.array(m, copy=True) for m in outputs]

@@ -2,10 +2,11 @@
 its shapes fixed when it is compiled."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
+
+from acltuner.bench.peers.timing import timed
 
 
 def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:
@@ -30,13 +31,7 @@ def run(artifact: Path, inputs: dict[str, np.ndarray], output_names: list[str], 
                                                  "NUM_STREAMS": 1,
                                                  "PERFORMANCE_HINT": "LATENCY"})
     request = compiled.create_infer_request()
-    for _ in range(warmup):
-        request.infer(inputs)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        request.infer(inputs)
-        times.append(time.perf_counter() - start)
+    times, _ = timed(lambda: request.infer(inputs), repeat, warmup)
     # An output tensor may have several names; the ONNX graph's is one of them.
     outputs = {name: request.get_tensor(o).data.copy()
                for o in compiled.outputs for name in o.get_names()}

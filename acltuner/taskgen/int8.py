@@ -162,10 +162,15 @@ def _axis(node: onnx.NodeProto) -> int:
     return next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 1)
 
 
+def _inputs(node: onnx.NodeProto, count: int) -> list[str]:
+    """The node's first `count` inputs, "" for those it leaves out."""
+    return [*node.input, *[""] * count][:count]
+
+
 def _qlinearconv(g: OnnxGraph, loaded: OnnxGraph, node: onnx.NodeProto) -> Int8ConvNode:
-    x, x_scale, x_zp, w_q, w_scale, w_zp, y_scale, y_zp, *rest = [*node.input, ""]
+    x, x_scale, x_zp, w_q, w_scale, w_zp, y_scale, y_zp, b = _inputs(node, 9)
     w, weight = _weight(g, w_q, w_scale, w_zp, 0)
-    bias = _constant(g, rest[0], "bias").astype(np.int32) if rest[0] else None
+    bias = _constant(g, b, "bias").astype(np.int32) if b else None
     return Int8ConvNode(
         node_name(node), "qlinearconv", _shape(node, _static_shape(loaded, x), w),
         _quantization(g, x_scale, x_zp, "input", ACTIVATION_DTYPE), weight,
@@ -177,24 +182,27 @@ def _qdq_conv(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProt
               conv: onnx.NodeProto) -> Int8ConvNode:
     dq_x = producer[conv.input[0]]
     dq_w = producer.get(conv.input[1])
-    if not is_op(dq_w, "DequantizeLinear"):
+    if dq_w is None or not is_op(dq_w, "DequantizeLinear"):
         raise _NotInt8("its weight is not a DequantizeLinear of an int8 initializer")
-    inp = _quantization(g, *[*dq_x.input[1:], ""][:2], "input", ACTIVATION_DTYPE)
-    w, weight = _weight(g, *[*dq_w.input, ""][:3], _axis(dq_w))
+    _, x_scale, x_zp = _inputs(dq_x, 3)
+    inp = _quantization(g, x_scale, x_zp, "input", ACTIVATION_DTYPE)
+    w_q, w_scale, w_zp = _inputs(dq_w, 3)
+    w, weight = _weight(g, w_q, w_scale, w_zp, _axis(dq_w))
     bias, bias_nodes = _qdq_bias(g, producer, conv, inp, weight)
-    out, act = conv.output[0], {}
+    out, act = conv.output[0], dict[str, object]()
     fused = g.sole_consumer(out)
-    if is_op(fused, "Relu"):
+    bounds = clip_bounds(g, fused) if fused is not None and is_op(fused, "Clip") else None
+    if fused is not None and is_op(fused, "Relu"):
         act = {"act": "relu"}
-    elif is_op(fused, "Clip") and clip_bounds(g, fused) is not None:
-        lo, hi = clip_bounds(g, fused)
-        act = {"act": "clip", "act_min": lo, "act_max": hi}
-    absorbed = [fused] if act else []
+    elif bounds is not None:
+        act = {"act": "clip", "act_min": bounds[0], "act_max": bounds[1]}
+    absorbed = [fused] if act and fused is not None else []
     quantize = g.sole_consumer(absorbed[0].output[0] if absorbed else out)
-    if not is_op(quantize, "QuantizeLinear"):
+    if quantize is None or not is_op(quantize, "QuantizeLinear"):
         raise _NotInt8("its output is not only quantized (no QuantizeLinear as its sole "
                        "consumer): it stays a float convolution")
-    output = _quantization(g, *[*quantize.input[1:], ""][:2], "output", ACTIVATION_DTYPE)
+    _, y_scale, y_zp = _inputs(quantize, 3)
+    output = _quantization(g, y_scale, y_zp, "output", ACTIVATION_DTYPE)
     shape = _shape(conv, _static_shape(loaded, conv.input[0]), w, **act)
     return Int8ConvNode(node_name(conv), "qdq", shape, inp, weight, output, w, bias,
                         dq_x.input[0], quantize.output[0],
@@ -211,7 +219,7 @@ def _qdq_bias(g: OnnxGraph, producer: dict[str, onnx.NodeProto], conv: onnx.Node
     if not t:
         return None, []
     dq_b = producer.get(t)
-    if is_op(dq_b, "DequantizeLinear"):
+    if dq_b is not None and is_op(dq_b, "DequantizeLinear"):
         b = _constant(g, dq_b.input[0], "bias")
         if b.dtype != np.int32:
             raise _NotInt8(f"{b.dtype} bias, not int32")

@@ -90,8 +90,13 @@ static void test_requantize(void)
     /* acc * 0.5 = 0.5 1.5 2.5 3.5 -0.5 -1.5 -2.5 0 500 -500; +10, then [0, 255] */
     const uint8_t want[] = {10, 12, 12, 14, 10, 8, 8, 10, 255, 0};
     uint8_t out[16];
-    acl_requant rq = {.scale = scale, .bias = bias, .colsum = colsum, .a_zero_point = 0,
-                      .c_zero_point = 10, .lo = 0, .hi = 255};
+    acl_requant rq = {.scale = scale,
+                      .bias = bias,
+                      .colsum = colsum,
+                      .a_zero_point = 0,
+                      .c_zero_point = 10,
+                      .lo = 0,
+                      .hi = 255};
     acl_requantize_u8(&rq, 1, n, acc, n, out, n);
     for (int j = 0; j < n; j++)
         check(out[j] == want[j], "requantize %d * 0.5 + 10: %d, expected %d", acc[j], out[j],
@@ -102,8 +107,10 @@ static void test_requantize(void)
     const uint8_t want_relu[] = {10, 12, 12, 14, 10, 10, 10, 10, 200, 10};
     acl_requantize_u8(&rq, 1, n, acc, n, out, n);
     for (int j = 0; j < n; j++)
-        check(out[j] == want_relu[j], "requantize (%d - 6 + 6) * 0.5 + 10 in [10, 200]: %d, "
-              "expected %d", acc[j], out[j], want_relu[j]);
+        check(out[j] == want_relu[j],
+              "requantize (%d - 6 + 6) * 0.5 + 10 in [10, 200]: %d, "
+              "expected %d",
+              acc[j], out[j], want_relu[j]);
 }
 
 int main(void)

@@ -2,8 +2,8 @@
 macro-kernel; test_conv: every algorithm x micro-kernel against the reference;
 test_graph: every whole-model operation against naive loops; test_pool: every
 share of a job on its own CPU; test_gemm_int8: every int8 micro-kernel against
-int32 loops), built and run natively and, for the NEON family, under qemu; and the micro-kernel listings
-of the ukernels_asm target."""
+int32 loops), built and run natively and, for the NEON family, under qemu;
+and the micro-kernel listings of the ukernels_asm target."""
 from __future__ import annotations
 
 import re

@@ -61,7 +61,8 @@ int acl_gemm_int8_check(const acl_ukernel_int8 *uk, int k)
 {
     if (k < 1 || k > ACL_INT8_MAX_K)
         return acl_fail("int8 GEMM with K = %d: %s takes 1 <= K <= %d (its int32 sums would "
-                        "overflow past it)", k, uk->name, ACL_INT8_MAX_K);
+                        "overflow past it)",
+                        k, uk->name, ACL_INT8_MAX_K);
     return 0;
 }
 

@@ -24,8 +24,8 @@ ACL_UKR_INT8(acl_ukr_int8_4x16c1_neon)
         const int16x8_t bh[2] = {vmovl_s8(vget_low_s8(vb)), vmovl_high_s8(vb)};
         uint32_t quad;
         memcpy(&quad, a, sizeof quad);
-        const int16x4_t va = vget_low_s16(vreinterpretq_s16_u16(
-            vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(quad)))));
+        const int16x4_t va =
+            vget_low_s16(vreinterpretq_s16_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(quad)))));
         TILE_4X16_MAC(MAC)
     }
     tile_4x16_store(acc, c, ldc);

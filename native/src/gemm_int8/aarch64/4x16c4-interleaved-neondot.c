@@ -21,8 +21,7 @@ ACL_UKR_INT8(acl_ukr_int8_4x16c4_neondot)
     const uint8x16_t flip = vdupq_n_u8(0x80);
     for (size_t g = 0; g < kgroups; g++, a += MR * 4, b += NR * 4) {
         const int8x16_t va = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(a), flip));
-        const int8x16_t bq[4] = {vld1q_s8(b), vld1q_s8(b + 16), vld1q_s8(b + 32),
-                                 vld1q_s8(b + 48)};
+        const int8x16_t bq[4] = {vld1q_s8(b), vld1q_s8(b + 16), vld1q_s8(b + 32), vld1q_s8(b + 48)};
         TILE_4X16_MAC(MAC)
     }
     tile_4x16_store(acc, c, ldc);

@@ -20,6 +20,7 @@ rounds, between onnxruntime's and ours, each in a process of its own.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -278,10 +279,11 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     write_atomic(out_dir / "compare.json", json.dumps(data, indent=1) + "\n")
     if peers:
         _chart(data["rows"], out_dir)
-    with (out_dir / "compare.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(out_dir / "compare.csv", text.getvalue())
     vs_ort = _geomean([r["tuned_vs_onnxruntime"] for r in rows])
     vs_default = _geomean([r["tuned_vs_default"] for r in rows])
     lines = ["| model | onnxruntime ms | default plan ms | tuned ms | tuned vs ORT | tuned vs "
@@ -299,7 +301,7 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     if peers:
         lines = _with_peers(lines, rows, cells, peers)
     table = "\n".join(lines)
-    (out_dir / "compare.md").write_text(table + "\n")
+    write_atomic(out_dir / "compare.md", table + "\n")
     click.echo(table)
     wider = [r["model"] for r in rows if r["tuned_spread"] > r["onnxruntime_spread"]]
     click.echo(f"spread of the {rounds} round medians wider than onnxruntime's: "

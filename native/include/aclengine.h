@@ -80,8 +80,14 @@ typedef struct {
 } acl_conv_shape;
 
 enum acl_field_kind {
-    ACL_FIELD_INT, ACL_FIELD_FLOAT, ACL_FIELD_BOOL, ACL_FIELD_ENUM, ACL_FIELD_STRING,
-    ACL_FIELD_INTS, ACL_FIELD_FLOATS, ACL_FIELD_CONV_SHAPE,
+    ACL_FIELD_INT,
+    ACL_FIELD_FLOAT,
+    ACL_FIELD_BOOL,
+    ACL_FIELD_ENUM,
+    ACL_FIELD_STRING,
+    ACL_FIELD_INTS,
+    ACL_FIELD_FLOATS,
+    ACL_FIELD_CONV_SHAPE,
 };
 
 /* One field of a schema list, as the engine and the launcher read it. */
@@ -208,8 +214,8 @@ typedef struct acl_conv acl_conv;
 int acl_conv_create(const acl_conv_shape *s, const char *algorithm, const char *ukernel,
                     const float *weight, const float *bias, acl_conv **out);
 /* residual: NULL unless shape->has_residual; times may be NULL. */
-int acl_conv_run(acl_conv *conv, const acl_exec *ex, const float *input,
-                 const float *residual, float *output, acl_stage_times *times);
+int acl_conv_run(acl_conv *conv, const acl_exec *ex, const float *input, const float *residual,
+                 float *output, acl_stage_times *times);
 void acl_conv_destroy(acl_conv *conv);
 
 /* Scratch: what a run overwrites and nothing keeps between runs (im2col
@@ -231,8 +237,8 @@ int acl_conv_run_scratch(acl_conv *conv, const acl_exec *ex, const float *input,
 /* A GEMM with B packed once: C[M,N] = A[M,K] B[K,N], row-major. */
 typedef struct acl_gemm acl_gemm;
 int acl_gemm_create(const char *ukernel, int k, int n, const float *b, int ldb, acl_gemm **out);
-int acl_gemm_run(acl_gemm *g, const acl_exec *ex, int m, const float *a, int lda,
-                 float *c, int ldc, acl_stage_times *times);
+int acl_gemm_run(acl_gemm *g, const acl_exec *ex, int m, const float *a, int lda, float *c, int ldc,
+                 acl_stage_times *times);
 void acl_gemm_destroy(acl_gemm *g);
 
 /* CPUs this process may be pinned to, as a count of ids 0..n-1 known to the OS;

@@ -239,8 +239,10 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_LAYER_NORM_ATTRS(F, S) F(S, FLOAT, epsilon, 0)
 
 /* The math ops number on from the activations. */
-enum acl_unary_math { ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1, ACL_UNARY_MATH(ACL_ENUM_CONSTANT)
-                      ACL_UNARY_COUNT };
+enum acl_unary_math {
+    ACL_UNARY_MATH_BEFORE = ACL_ACT_COUNT - 1,
+    ACL_UNARY_MATH(ACL_ENUM_CONSTANT) ACL_UNARY_COUNT
+};
 enum acl_binary_op { ACL_BINARY_OPS(ACL_ENUM_CONSTANT) };
 enum acl_reduce_op { ACL_REDUCE_OPS(ACL_ENUM_CONSTANT) };
 enum acl_pool_op { ACL_POOL_OPS(ACL_ENUM_CONSTANT) };

@@ -41,10 +41,8 @@ static const char *describe_next(const parser *ps, char *buf, size_t size)
 {
     if (ps->p >= ps->end) return "end of input";
     unsigned char c = (unsigned char)*ps->p;
-    if (c >= 0x20 && c < 0x7f)
-        snprintf(buf, size, "'%c'", c);
-    else
-        snprintf(buf, size, "byte 0x%02x", c);
+    if (c >= 0x20 && c < 0x7f) snprintf(buf, size, "'%c'", c);
+    else snprintf(buf, size, "byte 0x%02x", c);
     return buf;
 }
 
@@ -315,7 +313,8 @@ static int parse_object(parser *ps, json_value *out)
     for (;;) {
         skip_whitespace(ps);
         if (ps->p >= ps->end || *ps->p != '"') return unexpected(ps, "a string key in an object");
-        if (reserve_one((void **)&out->object.members, &cap, out->object.count, sizeof(json_member)))
+        if (reserve_one((void **)&out->object.members, &cap, out->object.count,
+                        sizeof(json_member)))
             return fail(ps, "out of memory");
         json_member *m = &out->object.members[out->object.count];
         size_t key_len;
@@ -405,14 +404,15 @@ const json_value *json_get(const json_value *object, const char *key)
 {
     if (object->type != JSON_OBJECT) return NULL;
     for (size_t i = 0; i < object->object.count; i++)
-        if (strcmp(object->object.members[i].key, key) == 0) return &object->object.members[i].value;
+        if (strcmp(object->object.members[i].key, key) == 0)
+            return &object->object.members[i].value;
     return NULL;
 }
 
 const char *json_type_name(json_type type)
 {
-    static const char *const names[] = {"null", "a boolean", "a number", "a string", "an array",
-                                        "an object"};
+    static const char *const names[] = {"null",     "a boolean", "a number",
+                                        "a string", "an array",  "an object"};
     return names[type];
 }
 
@@ -483,8 +483,9 @@ static void append_escaped(json_writer *w, const char *s, size_t len)
     size_t run = 0;  /* start of the pending run of characters that need no escape */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        size_t seq = c >= 0x80 ? utf8_length((const unsigned char *)s + i,
-                                             (const unsigned char *)s + len) : 1;
+        size_t seq = c >= 0x80
+                         ? utf8_length((const unsigned char *)s + i, (const unsigned char *)s + len)
+                         : 1;
         if (seq > 1) {
             i += seq - 1;
             continue;
@@ -494,8 +495,13 @@ static void append_escaped(json_writer *w, const char *s, size_t len)
         char esc[8];
         /* A byte that is not UTF-8 (an error message cut inside a character)
          * becomes U+FFFD: the answer stays valid JSON. */
-        const char *named = !seq ? "\\ufffd" : c == '"' ? "\\\"" : c == '\\' ? "\\\\"
-                          : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        const char *named = !seq        ? "\\ufffd"
+                            : c == '"'  ? "\\\""
+                            : c == '\\' ? "\\\\"
+                            : c == '\n' ? "\\n"
+                            : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t"
+                                        : NULL;
         if (named) {
             append(w, named, strlen(named));
         } else {

@@ -62,9 +62,14 @@ static int handle_hello(session *s, const json_value *request, json_writer *w)
     for (int i = 0; i < acl_ukernel_count(); i++) {
         acl_ukernel_info uk;
         if (acl_ukernel_get(i, &uk)) return request_fail("%s", acl_last_error());
-        const struct { const char *key; int value; } ints[] = {
-            {"mr", uk.mr}, {"nr", uk.nr}, {"kmin", uk.kmin}, {"kmax", uk.kmax},
-            {"n_multiple", uk.n_multiple}};
+        const struct {
+            const char *key;
+            int value;
+        } ints[] = {{"mr", uk.mr},
+                    {"nr", uk.nr},
+                    {"kmin", uk.kmin},
+                    {"kmax", uk.kmax},
+                    {"n_multiple", uk.n_multiple}};
         json_object_begin(w);
         json_key(w, "name");
         json_string(w, uk.name);
@@ -177,8 +182,7 @@ static const struct {
     int (*handle)(session *s, const json_value *request, json_writer *w);
 } commands[] = {
 #define COMMAND_ENTRY(name) {#name, handle_##name},
-    LAUNCHER_COMMANDS(COMMAND_ENTRY)
-};
+    LAUNCHER_COMMANDS(COMMAND_ENTRY)};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* "hello, realtime, ... or quit", for the error of an unknown command. */
@@ -312,10 +316,8 @@ int main(void)
             snprintf(error, sizeof error, "the request line is longer than %zu bytes",
                      MAX_LINE_BYTES);
             write_error(&w, error);
-        } else if (len == LINE_NO_MEMORY)
-            write_error(&w, "out of memory reading the request line");
-        else
-            quit = serve_line(&s, line, (size_t)len, &w);
+        } else if (len == LINE_NO_MEMORY) write_error(&w, "out of memory reading the request line");
+        else quit = serve_line(&s, line, (size_t)len, &w);
         fwrite(w.data, 1, w.len, answers);
         fputc('\n', answers);
         if (fflush(answers) != 0) {

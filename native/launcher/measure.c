@@ -49,8 +49,8 @@ typedef struct {
 } measurement;
 
 #define OPTION_NAME(kind, name, dflt, min) #name,
-static const char *const measure_fields[] = {"cmd", "config", ACL_MEASURE_OPTIONS(OPTION_NAME)
-                                             "return_output", NULL};
+static const char *const measure_fields[] = {
+    "cmd", "config", ACL_MEASURE_OPTIONS(OPTION_NAME) "return_output", NULL};
 static const char *const config_fields[] = {"algorithm", "ukernel", "core_weights", "workloads",
                                             NULL};
 
@@ -88,7 +88,7 @@ static int parse_request(const json_value *request, measure_request *r)
                    request_string(config, "ukernel", OPTIONAL, 1, &r->ukernel) ||
                    request_exec(config, r->core_weights, &r->ncores, &r->workloads) ||
                    ACL_MEASURE_OPTIONS(DECODE_OPTION)
-                   request_bool(request, "return_output", OPTIONAL, &r->return_output)
+                       request_bool(request, "return_output", OPTIONAL, &r->return_output)
                ? -1
                : 0;
 }
@@ -120,8 +120,6 @@ static void samples_free(samples *s)
     free(s->gemm);
     free(s->post);
 }
-
-
 
 /* Nanoseconds as an integer: a difference of two milliseconds-since-boot
  * doubles would carry rounding noise into every time. */
@@ -257,14 +255,15 @@ static int run_repeats(task *t, acl_conv *conv, const measure_request *r, measur
         free(later_output);
         return -1;
     }
-    conv_runs runs = {t, conv, {r->ncores, r->core_weights, r->workloads}, &e, m, m->output,
-                      later_output};
+    conv_runs runs = {t,         conv,        {r->ncores, r->core_weights, r->workloads}, &e, m,
+                      m->output, later_output};
     if (r->o.cooldown_ms > 0) {
         const long long ns = (long long)(r->o.cooldown_ms * 1e6);
         nanosleep(&(struct timespec){ns / 1000000000, ns % 1000000000}, NULL);
     }
     machine_state_read(r->core_weights, r->ncores, &m->before);
-    const repeat_policy policy = {.warmup = r->o.warmup, .min_repeats = r->o.min_repeats,
+    const repeat_policy policy = {.warmup = r->o.warmup,
+                                  .min_repeats = r->o.min_repeats,
                                   .max_repeats = r->o.max_repeats,
                                   .min_total_ms = r->o.min_repeat_ms,
                                   .ci_target = r->o.ci_target_pct / 100,

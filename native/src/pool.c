@@ -245,7 +245,8 @@ int acl_exec_check(const acl_exec *ex)
             char avail[256];
             describe_available(&set, avail, sizeof avail);
             return acl_fail("cannot pin a thread to CPU %d: it does not exist on this machine "
-                            "(available CPUs: %s)", i, avail);
+                            "(available CPUs: %s)",
+                            i, avail);
         }
         active++;
     }
@@ -318,7 +319,8 @@ static void work(worker *w, int rank, unsigned tag, int borrowed)
 {
     int begin, end;
     while (claim(rank, tag, 0, &begin, &end)) {
-        if (borrowed) atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
+        if (borrowed)
+            atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
         run_units(w, begin, end, rank);
     }
     if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return;
@@ -335,7 +337,8 @@ static void work(worker *w, int rank, unsigned tag, int borrowed)
 /* Whether share `rank` of the job tagged `tag` has units nobody claimed. */
 static int unclaimed(int rank, unsigned tag)
 {
-    const unsigned long long s = atomic_load_explicit(&pool.ranges[rank].span, memory_order_acquire);
+    const unsigned long long s =
+        atomic_load_explicit(&pool.ranges[rank].span, memory_order_acquire);
     return (unsigned)(s >> 32) == tag && (s >> 16 & 0xffff) < (s & 0xffff);
 }
 
@@ -549,8 +552,8 @@ static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
             const int here = caller_cpu >= 0 ? acl_machine_cpu(caller_cpu) : sched_getcpu();
             for (int i = caller_runs; i < n; i++) {
                 worker *w = &pool.workers[cpus[i]];
-                const int stuck = atomic_load_explicit(&w->holding, memory_order_relaxed) ||
-                                  unclaimed(i, tag);
+                const int stuck =
+                    atomic_load_explicit(&w->holding, memory_order_relaxed) || unclaimed(i, tag);
                 const double ran = stuck ? thread_cpu_ms(w->thread) : -1;
                 if (looked > 0 && ran >= 0 && cpu_ms[i] >= 0 && here >= 0 &&
                     here != acl_machine_cpu(cpus[i]) &&
@@ -566,8 +569,8 @@ static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
             }
             looked = now;
         }
-        const double wait_ms = now - start < RESCUE_AFTER_MS ? RESCUE_AFTER_MS - (now - start)
-                                                             : RESCUE_LOOK_MS;
+        const double wait_ms =
+            now - start < RESCUE_AFTER_MS ? RESCUE_AFTER_MS - (now - start) : RESCUE_LOOK_MS;
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += (long)(wait_ms * 1e6);

@@ -87,8 +87,7 @@ int acl_graph_add(acl_graph *g, int op, const void *attrs, int nin, const acl_te
         if (info->max_inputs)
             return acl_fail("%s: takes %d to %d inputs, got %d", info->name, info->min_inputs,
                             info->max_inputs, nin);
-        return acl_fail("%s: takes %d or more inputs, got %d", info->name, info->min_inputs,
-                        nin);
+        return acl_fail("%s: takes %d or more inputs, got %d", info->name, info->min_inputs, nin);
     }
     if (!ins || !out) return acl_fail("%s: no %s given", info->name, ins ? "output" : "inputs");
     static const char zeros[64];  /* the attributes of an operation without any */
@@ -129,8 +128,8 @@ static void put(builder *b, const char *fmt, ...)
 }
 
 static const char *const kind_names[] = {
-    [ACL_FIELD_INT] = "int",       [ACL_FIELD_FLOAT] = "float",   [ACL_FIELD_BOOL] = "bool",
-    [ACL_FIELD_ENUM] = "enum",     [ACL_FIELD_STRING] = "string", [ACL_FIELD_INTS] = "ints",
+    [ACL_FIELD_INT] = "int",       [ACL_FIELD_FLOAT] = "float",           [ACL_FIELD_BOOL] = "bool",
+    [ACL_FIELD_ENUM] = "enum",     [ACL_FIELD_STRING] = "string",         [ACL_FIELD_INTS] = "ints",
     [ACL_FIELD_FLOATS] = "floats", [ACL_FIELD_CONV_SHAPE] = "conv_shape",
 };
 #define NKINDS (int)(sizeof kind_names / sizeof kind_names[0])
@@ -140,8 +139,9 @@ static void put_fields(builder *b, const acl_field_info *fields, int n)
     put(b, "[");
     for (int i = 0; i < n; i++) {
         const acl_field_info *f = &fields[i];
-        put(b, "%s{\"name\":\"%s\",\"kind\":\"%s\",\"offset\":%zu,\"required\":%s,\"min\":%d,"
-               "\"default\":%.17g",
+        put(b,
+            "%s{\"name\":\"%s\",\"kind\":\"%s\",\"offset\":%zu,\"required\":%s,\"min\":%d,"
+            "\"default\":%.17g",
             i ? "," : "", f->name, kind_names[f->kind], f->offset, f->required ? "true" : "false",
             f->min, f->dflt);
         if (f->names) {

@@ -85,8 +85,7 @@ static int problem_init(problem *p, const acl_ukernel *uk, int m, int n, int ks,
                         int indirect, int epilogue)
 {
     const int k = ks * kc;
-    *p = (problem){.m = m, .n = n, .ks = ks, .kc = kc, .ldc = n + rnd(0, 5),
-                   .indirect = indirect};
+    *p = (problem){.m = m, .n = n, .ks = ks, .kc = kc, .ldc = n + rnd(0, 5), .indirect = indirect};
     p->b_src = random_floats((size_t)k * n);
     if (rnd(0, 1)) {  /* OIHW weights */
         p->sn = k, p->sc = ks, p->st = 1;
@@ -138,8 +137,11 @@ static acl_gemm_job problem_job(const problem *p)
         .m = p->m,
         .c = p->c,
         .ldc = p->ldc,
-        .ep = {.bias = p->bias, .residual = p->residual, .act = p->act,
-               .act_a = p->act_a, .act_b = p->act_b},
+        .ep = {.bias = p->bias,
+               .residual = p->residual,
+               .act = p->act,
+               .act_a = p->act_a,
+               .act_b = p->act_b},
         .a_packed = p->a_packed,
     };
 }
@@ -263,15 +265,18 @@ static void test_kernel(const acl_ukernel *uk)
             } else if (indirect || rnd(0, 1)) {
                 const int divisors[] = {9, 4, 3, 2, 1};
                 for (int d = 0; d < 5; d++)
-                    if (k % divisors[d] == 0 && rnd(0, 1)) { ks = divisors[d]; break; }
+                    if (k % divisors[d] == 0 && rnd(0, 1)) {
+                        ks = divisors[d];
+                        break;
+                    }
                 kc = k / ks;
             }
             const int njobs = (idx % 3 == 2) ? 2 : 1;
             problem probs[2];
             int ok = 1;
             for (int j = 0; j < njobs; j++)
-                ok &= problem_init(&probs[j], uk, j ? rnd(0, 2 * uk->mr) : m, n, ks, kc,
-                                   indirect, rnd(0, 4 * ACL_ACT_COUNT - 1)) == 0;
+                ok &= problem_init(&probs[j], uk, j ? rnd(0, 2 * uk->mr) : m, n, ks, kc, indirect,
+                                   rnd(0, 4 * ACL_ACT_COUNT - 1)) == 0;
             char what[128];
             snprintf(what, sizeof what, "M=%d N=%d K=%d (ks=%d) %s x%d", m, n, ks * kc, ks,
                      indirect ? "indirect" : "dense", njobs);

@@ -19,10 +19,14 @@ static int add_pool(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const pool_spec *s = spec;
     const acl_pool_attrs a = {.op = s->op,
-                              .kernel = (const int[]){s->kh, s->kw}, .kernel_count = 2,
-                              .strides = (const int[]){s->sh, s->sw}, .strides_count = 2,
-                              .dilations = (const int[]){s->dh, s->dw}, .dilations_count = 2,
-                              .pads = s->pads, .pads_count = 4,
+                              .kernel = (const int[]){s->kh, s->kw},
+                              .kernel_count = 2,
+                              .strides = (const int[]){s->sh, s->sw},
+                              .strides_count = 2,
+                              .dilations = (const int[]){s->dh, s->dw},
+                              .dilations_count = 2,
+                              .pads = s->pads,
+                              .pads_count = 4,
                               .count_include_pad = s->include_pad};
     return acl_graph_add(g, ACL_OP_POOL, &a, 1, &s->in, &s->out);
 }
@@ -59,8 +63,13 @@ static float pool_ref(const pool_spec *s, const float *x, int n, int oy, int ox,
 
 void pool_case(int big)
 {
-    pool_spec s = {.op = rnd(ACL_POOL_MAX, ACL_POOL_AVERAGE), .kh = rnd(1, 4), .kw = rnd(1, 4),
-                   .sh = rnd(1, 3), .sw = rnd(1, 3), .dh = rnd(1, 2), .dw = rnd(1, 2),
+    pool_spec s = {.op = rnd(ACL_POOL_MAX, ACL_POOL_AVERAGE),
+                   .kh = rnd(1, 4),
+                   .kw = rnd(1, 4),
+                   .sh = rnd(1, 3),
+                   .sw = rnd(1, 3),
+                   .dh = rnd(1, 2),
+                   .dw = rnd(1, 2),
                    .include_pad = rnd(0, 1)};
     const int ceil_mode = rnd(0, 1);
     int in[4] = {rnd(1, 2), rnd(1, big ? 40 : 12), rnd(1, big ? 40 : 12), rnd(1, big ? 96 : 20)};
@@ -276,8 +285,8 @@ void gather_shuffle_case(int big)
     memcpy(odims, dims, sizeof dims);
     odims[rank - 1] = cout;
     trial t;
-    trial_begin(&t, 0.0, "gather innermost %s -> %s%s", dims_str(rank, dims),
-                dims_str(rank, odims), shuffle ? " (shuffle)" : "");
+    trial_begin(&t, 0.0, "gather innermost %s -> %s%s", dims_str(rank, dims), dims_str(rank, odims),
+                shuffle ? " (shuffle)" : "");
     float *arena = place_in_out(&t, &s.in, &s.out, rank, dims, odims);
     for (size_t r = 0; r < volume(rank - 1, dims); r++)
         for (int j = 0; j < cout; j++)
@@ -334,13 +343,13 @@ void pad_case(int big)
             rest /= (size_t)odims[d];
             outside |= idx[d] < 0 || idx[d] >= dims[d];
         }
-        for (int d = 0; d < rank; d++) src = src * (size_t)dims[d] + pad_source(s.mode, idx[d], dims[d]);
+        for (int d = 0; d < rank; d++)
+            src = src * (size_t)dims[d] + pad_source(s.mode, idx[d], dims[d]);
         t.expected[s.out.offset + i] =
             s.mode == ACL_PAD_CONSTANT && outside ? s.value : arena[s.in.offset + src];
     }
     trial_run(&t, &s.out, add_pad, &s);
 }
-
 
 /* ---- resize --------------------------------------------------------------------- */
 
@@ -366,7 +375,8 @@ static float resize_coordinate(int coordinates, int o, float scale, int in, int 
     case ACL_RESIZE_ALIGN_CORNERS: return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
     case ACL_RESIZE_ASYMMETRIC: return x / scale;
     case ACL_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5f) / scale;
-    case ACL_RESIZE_PYTORCH_HALF_PIXEL: if (out == 1) return 0.0f; /* fall through */
+    case ACL_RESIZE_PYTORCH_HALF_PIXEL:
+        if (out == 1) return 0.0f; /* fall through */
     default: return (x + 0.5f) / scale - 0.5f;
     }
 }
@@ -375,9 +385,8 @@ static float resize_coordinate(int coordinates, int o, float scale, int in, int 
 static void resize_taps(const resize_spec *s, int axis, int o, int in, int out, int i[2],
                         double w[2])
 {
-    const float scale = s->in.dims[1] == s->out.dims[1] && s->in.dims[2] == s->out.dims[2]
-                            ? 1.0f
-                            : s->scales[axis];
+    const float scale =
+        s->in.dims[1] == s->out.dims[1] && s->in.dims[2] == s->out.dims[2] ? 1.0f : s->scales[axis];
     double v = resize_coordinate(s->coordinates, o, scale, in, out);
     if (s->mode == ACL_RESIZE_NEAREST) {
         const int tie = fabs(v - floor(v) - 0.5) <= 1e-6;

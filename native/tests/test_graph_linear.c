@@ -21,10 +21,16 @@ typedef struct {
 static int add_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const matmul_spec *s = spec;
-    const acl_matmul_attrs a = {.ukernel = s->ukernel, .k = s->k, .n = s->n, .b = s->b,
-                                .b_count = (size_t)s->k * s->n, .bias = s->bias,
-                                .bias_count = s->bias ? (size_t)s->n : 0, .act = s->act,
-                                .act_a = s->act_a, .act_b = s->act_b};
+    const acl_matmul_attrs a = {.ukernel = s->ukernel,
+                                .k = s->k,
+                                .n = s->n,
+                                .b = s->b,
+                                .b_count = (size_t)s->k * s->n,
+                                .bias = s->bias,
+                                .bias_count = s->bias ? (size_t)s->n : 0,
+                                .act = s->act,
+                                .act_a = s->act_a,
+                                .act_b = s->act_b};
     return acl_graph_add(g, ACL_OP_MATMUL, &a, 1, &s->in, &s->out);
 }
 
@@ -34,8 +40,10 @@ void matmul_case(int big)
     if (acl_ukernel_count() == 0) return;
     acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
     /* Any activation in the epilogue; clip's bounds ordered. */
-    matmul_spec s = {.ukernel = info.name, .act = rnd(0, ACL_ACT_COUNT - 1),
-                     .act_a = -0.5f * (float)rnd(0, 2), .act_b = 0.5f * (float)rnd(0, 2)};
+    matmul_spec s = {.ukernel = info.name,
+                     .act = rnd(0, ACL_ACT_COUNT - 1),
+                     .act_a = -0.5f * (float)rnd(0, 2),
+                     .act_b = 0.5f * (float)rnd(0, 2)};
     s.k = rnd(info.kmin + 1, info.kmax ? info.kmax : info.kmin + 150);
     s.n = info.n_multiple * rnd(1, 80 / info.n_multiple + 1);
     int rank = rnd(1, 3), in[ACL_MAX_RANK], out[ACL_MAX_RANK];
@@ -51,8 +59,8 @@ void matmul_case(int big)
         fill_random(s.bias, (size_t)s.n, 1.0f);
     }
     trial t;
-    trial_begin(&t, TOL_GEMM, "matmul %s %s x [%d,%d]%s act %d", s.ukernel, dims_str(rank, in),
-                s.k, s.n, s.bias ? " + bias" : "", s.act);
+    trial_begin(&t, TOL_GEMM, "matmul %s %s x [%d,%d]%s act %d", s.ukernel, dims_str(rank, in), s.k,
+                s.n, s.bias ? " + bias" : "", s.act);
     place(&t, &s.in, rank, in);
     place(&t, &s.out, rank, out);
     float *arena = trial_arena(&t);
@@ -62,8 +70,8 @@ void matmul_case(int big)
             double acc = s.bias ? s.bias[j] : 0.0;
             for (int k = 0; k < s.k; k++)
                 acc += (double)arena[s.in.offset + m * s.k + k] * s.b[(size_t)k * s.n + j];
-            t.expected[s.out.offset + m * s.n + j] = (float)ref_activate(s.act, s.act_a, s.act_b,
-                                                                          acc);
+            t.expected[s.out.offset + m * s.n + j] =
+                (float)ref_activate(s.act, s.act_a, s.act_b, acc);
         }
     trial_run(&t, &s.out, add_matmul, &s);
     free(s.b);
@@ -100,9 +108,12 @@ static int add_batch_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
     const bmm_spec *s = spec;
     const acl_batch_matmul_attrs a = {
         s->ukernel,
-        s->perm[BMM_A], s->given[BMM_A] ? s->rank : 0,
-        s->perm[BMM_B], s->given[BMM_B] ? s->rank : 0,
-        s->perm[BMM_OUT], s->given[BMM_OUT] ? s->rank : 0,
+        s->perm[BMM_A],
+        s->given[BMM_A] ? s->rank : 0,
+        s->perm[BMM_B],
+        s->given[BMM_B] ? s->rank : 0,
+        s->perm[BMM_OUT],
+        s->given[BMM_OUT] ? s->rank : 0,
     };
     return acl_graph_add(g, ACL_OP_BATCH_MATMUL, &a, 2, s->t, &s->t[BMM_OUT]);
 }
@@ -157,10 +168,9 @@ void batch_matmul_case(int big)
                 for (int c = 0; c < k; c++)
                     acc += (double)arena[off[BMM_A] + i * stride[BMM_A][r - 2] +
                                          c * stride[BMM_A][r - 1]] *
-                           arena[off[BMM_B] + c * stride[BMM_B][r - 2] +
-                                 j * stride[BMM_B][r - 1]];
-                t.expected[off[BMM_OUT] + i * stride[BMM_OUT][r - 2] +
-                           j * stride[BMM_OUT][r - 1]] = (float)acc;
+                           arena[off[BMM_B] + c * stride[BMM_B][r - 2] + j * stride[BMM_B][r - 1]];
+                t.expected[off[BMM_OUT] + i * stride[BMM_OUT][r - 2] + j * stride[BMM_OUT][r - 1]] =
+                    (float)acc;
             }
     }
     trial_run(&t, &s.t[BMM_OUT], add_batch_matmul, &s);
@@ -208,12 +218,17 @@ static int add_conv_op(acl_graph *g, const acl_conv_shape *shape, const char *al
                        const char *ukernel, const acl_exec *ex, const float *w, const float *bias,
                        const acl_tensor *ins, int nin, const acl_tensor *out)
 {
-    const acl_conv_attrs a = {
-        .shape = *shape, .algorithm = algorithm, .ukernel = ukernel,
-        .core_weights = ex->weights, .core_weights_count = ex->ncores, .workloads = ex->workloads,
-        .weight = w, .weight_count = (size_t)shape->oc * (shape->c / shape->group) * shape->kh *
-                                     shape->kw,
-        .bias = bias, .bias_count = bias ? (size_t)shape->oc : 0};
+    const acl_conv_attrs a = {.shape = *shape,
+                              .algorithm = algorithm,
+                              .ukernel = ukernel,
+                              .core_weights = ex->weights,
+                              .core_weights_count = ex->ncores,
+                              .workloads = ex->workloads,
+                              .weight = w,
+                              .weight_count = (size_t)shape->oc * (shape->c / shape->group) *
+                                              shape->kh * shape->kw,
+                              .bias = bias,
+                              .bias_count = bias ? (size_t)shape->oc : 0};
     return acl_graph_add(g, ACL_OP_CONV, &a, nin, ins, out);
 }
 
@@ -255,11 +270,20 @@ static void pick_algorithm(conv_spec *s)
 
 void conv_case(int big)
 {
-    conv_spec s = {.shape = {.n = rnd(1, 2), .h = rnd(1, big ? 24 : 10),
-                             .w = rnd(1, big ? 24 : 10), .kh = rnd(1, 3), .stride_h = rnd(1, 2),
-                             .stride_w = rnd(1, 2), .dil_h = 1, .dil_w = 1, .group = 1,
-                             .act = rnd(0, ACL_ACT_COUNT - 1), .act_min = -0.5f, .act_max = 0.5f,
-                             .act_alpha = 0.2f, .act_beta = 0.5f,
+    conv_spec s = {.shape = {.n = rnd(1, 2),
+                             .h = rnd(1, big ? 24 : 10),
+                             .w = rnd(1, big ? 24 : 10),
+                             .kh = rnd(1, 3),
+                             .stride_h = rnd(1, 2),
+                             .stride_w = rnd(1, 2),
+                             .dil_h = 1,
+                             .dil_w = 1,
+                             .group = 1,
+                             .act = rnd(0, ACL_ACT_COUNT - 1),
+                             .act_min = -0.5f,
+                             .act_max = 0.5f,
+                             .act_alpha = 0.2f,
+                             .act_beta = 0.5f,
                              .has_residual = rnd(0, 1)}};
     acl_conv_shape *sh = &s.shape;
     sh->kw = sh->kh;
@@ -282,8 +306,8 @@ void conv_case(int big)
     fill_random(s.bias, (size_t)sh->oc, 1.0f);
     trial t;
     trial_begin(&t, TOL_GEMM, "conv %s %s %s -> %s k%d s%d g%d act %d%s", s.algorithm,
-                s.ukernel ? s.ukernel : "", dims_str(4, in), dims_str(4, out), sh->kh,
-                sh->stride_h, sh->group, sh->act, sh->has_residual ? " +res" : "");
+                s.ukernel ? s.ukernel : "", dims_str(4, in), dims_str(4, out), sh->kh, sh->stride_h,
+                sh->group, sh->act, sh->has_residual ? " +res" : "");
     place(&t, &s.in, 4, in);
     place(&t, &s.residual, 4, out);
     place(&t, &s.out, 4, out);
@@ -292,8 +316,8 @@ void conv_case(int big)
     acl_conv *ref;
     if (acl_conv_create(sh, "reference", NULL, s.w, s.bias, &ref) != 0 ||
         acl_conv_run(ref, &configs[0], arena + s.in.offset,
-                     sh->has_residual ? arena + s.residual.offset : NULL,
-                     t.expected + s.out.offset, NULL) != 0) {
+                     sh->has_residual ? arena + s.residual.offset : NULL, t.expected + s.out.offset,
+                     NULL) != 0) {
         trial_fail(&t, "reference: %s", acl_last_error());
         free(t.init);
         free(t.expected);
@@ -323,10 +347,11 @@ void chain_case(void)
     float *arena = acl_graph_arena(g);
     fill_random(arena, 120, 1.0f);
     const acl_tensor rx[2] = {r, x};
-    int ok = acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = ACL_ACT_RELU}, 1, &x, &r) == 0 &&
-             acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){ACL_BINARY_ADD}, 2, rx, &s) == 0 &&
-             acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm, 3}, 1, &s, &y) == 0 &&
-             acl_graph_run(g, ms) == 0;
+    int ok =
+        acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = ACL_ACT_RELU}, 1, &x, &r) == 0 &&
+        acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){ACL_BINARY_ADD}, 2, rx, &s) == 0 &&
+        acl_graph_add(g, ACL_OP_TRANSPOSE, &(acl_transpose_attrs){perm, 3}, 1, &s, &y) == 0 &&
+        acl_graph_run(g, ms) == 0;
     if (!ok) printf("FAIL chain: %s\n", acl_last_error());
     for (int i = 0; ok && i < 3; i++) ok = ms[i] >= 0.0;
     ok = ok && acl_graph_node_count(g) == 3;
@@ -371,8 +396,8 @@ void shared_b_case(void)
     int ok = 1;
     for (int i = 0; ok && i < 3; i++) {
         const acl_tensor y = {(size_t)(M * K + i * M * N), 2, {M, N}};
-        const acl_matmul_attrs a = {.ukernel = info.name, .k = K, .n = N, .b = bs[i],
-                                    .b_count = K * N};
+        const acl_matmul_attrs a = {
+            .ukernel = info.name, .k = K, .n = N, .b = bs[i], .b_count = K * N};
         ok = acl_graph_add(g, ACL_OP_MATMUL, &a, 1, &x, &y) == 0;
     }
     ok = ok && acl_graph_run(g, NULL) == 0;
@@ -411,10 +436,23 @@ static const char *common_ukernel(const acl_conv_shape *a, const char *algo_a,
  * on it (twice) gives exactly what two convolutions with their own scratch give. */
 void shared_workspace_case(void)
 {
-    const acl_conv_shape a = {.n = 1, .h = 10, .w = 10, .c = 8, .oc = 16, .kh = 3, .kw = 3,
-                              .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
-                              .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
-                              .group = 1, .act = ACL_ACT_RELU};
+    const acl_conv_shape a = {.n = 1,
+                              .h = 10,
+                              .w = 10,
+                              .c = 8,
+                              .oc = 16,
+                              .kh = 3,
+                              .kw = 3,
+                              .stride_h = 1,
+                              .stride_w = 1,
+                              .dil_h = 1,
+                              .dil_w = 1,
+                              .pad_top = 1,
+                              .pad_left = 1,
+                              .pad_bottom = 1,
+                              .pad_right = 1,
+                              .group = 1,
+                              .act = ACL_ACT_RELU};
     acl_conv_shape b = a;
     b.c = 16;
     b.oc = 8;
@@ -461,7 +499,8 @@ void shared_workspace_case(void)
         if (!ok) printf("FAIL shared workspace: run: %s\n", acl_last_error());
         else if (memcmp(acl_graph_arena(g) + y2.offset, e2, 800 * sizeof(float)) != 0) {
             printf("FAIL shared workspace: run %d differs from convolutions with their own "
-                   "scratch\n", run);
+                   "scratch\n",
+                   run);
             ok = 0;
         }
     }
@@ -507,11 +546,13 @@ void check_errors(void)
                  "[1,7,7,96]");
     const acl_unary_attrs relu = {.op = ACL_ACT_RELU}, sigmoid = {.op = ACL_ACT_SIGMOID},
                           copy = {.op = ACL_ACT_NONE}, unknown = {.op = 99};
-    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &far, &wide), "past the end of the arena");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &far, &wide),
+                 "past the end of the arena");
     expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 1, &deep, &deep), "rank 7");
     expect_error(acl_graph_add(g, ACL_OP_UNARY, &unknown, 1, &a, &a), "unknown operation 99");
     expect_error(acl_graph_add(g, ACL_OP_UNARY, &sigmoid, 1, &a, &b), "sigmoid: output has dims");
-    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 2, cat_in, &a), "unary: takes 1 input, got 2");
+    expect_error(acl_graph_add(g, ACL_OP_UNARY, &relu, 2, cat_in, &a),
+                 "unary: takes 1 input, got 2");
     expect_error(acl_graph_add(g, ACL_OP_COUNT, &relu, 1, &a, &b), "unknown operation");
     const acl_tensor ab[2] = {a, b};
     expect_error(acl_graph_add(g, ACL_OP_BINARY, &(acl_binary_attrs){ACL_BINARY_ADD}, 2, ab, &a),
@@ -553,20 +594,20 @@ void check_errors(void)
     expect_error(acl_graph_add(g, ACL_OP_RESIZE, &resize, 1, &a, &out96),
                  "resize: unknown coordinate_mode 9");
     float weights[64 * 8] = {0};
-    acl_matmul_attrs mm = {.ukernel = "no-such-kernel", .k = 64, .n = 8, .b = weights,
-                           .b_count = 64 * 8};
+    acl_matmul_attrs mm = {
+        .ukernel = "no-such-kernel", .k = 64, .n = 8, .b = weights, .b_count = 64 * 8};
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "unknown micro-kernel");
     mm.b_count = 7;
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: b must hold 512 values");
     mm.act = ACL_ACT_COUNT;
     expect_error(acl_graph_add(g, ACL_OP_MATMUL, &mm, 1, &a, &b), "matmul: unknown activation");
     const acl_tensor norm_in[3] = {a, wide, {19100, 1, {32}}}, norm_out = {8000, 4, {1, 7, 7, 64}};
-    expect_error(acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){1e-5f}, 3, norm_in,
-                               &norm_out),
-                 "layer_norm: shift has dims [32] but must have [64]");
-    expect_error(acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){-1.0f}, 3, norm_in,
-                               &norm_out),
-                 "layer_norm: epsilon must be >= 0");
+    expect_error(
+        acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){1e-5f}, 3, norm_in, &norm_out),
+        "layer_norm: shift has dims [32] but must have [64]");
+    expect_error(
+        acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){-1.0f}, 3, norm_in, &norm_out),
+        "layer_norm: epsilon must be >= 0");
     const char *uk = NULL;
     if (acl_ukernel_count() > 0) {
         acl_ukernel_info info;
@@ -597,19 +638,29 @@ void check_errors(void)
                  "gather: output has dims [1,7,2,64] but must have [1,7,1,64]");
     expect_error(acl_graph_add(g, ACL_OP_GATHER, &(acl_gather_attrs){-2, &wrong, 1}, 1, &a, &row),
                  "gather: indices[0] = -8 is out of range for axis 2 of size 7");
-    acl_conv_shape shape = {.n = 1, .h = 7, .w = 7, .c = 32, .oc = 8, .kh = 1, .kw = 1,
-                            .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
+    acl_conv_shape shape = {.n = 1,
+                            .h = 7,
+                            .w = 7,
+                            .c = 32,
+                            .oc = 8,
+                            .kh = 1,
+                            .kw = 1,
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .dil_h = 1,
+                            .dil_w = 1,
+                            .group = 1};
     const acl_tensor conv_out = {14000, 4, {1, 7, 7, 8}};
-    expect_error(add_conv_op(g, &shape, "reference", NULL, &configs[0], weights, NULL, &a, 1,
-                             &conv_out),
-                 "conv: input has dims [1,7,7,64] but must have [1,7,7,32]");
+    expect_error(
+        add_conv_op(g, &shape, "reference", NULL, &configs[0], weights, NULL, &a, 1, &conv_out),
+        "conv: input has dims [1,7,7,64] but must have [1,7,7,32]");
     const acl_tensor with_residual[2] = {b, conv_out};
     expect_error(add_conv_op(g, &shape, "reference", NULL, &configs[0], weights, NULL,
                              with_residual, 2, &conv_out),
                  "has_residual=0");
-    expect_error(add_conv_op(g, &shape, "no_such", NULL, &configs[0], weights, NULL, &b, 1,
-                             &conv_out),
-                 "conv: unknown algorithm");
+    expect_error(
+        add_conv_op(g, &shape, "no_such", NULL, &configs[0], weights, NULL, &b, 1, &conv_out),
+        "conv: unknown algorithm");
     check(acl_graph_node_count(g) == 0, "rejected operations left %d nodes",
           acl_graph_node_count(g));
     acl_graph_destroy(g);

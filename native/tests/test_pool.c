@@ -205,8 +205,10 @@ static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
     const int rc = acl_parallel(&ex, 2, sleep_once, &s);
     check(rc == 0, "rescue job failed: %s", acl_last_error());
-    check(s.cpu_after == caller_cpu, "the sleeping holder on CPU %d was not moved to the "
-          "caller's CPU %d (it woke on %d)", worker_cpu, caller_cpu, s.cpu_after);
+    check(s.cpu_after == caller_cpu,
+          "the sleeping holder on CPU %d was not moved to the "
+          "caller's CPU %d (it woke on %d)",
+          worker_cpu, caller_cpu, s.cpu_after);
     /* Strict, so that the caller cannot take the share over. */
     acl_set_balance(was);
     placement p;
@@ -243,8 +245,10 @@ static void check_borrow(int ncores, int caller_cpu, int worker_cpu)
     acl_pool_test_stall(worker_cpu, 30.0);
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
     check(acl_parallel(&ex, 4, record, &p) == 0, "stalled job failed: %s", acl_last_error());
-    check(p.cpu[0] == caller_cpu, "the worker of CPU %d, held back, was not moved to the "
-          "caller's CPU %d (it ran on %d)", worker_cpu, caller_cpu, p.cpu[0]);
+    check(p.cpu[0] == caller_cpu,
+          "the worker of CPU %d, held back, was not moved to the "
+          "caller's CPU %d (it ran on %d)",
+          worker_cpu, caller_cpu, p.cpu[0]);
     pthread_t ran_by[4];
     const long long before = acl_pool_units_taken_over();
     check(acl_parallel(&ex, 4, record_thread, ran_by) == 0, "borrowed job failed");
@@ -253,18 +257,18 @@ static void check_borrow(int ncores, int caller_cpu, int worker_cpu)
     int others = 0;
     for (int u = 0; u < 4; u++) others += !pthread_equal(ran_by[u], pthread_self());
     check(others == 0, "%d units of a contended worker's share did not run on the caller", others);
-    check(acl_pool_units_taken_over() - before == 4, "the caller's borrowed share counted %lld "
-          "units taken over, not 4", acl_pool_units_taken_over() - before);
+    check(acl_pool_units_taken_over() - before == 4,
+          "the caller's borrowed share counted %lld "
+          "units taken over, not 4",
+          acl_pool_units_taken_over() - before);
     acl_release_caller();
 }
 
 static void *spin_on(void *arg)
 {
-    while (!atomic_load((atomic_int *)arg)) {
-    }
+    while (!atomic_load((atomic_int *)arg)) {}
     return NULL;
 }
-
 
 /* A caller that shared its CPU with a busy thread through a program run
  * (acl_pool_run_begin to acl_pool_run_end) runs its next adaptive jobs
@@ -317,7 +321,6 @@ static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_
     sched_getaffinity(0, sizeof after, &after);
     check(CPU_EQUAL(&after, own), "a solo caller is left pinned");
 }
-
 
 /* Jobs spaced so that the workers go to sleep between them (the pool spins
  * 50 us first): every one must be woken, and a wake-up lost would hang here.

@@ -88,8 +88,8 @@ static int axis_extents(const char *name, int in, int pad_lo, int pad_hi, int k,
         return acl_fail("the padded input %s (%d + %d + %d = %lld) is over %d", name, pad_lo, in,
                         pad_hi, (long long)*padded, INT32_MAX);
     if (*kernel > INT32_MAX)
-        return acl_fail("the dilated kernel %s (%d x (%d - 1) + 1 = %lld) is over %d", name, dil,
-                        k, (long long)*kernel, INT32_MAX);
+        return acl_fail("the dilated kernel %s (%d x (%d - 1) + 1 = %lld) is over %d", name, dil, k,
+                        (long long)*kernel, INT32_MAX);
     return 0;
 }
 
@@ -115,12 +115,12 @@ static int transposed_extent(const char *axis, int in, int pad_lo, int pad_hi, i
     if (axis_extents(name, in, pad_lo, pad_hi, k, dil, &padded, &kernel) != 0) return -1;
     int64_t full = (int64_t)stride * (in - 1) + out_pad + kernel;
     if (full > INT32_MAX)
-        return acl_fail("transposed: the full output %s (%lld) is over %d", name,
-                        (long long)full, INT32_MAX);
+        return acl_fail("transposed: the full output %s (%lld) is over %d", name, (long long)full,
+                        INT32_MAX);
     if (full - pad_lo - pad_hi < 1)
         return acl_fail("transposed: the %s pads (%d + %d) leave no output of the full %s %lld",
-                        axis[0] == 'h' ? "top and bottom" : "left and right", pad_lo, pad_hi,
-                        name, (long long)full);
+                        axis[0] == 'h' ? "top and bottom" : "left and right", pad_lo, pad_hi, name,
+                        (long long)full);
     return (int)(full - pad_lo - pad_hi);
 }
 
@@ -128,15 +128,15 @@ int acl_conv_out_size(const acl_conv_shape *s, int *oh, int *ow)
 {
     if (!s || !oh || !ow) return acl_fail("acl_conv_out_size needs a shape and two outputs");
     if (check_int_fields(s) != 0) return -1;
-    int h = s->transposed ? transposed_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh,
-                                              s->dil_h, s->stride_h, s->out_pad_h)
-                          : out_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh, s->dil_h,
-                                       s->stride_h);
+    int h = s->transposed
+                ? transposed_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh, s->dil_h,
+                                    s->stride_h, s->out_pad_h)
+                : out_extent("h", s->h, s->pad_top, s->pad_bottom, s->kh, s->dil_h, s->stride_h);
     if (h < 0) return -1;
-    int w = s->transposed ? transposed_extent("w", s->w, s->pad_left, s->pad_right, s->kw,
-                                              s->dil_w, s->stride_w, s->out_pad_w)
-                          : out_extent("w", s->w, s->pad_left, s->pad_right, s->kw, s->dil_w,
-                                       s->stride_w);
+    int w = s->transposed
+                ? transposed_extent("w", s->w, s->pad_left, s->pad_right, s->kw, s->dil_w,
+                                    s->stride_w, s->out_pad_w)
+                : out_extent("w", s->w, s->pad_left, s->pad_right, s->kw, s->dil_w, s->stride_w);
     if (w < 0) return -1;
     *oh = h;
     *ow = w;
@@ -146,10 +146,8 @@ int acl_conv_out_size(const acl_conv_shape *s, int *oh, int *ow)
 static int validate_shape(const acl_conv_shape *s, conv_dims *d)
 {
     if (acl_conv_out_size(s, &d->oh, &d->ow) != 0) return -1;
-    if (s->c % s->group != 0)
-        return acl_fail("group=%d does not divide c=%d", s->group, s->c);
-    if (s->oc % s->group != 0)
-        return acl_fail("group=%d does not divide oc=%d", s->group, s->oc);
+    if (s->c % s->group != 0) return acl_fail("group=%d does not divide c=%d", s->group, s->c);
+    if (s->oc % s->group != 0) return acl_fail("group=%d does not divide oc=%d", s->group, s->oc);
     if (s->act < 0 || s->act >= ACL_ACT_COUNT)
         return acl_fail("act must be one of the %d activations (0 to %d), got %d", ACL_ACT_COUNT,
                         ACL_ACT_COUNT - 1, s->act);
@@ -188,8 +186,8 @@ static int resolve(const acl_conv_shape *s, const char *algorithm, const char *u
         if (!(*uk = acl_ukernel_find(ukernel)))
             return acl_fail("unknown micro-kernel '%s' on this machine", ukernel);
     }
-    if ((*algo)->shapes != CONV_EITHER && (*algo)->shapes != (s->transposed ? CONV_TRANSPOSED
-                                                                            : CONV_ORDINARY))
+    if ((*algo)->shapes != CONV_EITHER &&
+        (*algo)->shapes != (s->transposed ? CONV_TRANSPOSED : CONV_ORDINARY))
         return acl_fail("%s runs %s convolutions only, the shape is %s", algorithm,
                         s->transposed ? "ordinary" : "transposed",
                         s->transposed ? "transposed" : "ordinary");
@@ -225,10 +223,8 @@ static int conv_create(const acl_conv_shape *s, const char *algorithm, const cha
         acl_conv_destroy(conv);
         return -1;
     }
-    if (bias)
-        memcpy(conv->bias, bias, (size_t)s->oc * sizeof(float));
-    else
-        memset(conv->bias, 0, (size_t)s->oc * sizeof(float));
+    if (bias) memcpy(conv->bias, bias, (size_t)s->oc * sizeof(float));
+    else memset(conv->bias, 0, (size_t)s->oc * sizeof(float));
     if (algo->create(conv, weight) != 0 ||
         (own_scratch && conv->scratch_bytes &&
          !(conv->own_scratch = acl_alloc(conv->scratch_bytes)))) {

@@ -202,15 +202,13 @@ typedef struct {
     size_t a_packed_at;   /* scratch offset of njobs panels */
 } conv_gemm;
 
-int conv_gemm_create(conv_gemm *g, struct acl_conv *conv, int njobs, int m, int ks, int kc,
-                     int n);
+int conv_gemm_create(conv_gemm *g, struct acl_conv *conv, int njobs, int m, int ks, int kc, int n);
 /* Packs job j's B from OIHW-like strides (see acl_pack_b). */
 int conv_gemm_pack(conv_gemm *g, int j, const float *src, ptrdiff_t stride_n, ptrdiff_t stride_c,
                    ptrdiff_t stride_t);
 /* The fused epilogue of the output columns from `col` on: the bias, the
  * activation and `residual` (NULL for none). */
-acl_epilogue conv_gemm_epilogue(const struct acl_conv *conv, ptrdiff_t col,
-                                const float *residual);
+acl_epilogue conv_gemm_epilogue(const struct acl_conv *conv, ptrdiff_t col, const float *residual);
 /* Points job g (one per group) at group g's columns of the run's output, with
  * the fused epilogue. */
 void conv_gemm_group_outputs(conv_gemm *g, const struct acl_conv *conv, const conv_io *io);

@@ -53,8 +53,8 @@ static int col2im_create(acl_conv *conv, const float *weight)
 
 /* Adds the columns (walk->data) of input pixels pixel + i through `tap`,
  * every group's, to the output pixels at y + i * y_step. */
-static void land_columns(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step,
-                         size_t pixel, int count, int tap)
+static void land_columns(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step, size_t pixel,
+                         int count, int tap)
 {
     const acl_conv *conv = walk->conv;
     const col2im_state *st = conv->impl;
@@ -92,7 +92,11 @@ static void col2im_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_deconv_col2im = {
-    .name = "deconv_col2im", .uses_ukernel = 1, .shapes = CONV_TRANSPOSED,
-    .check = col2im_check, .create = col2im_create,
-    .run = col2im_run, .destroy = col2im_destroy,
+    .name = "deconv_col2im",
+    .uses_ukernel = 1,
+    .shapes = CONV_TRANSPOSED,
+    .check = col2im_check,
+    .create = col2im_create,
+    .run = col2im_run,
+    .destroy = col2im_destroy,
 };

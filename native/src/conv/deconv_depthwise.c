@@ -16,8 +16,8 @@ static int deconv_depthwise_check(const conv_algo *self, const acl_conv_shape *s
                                   const conv_dims *d, const acl_ukernel *uk)
 {
     if (s->group != s->c)
-        return acl_fail("%s needs group == c (depthwise), got group=%d c=%d", self->name,
-                        s->group, s->c);
+        return acl_fail("%s needs group == c (depthwise), got group=%d c=%d", self->name, s->group,
+                        s->c);
     return 0;
 }
 
@@ -37,8 +37,8 @@ static int deconv_depthwise_create(acl_conv *conv, const float *weight)
 
 /* Adds input pixels pixel + i through `tap`, channel by channel, to the
  * output pixels at y + i * y_step. */
-static void land_taps(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step,
-                      size_t pixel, int count, int tap)
+static void land_taps(const conv_transposed_walk *walk, float *y, ptrdiff_t y_step, size_t pixel,
+                      int count, int tap)
 {
     const int oc = walk->conv->s.oc, ocg = walk->conv->d.ocg;
     const float *restrict wt = ((const depthwise_state *)walk->conv->impl)->w + (size_t)tap * oc;
@@ -69,7 +69,11 @@ static void deconv_depthwise_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_deconv_depthwise = {
-    .name = "deconv_depthwise", .uses_ukernel = 0, .shapes = CONV_TRANSPOSED,
-    .check = deconv_depthwise_check, .create = deconv_depthwise_create,
-    .run = deconv_depthwise_run, .destroy = deconv_depthwise_destroy,
+    .name = "deconv_depthwise",
+    .uses_ukernel = 0,
+    .shapes = CONV_TRANSPOSED,
+    .check = deconv_depthwise_check,
+    .create = deconv_depthwise_create,
+    .run = deconv_depthwise_run,
+    .destroy = deconv_depthwise_destroy,
 };

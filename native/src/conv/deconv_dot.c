@@ -96,8 +96,7 @@ static void land_dots(const conv_transposed_walk *walk, float *y, ptrdiff_t y_st
     }
 }
 
-static int deconv_dot_run(acl_conv *conv, const acl_exec *ex, const conv_io *io,
-                          acl_stage_times *t)
+static int deconv_dot_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
     dot_state *st = conv->impl;
     conv_transposed_walk walk = {conv, &st->map, io, land_dots, NULL};
@@ -113,7 +112,11 @@ static void deconv_dot_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_deconv_dot = {
-    .name = "deconv_dot", .uses_ukernel = 0, .shapes = CONV_TRANSPOSED,
-    .check = deconv_dot_check, .create = deconv_dot_create,
-    .run = deconv_dot_run, .destroy = deconv_dot_destroy,
+    .name = "deconv_dot",
+    .uses_ukernel = 0,
+    .shapes = CONV_TRANSPOSED,
+    .check = deconv_dot_check,
+    .create = deconv_dot_create,
+    .run = deconv_dot_run,
+    .destroy = deconv_dot_destroy,
 };

@@ -178,8 +178,8 @@ static int phase_create(acl_conv *conv, const float *weight)
     if (!st->b || !st->where || !st->jobs || !sub)
         rc = acl_fail("out of memory creating deconv_phase");
     for (int i = 0; rc == 0 && i < nb; i++)
-        rc = pack_phase(st, conv, weight, i / s->group / s->stride_w,
-                        i / s->group % s->stride_w, i % s->group, sub, &st->b[i]);
+        rc = pack_phase(st, conv, weight, i / s->group / s->stride_w, i / s->group % s->stride_w,
+                        i % s->group, sub, &st->b[i]);
     acl_free(sub);
     if (rc != 0) return -1;
     walk_jobs(st, conv, 1, &pointers);
@@ -196,8 +196,7 @@ static int phase_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_
          * where the taps land: one more pass over the output for the rare
          * kernel narrower than its stride. */
         conv_transposed_walk walk = {conv, &st->map, io, NULL, NULL};
-        if (conv_stage(ex, s->n * d->oh, conv_transposed_rows, &walk, &t->pre_ms) != 0)
-            return -1;
+        if (conv_stage(ex, s->n * d->oh, conv_transposed_rows, &walk, &t->pre_ms) != 0) return -1;
     }
     if (!st->njobs) return 0;
     const float *const *rows = conv_indirection_rebase(&st->ind, ex, io, &t->pre_ms);
@@ -234,7 +233,11 @@ static void phase_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_deconv_phase = {
-    .name = "deconv_phase", .uses_ukernel = 1, .shapes = CONV_TRANSPOSED,
-    .check = phase_check, .create = phase_create,
-    .run = phase_run, .destroy = phase_destroy,
+    .name = "deconv_phase",
+    .uses_ukernel = 1,
+    .shapes = CONV_TRANSPOSED,
+    .check = phase_check,
+    .create = phase_create,
+    .run = phase_run,
+    .destroy = phase_destroy,
 };

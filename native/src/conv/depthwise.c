@@ -111,8 +111,8 @@ static void pixel_rows(void *arg, int begin, int end, int worker)
  * beside PIXEL_RUN sums. */
 #define SLIDING_KW_MAX 7
 
-static int channel_block_check(const conv_algo *self, const acl_conv_shape *s,
-                               const conv_dims *d, const acl_ukernel *uk)
+static int channel_block_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
+                               const acl_ukernel *uk)
 {
     if (depthwise_check(self, s, d, uk)) return -1;
     if (s->oc != s->c)
@@ -126,10 +126,12 @@ static int grouped_check(const conv_algo *self, const acl_conv_shape *s, const c
 {
     if (s->group == 1 || s->group == s->c)
         return acl_fail("%s takes grouped convolutions of several channels per group, got "
-                        "group=%d with c=%d", self->name, s->group, s->c);
+                        "group=%d with c=%d",
+                        self->name, s->group, s->c);
     if (d->cg != d->ocg || CHANNEL_BLOCK % d->cg)
         return acl_fail("%s needs as many output as input channels per group, dividing %d; "
-                        "got %d -> %d", self->name, CHANNEL_BLOCK, d->cg, d->ocg);
+                        "got %d -> %d",
+                        self->name, CHANNEL_BLOCK, d->cg, d->ocg);
     return 0;
 }
 
@@ -186,9 +188,8 @@ typedef struct {
 
 /* The sums of output pixels [ox, ox + count) of a block row through the
  * epilogue into the output. */
-static inline __attribute__((always_inline)) void store_pixels(const block_row *r, int ox,
-                                                               const int count, const int len,
-                                                               const channel_vec *acc)
+static inline __attribute__((always_inline)) void
+store_pixels(const block_row *r, int ox, const int count, const int len, const channel_vec *acc)
 {
     /* Locals, as in direct_nhwc.c: the stores may alias *r for all the
      * compiler knows. */
@@ -260,8 +261,7 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
  * kw, len, stride and dil are constants where inlined, so the lanes each load
  * feeds are known at compile time. */
 static inline __attribute__((always_inline)) void block_pixels_sliding(const block_row *r, int ox,
-                                                                       const int kw,
-                                                                       const int len,
+                                                                       const int kw, const int len,
                                                                        const int stride,
                                                                        const int dil)
 {
@@ -300,9 +300,8 @@ static inline int row_sliding(const acl_conv_shape *s)
 
 /* One interior run of PIXEL_RUN pixels, sliding (see row_sliding) or tap by
  * tap. */
-static inline __attribute__((always_inline)) void run_pixels(const block_row *r, int ox,
-                                                             const int kw, const int len,
-                                                             const int cg, const int sliding)
+static inline __attribute__((always_inline)) void
+run_pixels(const block_row *r, int ox, const int kw, const int len, const int cg, const int sliding)
 {
     switch (sliding) {
     case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1); break;
@@ -326,8 +325,7 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
     /* The pixels a whole run does not reach: one more run ending at hi,
      * recomputing some pixels to the values they hold, rather than one at a
      * time (up to 7 of a 56-pixel row). */
-    if (ox < hi && hi - lo >= PIXEL_RUN)
-        run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding);
+    if (ox < hi && hi - lo >= PIXEL_RUN) run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding);
     else
         for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0, cg);
     for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
@@ -354,8 +352,7 @@ static inline __attribute__((always_inline)) void block_row_widths(const block_r
 
 /* Grouped rows, for each group width that divides a block (grouped_check),
  * out of line: inlined beside depthwise's, they made it 3-5% slower. */
-static __attribute__((noinline)) void grouped_block_row(const block_row *r, int ow, int lo,
-                                                        int hi)
+static __attribute__((noinline)) void grouped_block_row(const block_row *r, int ow, int lo, int hi)
 {
     switch (r->cg) {
     case 2: block_row_widths(r, ow, lo, hi, 2); break;
@@ -389,8 +386,12 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
         const int o0 = (outer ? it / rows : it % nb) * CHANNEL_BLOCK;
         const int b = row / oh;
         const size_t out_at = (size_t)row * ow * oc;
-        block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .clamp = clamp,
-                       .cg = conv->d.cg, .oy = row % oh};
+        block_row r = {.s = s,
+                       .x_end = x_end,
+                       .r_end = r_end,
+                       .clamp = clamp,
+                       .cg = conv->d.cg,
+                       .oy = row % oh};
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
         {
             r.x = ctx->io->x + (size_t)b * s->h * s->w * s->c + o0;
@@ -427,19 +428,28 @@ static int channel_block_run(acl_conv *conv, const acl_exec *ex, const conv_io *
 }
 
 const conv_algo conv_depthwise_pixel = {
-    .name = "depthwise_pixel", .uses_ukernel = 0,
-    .check = depthwise_check, .create = depthwise_create,
-    .run = pixel_run, .destroy = depthwise_destroy,
+    .name = "depthwise_pixel",
+    .uses_ukernel = 0,
+    .check = depthwise_check,
+    .create = depthwise_create,
+    .run = pixel_run,
+    .destroy = depthwise_destroy,
 };
 
 const conv_algo conv_depthwise_channel_block = {
-    .name = "depthwise_channel_block", .uses_ukernel = 0,
-    .check = channel_block_check, .create = channel_block_create,
-    .run = channel_block_run, .destroy = channel_blocks_destroy,
+    .name = "depthwise_channel_block",
+    .uses_ukernel = 0,
+    .check = channel_block_check,
+    .create = channel_block_create,
+    .run = channel_block_run,
+    .destroy = channel_blocks_destroy,
 };
 
 const conv_algo conv_grouped_channel_block = {
-    .name = "grouped_channel_block", .uses_ukernel = 0,
-    .check = grouped_check, .create = channel_block_create,
-    .run = channel_block_run, .destroy = channel_blocks_destroy,
+    .name = "grouped_channel_block",
+    .uses_ukernel = 0,
+    .check = grouped_check,
+    .create = channel_block_create,
+    .run = channel_block_run,
+    .destroy = channel_blocks_destroy,
 };

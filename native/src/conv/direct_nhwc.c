@@ -19,11 +19,10 @@
 static int direct_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                         const acl_ukernel *uk)
 {
-    if (s->group != 1)
-        return acl_fail("%s takes group == 1, got group=%d", self->name, s->group);
+    if (s->group != 1) return acl_fail("%s takes group == 1, got group=%d", self->name, s->group);
     if (s->c > DIRECT_MAX_C)
-        return acl_fail("%s takes at most %d input channels, got c=%d", self->name,
-                        DIRECT_MAX_C, s->c);
+        return acl_fail("%s takes at most %d input channels, got c=%d", self->name, DIRECT_MAX_C,
+                        s->c);
     return 0;
 }
 
@@ -150,9 +149,8 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
  * reach take one more run ending at hi, which recomputes some pixels to the
  * values they already hold: one at a time they would load a weight vector
  * per multiply-add (9% of a 55-pixel row, a quarter of its time). */
-static inline __attribute__((always_inline)) void interior_runs(const block_row *r, int lo,
-                                                                int hi, const int c,
-                                                                const int nb, const int full)
+static inline __attribute__((always_inline)) void
+interior_runs(const block_row *r, int lo, int hi, const int c, const int nb, const int full)
 {
     int ox = lo;
     for (; ox + DIRECT_RUN <= hi; ox += DIRECT_RUN) row_pixels(r, ox, DIRECT_RUN, c, 0, nb, full);
@@ -163,9 +161,8 @@ static inline __attribute__((always_inline)) void interior_runs(const block_row 
 }
 
 /* The row's pixels for nb blocks: left border, interior runs, right border. */
-static inline __attribute__((always_inline)) void block_row_run(const block_row *r, int ow,
-                                                                int lo, int hi, const int c,
-                                                                const int nb)
+static inline __attribute__((always_inline)) void block_row_run(const block_row *r, int ow, int lo,
+                                                                int hi, const int c, const int nb)
 {
     for (int ox = 0; ox < lo; ox++) row_pixels(r, ox, 1, c, 1, nb, 0);
     if (r->len == nb * CHANNEL_BLOCK) interior_runs(r, lo, hi, c, nb, 1);
@@ -173,9 +170,8 @@ static inline __attribute__((always_inline)) void block_row_run(const block_row 
     for (int ox = acl_max(lo, hi); ox < ow; ox++) row_pixels(r, ox, 1, c, 1, nb, 0);
 }
 
-static inline __attribute__((always_inline)) void block_row_blocks(const block_row *r, int ow,
-                                                                   int lo, int hi, const int c,
-                                                                   int nb)
+static inline __attribute__((always_inline)) void
+block_row_blocks(const block_row *r, int ow, int lo, int hi, const int c, int nb)
 {
     switch (nb) {
     case 1: block_row_run(r, ow, lo, hi, c, 1); break;
@@ -216,8 +212,8 @@ static void direct_rows(void *arg, int begin, int end, int worker)
     conv_interior_columns(s, ow, &lo, &hi);
     for (int row = begin; row < end; row++) {
         const size_t out_at = (size_t)row * ow * oc;
-        block_row r = {.s = s, .oy = row % oh,
-                       .x = ctx->io->x + (size_t)(row / oh) * s->h * s->w * s->c};
+        block_row r = {
+            .s = s, .oy = row % oh, .x = ctx->io->x + (size_t)(row / oh) * s->h * s->w * s->c};
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
         const size_t block_floats = (size_t)conv->d.taps * s->c * CHANNEL_BLOCK;
         acl_conv_act_params(s, &r.act_a, &r.act_b);
@@ -241,7 +237,10 @@ static int direct_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl
 }
 
 const conv_algo conv_direct_nhwc = {
-    .name = "direct_nhwc", .uses_ukernel = 0,
-    .check = direct_check, .create = direct_create,
-    .run = direct_run, .destroy = channel_blocks_destroy,
+    .name = "direct_nhwc",
+    .uses_ukernel = 0,
+    .check = direct_check,
+    .create = direct_create,
+    .run = direct_run,
+    .destroy = channel_blocks_destroy,
 };

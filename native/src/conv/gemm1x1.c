@@ -43,9 +43,8 @@ static int gemm1x1_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, ac
     if (!st->dense && !(rows = conv_indirection_rebase(&st->ind, ex, io, &t->pre_ms))) return -1;
     for (int g = 0; g < conv->s.group; g++) {
         ptrdiff_t channel = (ptrdiff_t)g * conv->d.cg;
-        st->gemm.jobs[g].a = st->dense
-            ? (acl_a_source){.base = io->x + channel, .lda = conv->s.c}
-            : (acl_a_source){.rows = rows, .offset = channel};
+        st->gemm.jobs[g].a = st->dense ? (acl_a_source){.base = io->x + channel, .lda = conv->s.c}
+                                       : (acl_a_source){.rows = rows, .offset = channel};
     }
     conv_gemm_group_outputs(&st->gemm, conv, io);
     return conv_gemm_run(&st->gemm, ex, io, t);
@@ -60,7 +59,10 @@ static void gemm1x1_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_gemm1x1 = {
-    .name = "gemm1x1", .uses_ukernel = 1,
-    .check = gemm1x1_check, .create = gemm1x1_create,
-    .run = gemm1x1_run, .destroy = gemm1x1_destroy,
+    .name = "gemm1x1",
+    .uses_ukernel = 1,
+    .check = gemm1x1_check,
+    .create = gemm1x1_create,
+    .run = gemm1x1_run,
+    .destroy = gemm1x1_destroy,
 };

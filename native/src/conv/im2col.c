@@ -47,8 +47,8 @@ static int im2col_create(acl_conv *conv, const float *weight)
     if (!(conv->impl = st)) return acl_fail("out of memory creating im2col");
     st->k = d->taps * d->cg;
     const int row = st->k * conv->s.group;
-    st->block_cap = acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_FLOATS / row), mr),
-                            round_up(d->m, mr));
+    st->block_cap =
+        acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_FLOATS / row), mr), round_up(d->m, mr));
     st->workers = acl_cpu_count();
     st->cols_floats = (size_t)st->block_cap * row;
     st->packed_floats = acl_gemm_packed_a_floats(conv->uk, st->block_cap, st->k);
@@ -83,7 +83,8 @@ static void copy_pixel(const acl_conv *conv, const float *x, int pixel, float *d
     if (s->group == 1 && s->dil_w == 1) {
         /* A kernel row's taps are one run of kw*C floats in NHWC: one copy per
          * kernel row instead of one per tap (C = 3 makes taps 12 bytes). */
-        const int lo = acl_min(s->kw, acl_max(0, -ix0)), hi = acl_max(lo, acl_min(s->kw, s->w - ix0));
+        const int lo = acl_min(s->kw, acl_max(0, -ix0)),
+                  hi = acl_max(lo, acl_min(s->kw, s->w - ix0));
         const size_t c = (size_t)s->c;
         for (int ky = 0; ky < s->kh; ky++, dst += s->kw * c) {
             const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
@@ -105,8 +106,7 @@ static void copy_pixel(const acl_conv *conv, const float *x, int pixel, float *d
             for (int kx = 0; kx < s->kw; kx++, dst += d->cg) {
                 const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
                 const int ix = ix0 + kx * s->dil_w;
-                if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
-                    memset(dst, 0, bytes);
+                if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) memset(dst, 0, bytes);
                 else
                     memcpy(dst, x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + g * d->cg,
                            bytes);
@@ -166,7 +166,10 @@ static void im2col_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_im2col = {
-    .name = "im2col", .uses_ukernel = 1,
-    .check = im2col_check, .create = im2col_create,
-    .run = im2col_run, .destroy = im2col_destroy,
+    .name = "im2col",
+    .uses_ukernel = 1,
+    .check = im2col_check,
+    .create = im2col_create,
+    .run = im2col_run,
+    .destroy = im2col_destroy,
 };

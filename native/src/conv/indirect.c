@@ -25,8 +25,7 @@ static int indirect_create(acl_conv *conv, const float *weight)
     indirect_state *st = calloc(1, sizeof *st);
     if (!(conv->impl = st)) return acl_fail("out of memory creating indirect");
     if (conv_indirection_create(&st->ind, conv) != 0) return -1;
-    if (conv_gemm_create(&st->gemm, conv, s->group, d->m, d->taps, d->cg, d->ocg) != 0)
-        return -1;
+    if (conv_gemm_create(&st->gemm, conv, s->group, d->m, d->taps, d->cg, d->ocg) != 0) return -1;
     size_t group_floats = (size_t)d->ocg * d->cg * d->taps;
     for (int g = 0; g < s->group; g++)
         if (conv_gemm_pack(&st->gemm, g, weight + g * group_floats, (ptrdiff_t)d->cg * d->taps,
@@ -55,7 +54,10 @@ static void indirect_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_indirect = {
-    .name = "indirect", .uses_ukernel = 1,
-    .check = indirect_check, .create = indirect_create,
-    .run = indirect_run, .destroy = indirect_destroy,
+    .name = "indirect",
+    .uses_ukernel = 1,
+    .check = indirect_check,
+    .create = indirect_create,
+    .run = indirect_run,
+    .destroy = indirect_destroy,
 };

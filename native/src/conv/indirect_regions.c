@@ -55,10 +55,8 @@ static int axis_segments(int out, int stride, int pad, int dil, int k, int n, ta
         int k0, k1;
         conv_taps_inside(o, stride, pad, dil, k, n, &k0, &k1);
         if (k1 <= k0) k0 = k1 = 0;  /* no tap: one kind of empty */
-        if (count && seg[count - 1].k0 == k0 && seg[count - 1].k1 == k1)
-            seg[count - 1].o1 = o + 1;
-        else
-            seg[count++] = (tap_segment){o, o + 1, k0, k1};
+        if (count && seg[count - 1].k0 == k0 && seg[count - 1].k1 == k1) seg[count - 1].o1 = o + 1;
+        else seg[count++] = (tap_segment){o, o + 1, k0, k1};
     }
     return count;
 }
@@ -68,7 +66,8 @@ static int regions_check(const conv_algo *self, const acl_conv_shape *s, const c
 {
     if (s->dil_h == 1 && s->dil_w == 1)
         return acl_fail("%s takes dilated kernels (dil_h or dil_w > 1); indirect runs the "
-                        "others", self->name);
+                        "others",
+                        self->name);
     return conv_check_row_ukernel(self->name, uk, d->cg, d->ocg);
 }
 
@@ -130,8 +129,8 @@ static int map_regions(acl_conv *conv, regions_state *st)
         for (int g = 0; g < s->group; g++, st->njobs++) {
             st->job_ptr[st->njobs] = ptrs;
             st->job_row[st->njobs] = rows;
-            st->jobs[st->njobs] = (acl_gemm_job){.b = &st->b[(size_t)i * s->group + g], .m = m,
-                                                 .ldc = s->oc};
+            st->jobs[st->njobs] =
+                (acl_gemm_job){.b = &st->b[(size_t)i * s->group + g], .m = m, .ldc = s->oc};
         }
         ptrs += (size_t)m * ks;
         rows += m;
@@ -208,15 +207,13 @@ static void reorder_rows(void *arg, int begin, int end, int worker)
         for (int x = 0; x < st->nxs; x++) {
             const tap_segment *xs = &st->xs[x];
             if (!taps_of(ys, xs)) continue;
-            const int ordered_row = st->first[y * st->nxs + x] +
-                                    (b * length(ys) + oy - ys->o0) * length(xs);
+            const int ordered_row =
+                st->first[y * st->nxs + x] + (b * length(ys) + oy - ys->o0) * length(xs);
             float *t = ctx->tensor + ((size_t)row * ow + xs->o0) * oc;
             float *o = ctx->ordered + (size_t)ordered_row * oc;
             const size_t bytes = (size_t)length(xs) * oc * sizeof(float);
-            if (ctx->to_tensor)
-                memcpy(t, o, bytes);
-            else
-                memcpy(o, t, bytes);
+            if (ctx->to_tensor) memcpy(t, o, bytes);
+            else memcpy(o, t, bytes);
         }
     }
 }
@@ -238,8 +235,7 @@ static int regions_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, ac
         const int g = j % s->group;
         const ptrdiff_t at = (ptrdiff_t)st->job_row[j] * s->oc + (ptrdiff_t)g * conv->d.ocg;
         acl_gemm_job *job = &st->jobs[j];
-        job->a = (acl_a_source){.rows = ptrs + st->job_ptr[j],
-                                .offset = (ptrdiff_t)g * conv->d.cg};
+        job->a = (acl_a_source){.rows = ptrs + st->job_ptr[j], .offset = (ptrdiff_t)g * conv->d.cg};
         job->c = out + at;
         job->ep = conv_gemm_epilogue(conv, (ptrdiff_t)g * conv->d.ocg, res ? res + at : NULL);
     }
@@ -275,7 +271,10 @@ static void regions_destroy(acl_conv *conv)
 }
 
 const conv_algo conv_indirect_regions = {
-    .name = "indirect_regions", .uses_ukernel = 1,
-    .check = regions_check, .create = regions_create,
-    .run = regions_run, .destroy = regions_destroy,
+    .name = "indirect_regions",
+    .uses_ukernel = 1,
+    .check = regions_check,
+    .create = regions_create,
+    .run = regions_run,
+    .destroy = regions_destroy,
 };

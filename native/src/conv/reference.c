@@ -21,8 +21,7 @@ static int reference_create(acl_conv *conv, const float *weight)
 }
 
 /* One output pixel, all channels, before the epilogue. */
-static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy, int ox,
-                            float *acc)
+static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy, int ox, float *acc)
 {
     const acl_conv_shape *s = &conv->s;
     const float *w = conv->impl;
@@ -49,8 +48,8 @@ static void reference_pixel(const acl_conv *conv, const float *x, int b, int oy,
 
 /* The same for a transposed shape: every (input pixel, tap) landing on the
  * output pixel; weights are c x ocg x kh x kw. */
-static void reference_transposed_pixel(const acl_conv *conv, const float *x, int b, int oy,
-                                       int ox, float *acc)
+static void reference_transposed_pixel(const acl_conv *conv, const float *x, int b, int oy, int ox,
+                                       float *acc)
 {
     const acl_conv_shape *s = &conv->s;
     const conv_dims *d = &conv->d;
@@ -83,10 +82,8 @@ static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, 
         for (int oy = 0; oy < conv->d.oh; oy++)
             for (int ox = 0; ox < conv->d.ow; ox++) {
                 size_t at = ((size_t)(b * conv->d.oh + oy) * conv->d.ow + ox) * s->oc;
-                if (s->transposed)
-                    reference_transposed_pixel(conv, io->x, b, oy, ox, acc);
-                else
-                    reference_pixel(conv, io->x, b, oy, ox, acc);
+                if (s->transposed) reference_transposed_pixel(conv, io->x, b, oy, ox, acc);
+                else reference_pixel(conv, io->x, b, oy, ox, acc);
                 conv_finish(s, io->y + at, acc, conv->bias, io->residual ? io->residual + at : NULL,
                             s->oc);
             }
@@ -97,7 +94,11 @@ static int reference_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, 
 static void reference_destroy(acl_conv *conv) { acl_free(conv->impl); }
 
 const conv_algo conv_reference = {
-    .name = "reference", .uses_ukernel = 0, .shapes = CONV_EITHER,
-    .check = reference_check, .create = reference_create,
-    .run = reference_run, .destroy = reference_destroy,
+    .name = "reference",
+    .uses_ukernel = 0,
+    .shapes = CONV_EITHER,
+    .check = reference_check,
+    .create = reference_create,
+    .run = reference_run,
+    .destroy = reference_destroy,
 };

@@ -121,12 +121,11 @@ static int winograd_create(acl_conv *conv, const float *weight)
         /* M = 0: each block sets its jobs' A, M and C. */
         rc = conv_gemm_create(&st->gemm, conv, st->points * s->group, 0, 1, d->cg, d->ocg);
     } else {
-        st->v_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->c *
-                                                  sizeof(float));
-        st->mt_at = conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->oc *
-                                                   sizeof(float));
-        rc = conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg,
-                              d->ocg);
+        st->v_at =
+            conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->c * sizeof(float));
+        st->mt_at =
+            conv_scratch_reserve(conv, (size_t)st->points * st->tiles * s->oc * sizeof(float));
+        rc = conv_gemm_create(&st->gemm, conv, st->points * s->group, st->tiles, 1, d->cg, d->ocg);
     }
     /* One point's U at a time: the packed U is already points x the
      * weights, a whole unpacked copy beside it would double that at load. */
@@ -135,8 +134,8 @@ static int winograd_create(acl_conv *conv, const float *weight)
     for (int p = 0; rc == 0 && p < st->points; p++) {
         transform_point(st, conv, weight, p / st->tw.alpha, p % st->tw.alpha, u);
         for (int g = 0; rc == 0 && g < s->group; g++)
-            rc = conv_gemm_pack(&st->gemm, p * s->group + g, u + (size_t)g * d->ocg * d->cg,
-                                d->cg, 1, 0);
+            rc = conv_gemm_pack(&st->gemm, p * s->group + g, u + (size_t)g * d->ocg * d->cg, d->cg,
+                                1, 0);
     }
     acl_free(u);
     return rc;
@@ -145,8 +144,8 @@ static int winograd_create(acl_conv *conv, const float *weight)
 /* Job (p, g): V[p]'s group-g channels times U[p]'s group-g block into M[p]'s
  * group-g columns; bias and activation wait for the output transform, which
  * is linear only before them.  V[p] and M[p] hold `slots` tiles each. */
-static void point_job(acl_gemm_job *job, const acl_conv *conv, int p, int g, size_t slots,
-                      float *v, float *mt)
+static void point_job(acl_gemm_job *job, const acl_conv *conv, int p, int g, size_t slots, float *v,
+                      float *mt)
 {
     const acl_conv_shape *s = &conv->s;
     job->a = (acl_a_source){
@@ -194,10 +193,8 @@ static void gather_patch(const float *x, const acl_conv_shape *s, int b, int iy0
     for (int a = 0; a < alpha_h; a++)
         for (int e = 0; e < alpha_w; e++, patch += len) {
             int iy = iy0 + a, ix = ix0 + e;
-            if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
-                memset(patch, 0, bytes);
-            else
-                memcpy(patch, x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + c0, bytes);
+            if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) memset(patch, 0, bytes);
+            else memcpy(patch, x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + c0, bytes);
         }
 }
 
@@ -214,8 +211,7 @@ static void input_tile(const winograd_ctx *ctx, int tile, float *v, size_t slots
     const int row = tile / st->tiles_w, tx = tile % st->tiles_w;
     const int b = row / st->tiles_h, iy0 = row % st->tiles_h * th->m - s->pad_top;
     const int ix0 = tx * tw->m - s->pad_left;
-    const int interior = iy0 >= 0 && iy0 + th->alpha <= s->h && ix0 >= 0 &&
-                         ix0 + tw->alpha <= s->w;
+    const int interior = iy0 >= 0 && iy0 + th->alpha <= s->h && ix0 >= 0 && ix0 + tw->alpha <= s->w;
     for (int c0 = 0; c0 < s->c; c0 += CHANNEL_BLOCK) {
         int len = acl_min(CHANNEL_BLOCK, s->c - c0);
         const float *src = patch;
@@ -233,9 +229,8 @@ static void input_tile(const winograd_ctx *ctx, int tile, float *v, size_t slots
                          half + a * tw->alpha * len, len, len);
         /* along h, column by column into V[(i, j)][slot] */
         for (int j = 0; j < tw->alpha; j++)
-            combine_rows(th->bt, th->alpha, th->alpha, half + j * len,
-                         (ptrdiff_t)tw->alpha * len, v + j * point_stride + slot * s->c + c0,
-                         tw->alpha * point_stride, len);
+            combine_rows(th->bt, th->alpha, th->alpha, half + j * len, (ptrdiff_t)tw->alpha * len,
+                         v + j * point_stride + slot * s->c + c0, tw->alpha * point_stride, len);
     }
 }
 
@@ -262,11 +257,13 @@ static void output_tile(const winograd_ctx *ctx, int tile, const float *mt, size
         combine_rows(th->at, th->m, th->alpha, half, width, out, width, width);
         for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++)
             for (int j = 0; j < tw->m && tx * tw->m + j < conv->d.ow; j++) {
-                size_t at = (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow +
-                             tx * tw->m + j) * s->oc + o0;
+                size_t at =
+                    (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow + tx * tw->m + j) *
+                        s->oc +
+                    o0;
                 const float *res = ctx->io->residual ? ctx->io->residual + at : NULL;
-                conv_finish(s, ctx->io->y + at, out + (i * tw->m + j) * len, conv->bias + o0,
-                            res, len);
+                conv_finish(s, ctx->io->y + at, out + (i * tw->m + j) * len, conv->bias + o0, res,
+                            len);
             }
     }
 }
@@ -327,11 +324,10 @@ static int winograd_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, a
         return conv_stage(ex, acl_div_up(st->tiles, block), fused_blocks, &ctx, &t->gemm_ms);
     }
     int units = conv->s.n * st->tiles_h;
-    winograd_ctx ctx = {conv, io, conv_scratch_at(io, st->v_at), conv_scratch_at(io, st->mt_at),
-                        0};
+    winograd_ctx ctx = {conv, io, conv_scratch_at(io, st->v_at), conv_scratch_at(io, st->mt_at), 0};
     for (int j = 0; j < st->points * conv->s.group; j++)
-        point_job(&st->gemm.jobs[j], conv, j / conv->s.group, j % conv->s.group,
-                  (size_t)st->tiles, ctx.v, ctx.mt);
+        point_job(&st->gemm.jobs[j], conv, j / conv->s.group, j % conv->s.group, (size_t)st->tiles,
+                  ctx.v, ctx.mt);
     if (conv_stage(ex, units, input_transform, &ctx, &t->pre_ms) != 0) return -1;
     if (conv_gemm_run(&st->gemm, ex, io, t) != 0) return -1;
     return conv_stage(ex, units, output_transform, &ctx, &t->post_ms);

@@ -103,8 +103,8 @@ void acl_pack_b_into(const acl_ukernel *uk, int ks, int kc, int n, const float *
     }
 }
 
-int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
-               ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out)
+int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src, ptrdiff_t stride_n,
+               ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out)
 {
     if (!uk || !src || !out) return acl_fail("acl_pack_b: missing micro-kernel, source or output");
     if (ks < 1 || kc < 1 || n < 1 || (long long)ks * kc > INT_MAX)
@@ -234,10 +234,8 @@ typedef struct {
 static void call_ukernel(const acl_ukernel *uk, size_t kc, const a_operand *a, const float *b,
                          float *c, size_t ldc, const acl_ukr_epilogue *ep)
 {
-    if (uk->style == ACL_STYLE_INTERLEAVED)
-        uk->interleaved(kc, a->packed, b, c, ldc, ep);
-    else
-        uk->hybrid(kc, a->rows, b, c, ldc, ep);
+    if (uk->style == ACL_STYLE_INTERLEAVED) uk->interleaved(kc, a->packed, b, c, ldc, ep);
+    else uk->hybrid(kc, a->rows, b, c, ldc, ep);
 }
 
 /* The part of a job's epilogue that a micro-kernel call writing C in place
@@ -257,9 +255,8 @@ static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int co
 /* One K step of the last tile of an M that is no multiple of MR: the kernel
  * writes every row, so it goes through an aligned MR x NR stack tile and gets
  * its whole epilogue afterwards. */
-static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a,
-                           const float *b, int row0, int col0, int rows, int cols, int first,
-                           int last)
+static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
+                           int row0, int col0, int rows, int cols, int first, int last)
 {
     const acl_ukernel *uk = job->b->uk;
     const int mr = uk->mr, nr = uk->nr;
@@ -291,8 +288,8 @@ static void tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, co
     const acl_ukr_epilogue f = fused_epilogue(job, row0, col0, cols, first, last);
     call_ukernel(uk, kc, a, b, c, (size_t)job->ldc, &f);
     if (last && !f.clamp && job->ep.act != ACL_ACT_NONE) {
-        const acl_epilogue act = {.act = job->ep.act, .act_a = job->ep.act_a,
-                                  .act_b = job->ep.act_b};
+        const acl_epilogue act = {
+            .act = job->ep.act, .act_a = job->ep.act_a, .act_b = job->ep.act_b};
         apply_epilogue(&act, c, job->ldc, row0, col0, rows, cols);
     }
 }
@@ -308,7 +305,8 @@ static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, i
     const int interleaved = uk->style == ACL_STYLE_INTERLEAVED;
     const k_segments seg = call_segments(job);
     const int kc_cap = uk->style == ACL_STYLE_SMALLK || job->whole_k ? seg.len : KC_TARGET;
-    const int kblock = acl_div_up(acl_div_up(seg.len, acl_div_up(seg.len, kc_cap)), K_GRAIN) * K_GRAIN;
+    const int kblock =
+        acl_div_up(acl_div_up(seg.len, acl_div_up(seg.len, kc_cap)), K_GRAIN) * K_GRAIN;
     const int mc_tiles = acl_max(1, MC_ROWS / mr);
 
     for (int blk0 = t0; blk0 < t1; blk0 += mc_tiles) {

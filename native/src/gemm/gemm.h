@@ -24,8 +24,8 @@ typedef struct {
 /* Packs B(k = t*kc + c, n) = src[n*stride_n + c*stride_c + t*stride_t].
  * OIHW conv weights of one group: stride_n = Cg*kh*kw, stride_c = kh*kw,
  * stride_t = 1.  A row-major K x N matrix: stride_n = 1, stride_c = ldb, ks = 1. */
-int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
-               ptrdiff_t stride_n, ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out);
+int acl_pack_b(const acl_ukernel *uk, int ks, int kc, int n, const float *src, ptrdiff_t stride_n,
+               ptrdiff_t stride_c, ptrdiff_t stride_t, acl_packed_b *out);
 /* Floats of a K x N B packed for uk. */
 size_t acl_packed_b_floats(const acl_ukernel *uk, int k, int n);
 /* acl_pack_b's packing into `data` (acl_packed_b_floats of room), arguments

@@ -42,16 +42,14 @@ static int reserve_a_packed(acl_gemm *g, int m)
     return 0;
 }
 
-int acl_gemm_run(acl_gemm *g, const acl_exec *ex, int m, const float *a, int lda, float *c,
-                 int ldc, acl_stage_times *times)
+int acl_gemm_run(acl_gemm *g, const acl_exec *ex, int m, const float *a, int lda, float *c, int ldc,
+                 acl_stage_times *times)
 {
     const double start = acl_now_ms();
     if (!g) return acl_fail("acl_gemm_run: no GEMM");
-    if (m < 0 || (m > 0 && (!a || !c)))
-        return acl_fail("acl_gemm_run: M = %d needs A and C", m);
+    if (m < 0 || (m > 0 && (!a || !c))) return acl_fail("acl_gemm_run: M = %d needs A and C", m);
     if (lda < g->b.kc || ldc < g->b.n)
-        return acl_fail("acl_gemm_run: lda %d < K %d or ldc %d < N %d", lda, g->b.kc, ldc,
-                        g->b.n);
+        return acl_fail("acl_gemm_run: lda %d < K %d or ldc %d < N %d", lda, g->b.kc, ldc, g->b.n);
     if (acl_exec_check(ex) != 0) return -1;
     if (reserve_a_packed(g, m) != 0) return -1;
 

@@ -58,7 +58,14 @@ int graph_op_affine(acl_graph *g, const acl_affine_attrs *a, int nin, const acl_
     if (graph_check_disjoint(name, out, "the input", x, 1) != 0) return -1;
     affine_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
-    *p = (affine_params){graph_ptr(g, x), graph_ptr(g, &ins[1]), graph_ptr(g, &ins[2]),
-                         graph_ptr(g, out), count / (size_t)c, c, a->act, a->a, a->b};
+    *p = (affine_params){graph_ptr(g, x),
+                         graph_ptr(g, &ins[1]),
+                         graph_ptr(g, &ins[2]),
+                         graph_ptr(g, out),
+                         count / (size_t)c,
+                         c,
+                         a->act,
+                         a->a,
+                         a->b};
     return graph_add(g, affine_run, NULL, p);
 }

@@ -61,8 +61,8 @@ static void pack_matrices(const void *arg, size_t begin, size_t end)
     float *ws = p->g->workspace;
     for (size_t j = begin; j < end; j++)
         acl_pack_b_into(p->uk, 1, p->k, p->n,
-                        p->b + batch_offset(p->batch_rank, p->b_dims, p->b_step, j),
-                        p->b_stride_n, p->b_stride_k, 0, ws + j * p->b_floats);
+                        p->b + batch_offset(p->batch_rank, p->b_dims, p->b_step, j), p->b_stride_n,
+                        p->b_stride_k, 0, ws + j * p->b_floats);
 }
 
 /* Tiles [begin, end) of all batches: one job per batch they cover. */
@@ -75,8 +75,8 @@ static void compute_tiles(const void *arg, size_t begin, size_t end)
         const size_t batch = t / (size_t)p->tiles;
         const int t0 = (int)(t % (size_t)p->tiles);
         const int t1 = (size_t)(p->tiles - t0) < end - t ? p->tiles : t0 + (int)(end - t);
-        const size_t matrix = (size_t)batch_offset(p->batch_rank, p->batch_dims,
-                                                   p->b_index_step, batch);
+        const size_t matrix =
+            (size_t)batch_offset(p->batch_rank, p->batch_dims, p->b_index_step, batch);
         const acl_packed_b b = {p->uk, 1, p->k, p->n, ws + matrix * p->b_floats};
         const ptrdiff_t row0 = (ptrdiff_t)t0 * mr;
         const acl_gemm_job job = {
@@ -85,8 +85,8 @@ static void compute_tiles(const void *arg, size_t begin, size_t end)
                           row0 * p->lda,
                   .lda = p->lda},
             .m = acl_min(p->m - (int)row0, (t1 - t0) * mr),
-            .c = p->c + batch_offset(p->batch_rank, p->batch_dims, p->c_step, batch) +
-                 row0 * p->ldc,
+            .c =
+                p->c + batch_offset(p->batch_rank, p->batch_dims, p->c_step, batch) + row0 * p->ldc,
             .ldc = p->ldc,
             .ep = {.act = ACL_ACT_NONE},
             .a_packed = p->a_packed ? ws + p->a_packed + t * (size_t)mr * p->k : NULL,
@@ -119,9 +119,8 @@ static int make_operand(const acl_graph *g, const char *name, const char *attr, 
     if (t->rank != rank)
         return acl_fail(OP ": %s has dims %s but must have the output's rank %d", name,
                         graph_dims_str(t->rank, t->dims, dims), rank);
-    if (perm_count != 0 &&
-        (graph_check_count(OP, attr, (size_t)perm_count, (size_t)rank) != 0 ||
-         graph_check_perm(OP, attr, rank, perm) != 0))
+    if (perm_count != 0 && (graph_check_count(OP, attr, (size_t)perm_count, (size_t)rank) != 0 ||
+                            graph_check_perm(OP, attr, rank, perm) != 0))
         return -1;
     o->name = name;
     ptrdiff_t step = 1;
@@ -153,7 +152,7 @@ static int check_shapes(int rank, const operand *a, const operand *b, const oper
              out->dims[i] == (a->dims[i] > b->dims[i] ? a->dims[i] : b->dims[i]);
     if (ok) return 0;
     return acl_fail(OP ": a %s times b %s does not give the output's %s (numpy matmul of "
-                    "equal ranks; the dims with their perms undone)",
+                       "equal ranks; the dims with their perms undone)",
                     graph_dims_str(rank, a->dims, da), graph_dims_str(rank, b->dims, db),
                     graph_dims_str(rank, out->dims, dout));
 }
@@ -184,10 +183,10 @@ int graph_op_batch_matmul(acl_graph *g, const acl_batch_matmul_attrs *attrs, int
     const int rank = out->rank;
     if (rank < 2) return acl_fail(OP ": the output has rank %d; it must be at least 2", rank);
     operand a, b, c;
-    if (make_operand(g, "a", "a_perm", attrs->a_perm, attrs->a_perm_count, &ins[0], rank,
-                     &a) != 0 ||
-        make_operand(g, "b", "b_perm", attrs->b_perm, attrs->b_perm_count, &ins[1], rank,
-                     &b) != 0 ||
+    if (make_operand(g, "a", "a_perm", attrs->a_perm, attrs->a_perm_count, &ins[0], rank, &a) !=
+            0 ||
+        make_operand(g, "b", "b_perm", attrs->b_perm, attrs->b_perm_count, &ins[1], rank, &b) !=
+            0 ||
         make_operand(g, "output", "out_perm", attrs->out_perm, attrs->out_perm_count, out, rank,
                      &c) != 0 ||
         check_shapes(rank, &a, &b, &c) != 0 || check_contiguous(&a, rank - 1, "K") != 0 ||
@@ -204,10 +203,20 @@ int graph_op_batch_matmul(acl_graph *g, const acl_batch_matmul_attrs *attrs, int
     bmm_params *p = malloc(sizeof *p);
     if (!p) return acl_fail(OP ": out of memory");
     *p = (bmm_params){
-        .g = g, .uk = uk, .a = graph_ptr(g, &ins[0]), .b = graph_ptr(g, &ins[1]),
-        .c = graph_ptr(g, out), .m = m, .k = k, .n = n, .tiles = acl_div_up(m, uk->mr),
-        .batch_rank = rank - 2, .lda = a.stride[rank - 2], .ldc = c.stride[rank - 2],
-        .b_stride_k = b.stride[rank - 2], .b_stride_n = b.stride[rank - 1],
+        .g = g,
+        .uk = uk,
+        .a = graph_ptr(g, &ins[0]),
+        .b = graph_ptr(g, &ins[1]),
+        .c = graph_ptr(g, out),
+        .m = m,
+        .k = k,
+        .n = n,
+        .tiles = acl_div_up(m, uk->mr),
+        .batch_rank = rank - 2,
+        .lda = a.stride[rank - 2],
+        .ldc = c.stride[rank - 2],
+        .b_stride_k = b.stride[rank - 2],
+        .b_stride_n = b.stride[rank - 1],
     };
     batch_steps(p, &a, &b, &c);
     const size_t align = ACL_ALIGN / sizeof(float);

@@ -26,9 +26,8 @@ static inline __attribute__((always_inline)) float apply(int op, float x, float 
 
 /* One innermost row; sa, sb are 0 or 1 and not both 0.  Written once and
  * instantiated per operation so that each loop vectorises with its operator. */
-static inline __attribute__((always_inline)) void row(int op, float *y, const float *a,
-                                                      const float *b, size_t n, ptrdiff_t sa,
-                                                      ptrdiff_t sb)
+static inline __attribute__((always_inline)) void
+row(int op, float *y, const float *a, const float *b, size_t n, ptrdiff_t sa, ptrdiff_t sb)
 {
     if (sa && sb) {
         for (size_t i = 0; i < n; i++) y[i] = apply(op, a[i], b[i]);
@@ -109,8 +108,8 @@ static int check_broadcast(const char *op, const acl_tensor *a, const acl_tensor
     }
     if (ok) return 0;
     return acl_fail("%s: a %s and b %s do not broadcast to the output's %s (numpy rules, equal "
-                    "ranks)", op, graph_dims_str(a->rank, a->dims, da),
-                    graph_dims_str(b->rank, b->dims, db),
+                    "ranks)",
+                    op, graph_dims_str(a->rank, a->dims, da), graph_dims_str(b->rank, b->dims, db),
                     graph_dims_str(out->rank, out->dims, dout));
 }
 
@@ -131,8 +130,11 @@ int graph_op_binary(acl_graph *g, const acl_binary_attrs *attrs, int nin, const 
         return -1;
     binary_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
-    *p = (binary_params){.fn = ops[op].fn, .a = graph_ptr(g, a), .b = graph_ptr(g, b),
-                         .y = graph_ptr(g, out), .count = count};
+    *p = (binary_params){.fn = ops[op].fn,
+                         .a = graph_ptr(g, a),
+                         .b = graph_ptr(g, b),
+                         .y = graph_ptr(g, out),
+                         .count = count};
     ptrdiff_t stride[2][ACL_MAX_RANK];
     broadcast_strides(a, stride[0]);
     broadcast_strides(b, stride[1]);

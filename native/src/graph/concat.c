@@ -89,8 +89,8 @@ int graph_op_concat(acl_graph *g, const acl_concat_attrs *a, int n, const acl_te
     *p = (concat_params){graph_ptr(g, out), (size_t)out->dims[axis] * inner, count, n};
     size_t start = 0;
     for (int i = 0; i < n; i++) {
-        p->parts[i] = (concat_part){graph_ptr(g, &ins[i]), (size_t)ins[i].dims[axis] * inner,
-                                    start};
+        p->parts[i] =
+            (concat_part){graph_ptr(g, &ins[i]), (size_t)ins[i].dims[axis] * inner, start};
         start += p->parts[i].block;
     }
     return graph_add(g, concat_run, NULL, p);

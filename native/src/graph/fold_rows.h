@@ -59,8 +59,8 @@ static inline __attribute__((always_inline)) fold_vec fold_vop(int op, fold_vec 
 /* acc = the row's w columns (first) or their fold into acc: whole chunks as
  * vectors, the last w % FOLD_LANES columns lane by lane (the lanes past w
  * stay 0). */
-static inline __attribute__((always_inline)) void fold_into(int op, fold_vec *acc,
-                                                            const float *row, int w, int first)
+static inline __attribute__((always_inline)) void fold_into(int op, fold_vec *acc, const float *row,
+                                                            int w, int first)
 {
     const int whole = w / FOLD_LANES;
     for (int c = 0; c < whole; c++) {
@@ -77,9 +77,8 @@ static inline __attribute__((always_inline)) void fold_into(int op, fold_vec *ac
 /* out[0, w) = the fold (sum for ACL_REDUCE_SUM and _MEAN, no scaling) of
  * rows [0, rows) of w <= FOLD_MAX_WIDTH floats, row r at x + r * stride;
  * rows >= 1.  Inlined, so a constant w keeps the columns in registers. */
-static inline __attribute__((always_inline)) void fold_rows(int op, const float *x,
-                                                            size_t rows, size_t stride, int w,
-                                                            float *out)
+static inline __attribute__((always_inline)) void fold_rows(int op, const float *x, size_t rows,
+                                                            size_t stride, int w, float *out)
 {
     const int chunks = (w + FOLD_LANES - 1) / FOLD_LANES;
     fold_vec level[FOLD_LEVELS][FOLD_CHUNKS];
@@ -116,8 +115,7 @@ static inline __attribute__((always_inline)) void fold_rows(int op, const float 
  * comparisons overlap instead of each waiting for the one before (a max or
  * a min of numbers is the same in any order; 2.3x as fast as one chain on a
  * Softmax's 256-float rows). */
-static inline __attribute__((always_inline)) fold_vec fold_extreme(int op, const float *x,
-                                                                   size_t n)
+static inline __attribute__((always_inline)) fold_vec fold_extreme(int op, const float *x, size_t n)
 {
     fold_vec a = fold_load(x);
     size_t i = FOLD_LANES;

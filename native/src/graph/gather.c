@@ -60,10 +60,22 @@ static inline __attribute__((always_inline)) void shuffle(const gather_params *p
     }
 }
 
-static void shuffle2(const gather_params *p, size_t begin, size_t end) { shuffle(p, begin, end, 2); }
-static void shuffle3(const gather_params *p, size_t begin, size_t end) { shuffle(p, begin, end, 3); }
-static void shuffle4(const gather_params *p, size_t begin, size_t end) { shuffle(p, begin, end, 4); }
-static void shuffle8(const gather_params *p, size_t begin, size_t end) { shuffle(p, begin, end, 8); }
+static void shuffle2(const gather_params *p, size_t begin, size_t end)
+{
+    shuffle(p, begin, end, 2);
+}
+static void shuffle3(const gather_params *p, size_t begin, size_t end)
+{
+    shuffle(p, begin, end, 3);
+}
+static void shuffle4(const gather_params *p, size_t begin, size_t end)
+{
+    shuffle(p, begin, end, 4);
+}
+static void shuffle8(const gather_params *p, size_t begin, size_t end)
+{
+    shuffle(p, begin, end, 8);
+}
 
 /* The loop for an innermost-axis table: a shuffle's of its group count, else the table's. */
 static gather_fn channel_loop(const int *index, int extent, int n)
@@ -104,8 +116,7 @@ int graph_op_gather(acl_graph *g, const acl_gather_attrs *a, int nin, const acl_
         graph_check_tensor(g, "gather", "output", out, &count) != 0)
         return -1;
     if (axis < -in->rank || axis >= in->rank)
-        return acl_fail("gather: axis %d is out of range for the input's rank %d", axis,
-                        in->rank);
+        return acl_fail("gather: axis %d is out of range for the input's rank %d", axis, in->rank);
     if (axis < 0) axis += in->rank;
     if (n < 1 || !a->indices) return acl_fail("gather: no indices given");
     int want[ACL_MAX_RANK];

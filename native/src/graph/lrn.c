@@ -71,7 +71,14 @@ int graph_op_lrn(acl_graph *g, const acl_lrn_attrs *attrs, int nin, const acl_te
     lrn_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("lrn: out of memory");
     const int c = in->dims[in->rank - 1];
-    *p = (lrn_params){graph_ptr(g, in), graph_ptr(g, out), count / (size_t)c, c,
-                      (size - 1) / 2, size / 2, alpha / (float)size, beta, bias};
+    *p = (lrn_params){graph_ptr(g, in),
+                      graph_ptr(g, out),
+                      count / (size_t)c,
+                      c,
+                      (size - 1) / 2,
+                      size / 2,
+                      alpha / (float)size,
+                      beta,
+                      bias};
     return graph_add(g, lrn_run, NULL, p);
 }

@@ -121,7 +121,8 @@ int graph_op_lstm(acl_graph *g, const acl_lstm_attrs *a, int nin, const acl_tens
     const int seq = in[0].dims[0], batch = in[0].dims[1];
     if (in[0].dims[2] != 4 * H)
         return acl_fail("lstm: the input holds gate sums: its last dim must be 4 hidden = %d, "
-                        "got %d", 4 * H, in[0].dims[2]);
+                        "got %d",
+                        4 * H, in[0].dims[2]);
     const int state[2] = {batch, H}, want[3] = {seq + 1, batch, H};
     if (graph_check_ranked(g, "lstm", "input 2", &in[1], 2, &count) != 0 ||
         graph_check_dims("lstm", "input 2", &in[1], 2, state) != 0 ||
@@ -137,8 +138,14 @@ int graph_op_lstm(acl_graph *g, const acl_lstm_attrs *a, int nin, const acl_tens
             return -1;
     lstm_params *p = calloc(1, sizeof *p);
     if (!p) return acl_fail("lstm: out of memory");
-    *p = (lstm_params){graph_ptr(g, &in[0]), graph_ptr(g, &in[1]), graph_ptr(g, &in[2]),
-                       graph_ptr(g, out), packed_by_blocks(a->r, H), seq, batch, H,
+    *p = (lstm_params){graph_ptr(g, &in[0]),
+                       graph_ptr(g, &in[1]),
+                       graph_ptr(g, &in[2]),
+                       graph_ptr(g, out),
+                       packed_by_blocks(a->r, H),
+                       seq,
+                       batch,
+                       H,
                        a->reverse != 0};
     if (!p->rp) {
         free(p);

@@ -80,8 +80,8 @@ int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_
     if (!p) return acl_fail("matmul: out of memory");
     const size_t a_floats = acl_gemm_packed_a_floats(uk, (int)m, k);
     /* Packed straight from either layout: no transposed copy of a large B. */
-    p->b = b_transposed ? graph_shared_b(g, uk, k, n, b, k, 1)
-                        : graph_shared_b(g, uk, k, n, b, 1, n);
+    p->b =
+        b_transposed ? graph_shared_b(g, uk, k, n, b, k, 1) : graph_shared_b(g, uk, k, n, b, 1, n);
     int rc = p->b ? 0 : -1;
     if (rc == 0 && bias && !(p->bias = acl_alloc((size_t)n * sizeof(float)))) rc = -1;
     if (rc == 0 && a_floats && !(p->a_packed = acl_alloc(a_floats * sizeof(float)))) rc = -1;

@@ -42,8 +42,7 @@ static void pad_rows(const void *arg, size_t begin, size_t end)
             }
             src += (size_t)m * p->in_stride[a];
         }
-        if (inside)
-            memcpy(y, p->x + src, p->block * sizeof *y);
+        if (inside) memcpy(y, p->x + src, p->block * sizeof *y);
         else
             for (size_t i = 0; i < p->block; i++) y[i] = p->value;
         for (int a = p->axes - 1; a >= 0 && ++idx[a] == p->dims[a]; a--) idx[a] = 0;
@@ -100,8 +99,11 @@ int graph_op_pad(acl_graph *g, const acl_pad_attrs *a, int nin, const acl_tensor
     for (int a = 0; a < axes; a++) nmaps += (size_t)want[a];
     pad_params *p = malloc(sizeof *p + nmaps * sizeof p->maps[0]);
     if (!p) return acl_fail("pad: out of memory");
-    *p = (pad_params){.x = graph_ptr(g, in), .y = graph_ptr(g, out), .value = value,
-                      .axes = axes, .block = graph_volume(in->dims, axes, rank),
+    *p = (pad_params){.x = graph_ptr(g, in),
+                      .y = graph_ptr(g, out),
+                      .value = value,
+                      .axes = axes,
+                      .block = graph_volume(in->dims, axes, rank),
                       .blocks = graph_volume(want, 0, axes)};
     int *map = p->maps;
     for (int a = 0; a < axes; a++) {

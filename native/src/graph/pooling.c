@@ -92,9 +92,10 @@ static inline pool_vec pool_max(pool_vec a, pool_vec x)
 /* `vecs` vectors of channels from c0, maxed (or summed) over the window in
  * registers: with constant `max` and `vecs` the loops have no branch, unroll
  * fully and the accumulators never touch memory. */
-static inline __attribute__((always_inline)) void pool_vectors(
-    const pool_params *p, const pool_window *win, int max, int vecs, float scale, int c0,
-    float *restrict y)
+static inline __attribute__((always_inline)) void pool_vectors(const pool_params *p,
+                                                               const pool_window *win, int max,
+                                                               int vecs, float scale, int c0,
+                                                               float *restrict y)
 {
     pool_vec acc[POOL_VECS];
     for (int v = 0; v < vecs; v++) acc[v] = (pool_vec){0} + (max ? -INFINITY : 0.0f);
@@ -138,8 +139,7 @@ static void pool_pixel(const pool_params *p, const float *image, int ih0, int th
         window_axis(p, win.iw0, p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, &win.tw0,
                     &win.tw1, &count_w);
     /* A window with no taps inside the input averages to 0. */
-    const float scale =
-        p->max || count_h * count_w == 0 ? 1.0f : 1.0f / (float)(count_h * count_w);
+    const float scale = p->max || count_h * count_w == 0 ? 1.0f : 1.0f / (float)(count_h * count_w);
     const int c = p->c;
     int c0 = 0;
     /* The last channels as one whole vector that overlaps the ones before
@@ -167,15 +167,14 @@ static void pool_pixel(const pool_params *p, const float *image, int ih0, int th
  * input, for channels a multiple of the vector: no per-pixel window bounds,
  * and with kw and max constant the taps unroll (a 2x2 max pool of 16
  * channels took 25 cycles a pixel through pool_pixel). */
-static inline __attribute__((always_inline)) void pool_inside(const pool_params *p,
-                                                              const float *image, int ih0,
-                                                              int th0, int th1, float scale,
-                                                              int lo, int hi, float *restrict y,
-                                                              const int kw, const int max)
+static inline __attribute__((always_inline)) void
+pool_inside(const pool_params *p, const float *image, int ih0, int th0, int th1, float scale,
+            int lo, int hi, float *restrict y, const int kw, const int max)
 {
     const size_t c = (size_t)p->c, row = (size_t)p->w * c * p->dil_h, tap = c * p->dil_w;
     for (int ox = lo; ox < hi; ox++) {
-        const float *x = image + ((size_t)ih0 * p->w + (size_t)(ox * p->stride_w - p->pad_left)) * c;
+        const float *x =
+            image + ((size_t)ih0 * p->w + (size_t)(ox * p->stride_w - p->pad_left)) * c;
         for (size_t c0 = 0; c0 < c; c0 += POOL_LANES) {
             pool_vec acc = (pool_vec){0} + (max ? -INFINITY : 0.0f);
             for (int th = th0; th < th1; th++)
@@ -209,8 +208,7 @@ static void pool_rows(const void *arg, size_t begin, size_t end)
         const int n = (int)(r / (size_t)p->oh), oy = (int)(r % (size_t)p->oh);
         const int ih0 = oy * p->stride_h - p->pad_top;
         int th0, th1, count_h;
-        window_axis(p, ih0, p->h, p->pad_top, p->pad_bottom, p->kh, p->dil_h, &th0, &th1,
-                    &count_h);
+        window_axis(p, ih0, p->h, p->pad_top, p->pad_bottom, p->kh, p->dil_h, &th0, &th1, &count_h);
         const float *image = p->x + (size_t)n * p->h * p->w * p->c;
         float *y = p->y + r * p->ow * p->c;
         const int vectors = p->c % POOL_LANES == 0;
@@ -231,8 +229,8 @@ static void pool_rows(const void *arg, size_t begin, size_t end)
 static int pool_run(const void *arg, const acl_exec *ex)
 {
     const pool_params *p = arg;
-    return graph_parallel(ex, (size_t)p->n * p->oh, (size_t)p->ow * p->c * p->kh * p->kw,
-                          pool_rows, p);
+    return graph_parallel(ex, (size_t)p->n * p->oh, (size_t)p->ow * p->c * p->kh * p->kw, pool_rows,
+                          p);
 }
 
 /* One spatial axis: the output may have the floor (ceil_mode=0) or the ceil
@@ -254,16 +252,16 @@ static int check_axis(const char *op, const char *axis, int in, int pad_lo, int 
     return 0;
 }
 
-static int check_attributes(const char *op, int kh, int kw, int stride_h, int stride_w,
-                            int dil_h, int dil_w, const int pads[4])
+static int check_attributes(const char *op, int kh, int kw, int stride_h, int stride_w, int dil_h,
+                            int dil_w, const int pads[4])
 {
     if (kh < 1 || kw < 1 || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1)
-        return acl_fail("%s: kernel %dx%d, strides %d,%d and dilations %d,%d must all be >= 1",
-                        op, kh, kw, stride_h, stride_w, dil_h, dil_w);
+        return acl_fail("%s: kernel %dx%d, strides %d,%d and dilations %d,%d must all be >= 1", op,
+                        kh, kw, stride_h, stride_w, dil_h, dil_w);
     if (!pads) return acl_fail("%s: no pads given", op);
     if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0)
-        return acl_fail("%s: pads (top %d, left %d, bottom %d, right %d) must be >= 0", op,
-                        pads[0], pads[1], pads[2], pads[3]);
+        return acl_fail("%s: pads (top %d, left %d, bottom %d, right %d) must be >= 0", op, pads[0],
+                        pads[1], pads[2], pads[3]);
     return 0;
 }
 
@@ -298,18 +296,32 @@ int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tens
     pool_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
     *p = (pool_params){
-        .max = op == ACL_POOL_MAX, .include_pad = count_include_pad != 0,
-        .n = in->dims[0], .h = in->dims[1], .w = in->dims[2], .c = in->dims[3],
-        .oh = out->dims[1], .ow = out->dims[2],
-        .kh = kh, .kw = kw, .stride_h = stride_h, .stride_w = stride_w,
-        .dil_h = dil_h, .dil_w = dil_w,
-        .pad_top = pads[0], .pad_left = pads[1], .pad_bottom = pads[2], .pad_right = pads[3],
-        .x = graph_ptr(g, in), .y = graph_ptr(g, out),
+        .max = op == ACL_POOL_MAX,
+        .include_pad = count_include_pad != 0,
+        .n = in->dims[0],
+        .h = in->dims[1],
+        .w = in->dims[2],
+        .c = in->dims[3],
+        .oh = out->dims[1],
+        .ow = out->dims[2],
+        .kh = kh,
+        .kw = kw,
+        .stride_h = stride_h,
+        .stride_w = stride_w,
+        .dil_h = dil_h,
+        .dil_w = dil_w,
+        .pad_top = pads[0],
+        .pad_left = pads[1],
+        .pad_bottom = pads[2],
+        .pad_right = pads[3],
+        .x = graph_ptr(g, in),
+        .y = graph_ptr(g, out),
     };
     /* ox * stride_w - pad_left >= 0 and its last tap before the input's end */
     const int last = p->w - 1 - (kw - 1) * dil_w + pads[1];
     p->inside_lo = acl_min((pads[1] + stride_w - 1) / stride_w, p->ow);
-    p->inside_hi = last < 0 ? p->inside_lo : acl_max(p->inside_lo, acl_min(last / stride_w + 1, p->ow));
+    p->inside_hi =
+        last < 0 ? p->inside_lo : acl_max(p->inside_lo, acl_min(last / stride_w + 1, p->ow));
     return graph_add(g, pool_run, NULL, p);
 }
 
@@ -333,13 +345,13 @@ static void gap_rows(const void *arg, size_t begin, size_t end)
         const int chunk = (int)(r % (size_t)p->chunks), c0 = block * GAP_CHANNEL_BLOCK;
         const int len = acl_min(GAP_CHANNEL_BLOCK, p->c - c0);
         const int px1 = acl_min(p->pixels, (chunk + 1) * GAP_PIXEL_CHUNK);
-        const float *x = p->x + ((size_t)n * p->pixels + (size_t)chunk * GAP_PIXEL_CHUNK) * p->c + c0;
+        const float *x =
+            p->x + ((size_t)n * p->pixels + (size_t)chunk * GAP_PIXEL_CHUNK) * p->c + c0;
         const size_t pixels = (size_t)(px1 - chunk * GAP_PIXEL_CHUNK);
         float *sum = (float *)p->partial + ((size_t)n * p->chunks + chunk) * p->c + c0;
         if (len == GAP_CHANNEL_BLOCK)  /* a constant width stays in registers */
             fold_rows(ACL_REDUCE_SUM, x, pixels, (size_t)p->c, GAP_CHANNEL_BLOCK, sum);
-        else
-            fold_rows(ACL_REDUCE_SUM, x, pixels, (size_t)p->c, len, sum);
+        else fold_rows(ACL_REDUCE_SUM, x, pixels, (size_t)p->c, len, sum);
     }
 }
 
@@ -381,7 +393,12 @@ int graph_op_global_average_pool(acl_graph *g, const acl_global_average_pool_att
     const int chunks = acl_max(1, acl_div_up(pixels, GAP_PIXEL_CHUNK));
     gap_params *p = malloc(sizeof *p + (size_t)n * chunks * c * sizeof(float));
     if (!p) return acl_fail("%s: out of memory", name);
-    *p = (gap_params){n, pixels, c, acl_div_up(c, GAP_CHANNEL_BLOCK), chunks, graph_ptr(g, in),
+    *p = (gap_params){n,
+                      pixels,
+                      c,
+                      acl_div_up(c, GAP_CHANNEL_BLOCK),
+                      chunks,
+                      graph_ptr(g, in),
                       graph_ptr(g, out)};
     return graph_add(g, gap_run, NULL, p);
 }

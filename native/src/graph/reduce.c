@@ -26,12 +26,10 @@ static inline __attribute__((always_inline)) void reduce_unit(int op, const redu
     const float *x = p->x + o * p->len * p->inner + i0;
     float *y = p->y + o * p->inner + i0;
     const size_t w = p->inner - i0 < FOLD_MAX_WIDTH ? p->inner - i0 : FOLD_MAX_WIDTH;
-    if (p->inner == 1)
-        y[0] = fold_row(op, x, p->len);
+    if (p->inner == 1) y[0] = fold_row(op, x, p->len);
     else if (w == FOLD_MAX_WIDTH)  /* a constant width stays in registers */
         fold_rows(op, x, p->len, p->inner, FOLD_MAX_WIDTH, y);
-    else
-        fold_rows(op, x, p->len, p->inner, (int)w, y);
+    else fold_rows(op, x, p->len, p->inner, (int)w, y);
     if (op == ACL_REDUCE_MEAN) {
         const float scale = 1.0f / (float)p->len;
         for (size_t i = 0; i < w; i++) y[i] *= scale;
@@ -73,7 +71,8 @@ int graph_op_reduce(acl_graph *g, const acl_reduce_attrs *attrs, int nin, const 
     for (int i = 0; i < attrs->axes_count; i++) {
         if (first < 0 || attrs->axes[i] != first + i || attrs->axes[i] >= in->rank)
             return acl_fail("reduce: axes must be adjacent, ascending axes of the rank-%d "
-                            "input", in->rank);
+                            "input",
+                            in->rank);
         dims[attrs->axes[i]] = 1;
     }
     if (graph_check_dims("reduce", "output", out, in->rank, dims) != 0) return -1;
@@ -83,7 +82,12 @@ int graph_op_reduce(acl_graph *g, const acl_reduce_attrs *attrs, int nin, const 
     if (len == 0 || count == 0) return acl_fail("reduce: the input is empty");
     reduce_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("reduce: out of memory");
-    *p = (reduce_params){attrs->op, graph_ptr(g, in), graph_ptr(g, out), outer, len, inner,
+    *p = (reduce_params){attrs->op,
+                         graph_ptr(g, in),
+                         graph_ptr(g, out),
+                         outer,
+                         len,
+                         inner,
                          (inner + FOLD_MAX_WIDTH - 1) / FOLD_MAX_WIDTH};
     return graph_add(g, reduce_run, NULL, p);
 }

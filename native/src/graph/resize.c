@@ -82,8 +82,7 @@ static inline void mix4(float *restrict y, const float *restrict a, const float 
 }
 
 /* Columns [x0, x0 + cols) of input row `row` interpolated along W. */
-static void interpolate_row(const resize_params *p, const float *row, int x0, int cols,
-                            float *out)
+static void interpolate_row(const resize_params *p, const float *row, int x0, int cols, float *out)
 {
     for (int i = 0; i < cols; i++)
         out[i] = p->wx0[x0 + i] * row[p->col0[x0 + i]] + p->wx1[x0 + i] * row[p->col1[x0 + i]];
@@ -106,7 +105,7 @@ static void linear_rows_planar(const resize_params *p, size_t begin, size_t end)
             const int oy = (int)(r % (size_t)p->oh);
             const float *image = p->x + (r / (size_t)p->oh) * p->image;
             const float *t = image + p->row0[oy], *b = image + p->row1[oy];
-            if (t == bottom_src && t != top_src) {  /* moving down: the bottom row is the new top */
+            if (t == bottom_src && t != top_src) { /* moving down: the bottom row is the new top */
                 float *swap = top;
                 top = bottom;
                 bottom = swap;
@@ -166,11 +165,10 @@ static float source_coordinate(int coordinates, int o, float scale, int in, int 
     const float xo = (float)o;
     switch (coordinates) {
     case ACL_RESIZE_PYTORCH_HALF_PIXEL: return out > 1 ? (xo + 0.5f) / scale - 0.5f : 0.0f;
-    case ACL_RESIZE_ALIGN_CORNERS:
-        return out == 1 ? 0.0f : xo * (float)(in - 1) / (float)(out - 1);
+    case ACL_RESIZE_ALIGN_CORNERS: return out == 1 ? 0.0f : xo * (float)(in - 1) / (float)(out - 1);
     case ACL_RESIZE_ASYMMETRIC: return xo / scale;
     case ACL_RESIZE_TF_HALF_PIXEL_FOR_NN: return (xo + 0.5f) / scale;
-    default: return (xo + 0.5f) / scale - 0.5f;  /* half_pixel */
+    default: return (xo + 0.5f) / scale - 0.5f; /* half_pixel */
     }
 }
 
@@ -187,11 +185,10 @@ static int nearest_source(int rounding, float v, float scale, int in)
     case ACL_RESIZE_FLOOR: r = down; break;
     case ACL_RESIZE_CEIL: r = ceilf(v); break;
     case ACL_RESIZE_SIMPLE: r = scale < 1.0f ? ceilf(v) : truncf(v); break;
-    default:  /* round_prefer_floor, round_prefer_ceil */
+    default: /* round_prefer_floor, round_prefer_ceil */
         if (fabsf(v - down - 0.5f) <= RESIZE_TIE)
             r = rounding == ACL_RESIZE_ROUND_PREFER_CEIL ? down + 1.0f : down;
-        else
-            r = roundf(v);
+        else r = roundf(v);
         break;
     }
     return acl_max(0, acl_min((int)r, in - 1));
@@ -199,14 +196,14 @@ static int nearest_source(int rounding, float v, float scale, int in)
 
 /* Output pixel o of an axis: its source pixels i0, i1 and their weights w0,
  * w1 (nearest: i1 = i0, w0 = 1, w1 = 0). */
-static void axis_sources(const acl_resize_attrs *a, int o, float scale, int in, int out,
-                         int *i0, int *i1, float *w0, float *w1)
+static void axis_sources(const acl_resize_attrs *a, int o, float scale, int in, int out, int *i0,
+                         int *i1, float *w0, float *w1)
 {
-    const float v = scale == 1.0f ? (float)o : source_coordinate(a->coordinate_mode, o, scale,
-                                                                   in, out);
+    const float v =
+        scale == 1.0f ? (float)o : source_coordinate(a->coordinate_mode, o, scale, in, out);
     if (a->mode == ACL_RESIZE_NEAREST) {
-        *i0 = *i1 = scale == 1.0f ? acl_min(o, in - 1) : nearest_source(a->nearest_mode, v, scale,
-                                                                          in);
+        *i0 = *i1 =
+            scale == 1.0f ? acl_min(o, in - 1) : nearest_source(a->nearest_mode, v, scale, in);
         *w0 = 1.0f;
         *w1 = 0.0f;
         return;
@@ -294,11 +291,26 @@ int graph_op_resize(acl_graph *g, const acl_resize_attrs *a, int nin, const acl_
         }
     }
     *p = (resize_params){
-        .linear = a->mode == ACL_RESIZE_LINEAR, .n = n, .oh = oh, .ow = ow, .c = c,
-        .nruns = nruns, .image = (size_t)h * w * c, .out_row = (size_t)ow * c,
-        .x = graph_ptr(g, in), .y = graph_ptr(g, out),
-        .row0 = row0, .row1 = row1, .wy0 = wy0, .wy1 = wy1,
-        .col0 = col0, .col1 = col1, .wx0 = wx0, .wx1 = wx1, .runs = runs, .tables = tables,
+        .linear = a->mode == ACL_RESIZE_LINEAR,
+        .n = n,
+        .oh = oh,
+        .ow = ow,
+        .c = c,
+        .nruns = nruns,
+        .image = (size_t)h * w * c,
+        .out_row = (size_t)ow * c,
+        .x = graph_ptr(g, in),
+        .y = graph_ptr(g, out),
+        .row0 = row0,
+        .row1 = row1,
+        .wy0 = wy0,
+        .wy1 = wy1,
+        .col0 = col0,
+        .col1 = col1,
+        .wx0 = wx0,
+        .wx1 = wx1,
+        .runs = runs,
+        .tables = tables,
     };
     return graph_add(g, resize_run, resize_release, p);
 }

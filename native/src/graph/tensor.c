@@ -106,8 +106,8 @@ int graph_check_perm(const char *op, const char *attr, int rank, const int *perm
     int seen = 0;
     for (int i = 0; i < rank; i++) {
         if (perm[i] < 0 || perm[i] >= rank || (seen >> perm[i] & 1))
-            return acl_fail("%s: %s[%d] = %d: the %s must order each of the %d axes once", op,
-                            attr, i, perm[i], attr, rank);
+            return acl_fail("%s: %s[%d] = %d: the %s must order each of the %d axes once", op, attr,
+                            i, perm[i], attr, rank);
         seen |= 1 << perm[i];
     }
     return 0;

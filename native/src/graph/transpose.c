@@ -92,8 +92,7 @@ static void transpose_rows(const void *arg, size_t begin, size_t end)
         if (n > end - pos) n = end - pos;
         const float *restrict x = p->x + c.off[0];
         float *restrict y = p->y + pos;
-        if (step == 1)
-            memcpy(y, x, n * sizeof *y);
+        if (step == 1) memcpy(y, x, n * sizeof *y);
         else
             for (size_t i = 0; i < n; i++) y[i] = x[(ptrdiff_t)i * step];
         walk_advance(w, &c, n);
@@ -216,8 +215,9 @@ static int check_slice(const acl_slice_attrs *a, const acl_tensor *in, const acl
         if (step == 0) return acl_fail("slice: steps[%d] is 0", i);
         if (start < 0 || start >= in->dims[i] || last < 0 || last >= in->dims[i])
             return acl_fail("slice: axis %d reads indices %lld to %lld (step %lld) of the "
-                            "input %s, which has %d", i, start, last, step,
-                            graph_dims_str(in->rank, in->dims, din), in->dims[i]);
+                            "input %s, which has %d",
+                            i, start, last, step, graph_dims_str(in->rank, in->dims, din),
+                            in->dims[i]);
     }
     return 0;
 }
@@ -227,8 +227,8 @@ int graph_op_slice(acl_graph *g, const acl_slice_attrs *a, int nin, const acl_te
 {
     size_t in_count, count;
     if (graph_check_tensor(g, "slice", "input", in, &in_count) != 0 ||
-        graph_check_tensor(g, "slice", "output", out, &count) != 0 || check_slice(a, in, out) != 0 ||
-        graph_check_disjoint("slice", out, "the input", in, 0) != 0)
+        graph_check_tensor(g, "slice", "output", out, &count) != 0 ||
+        check_slice(a, in, out) != 0 || graph_check_disjoint("slice", out, "the input", in, 0) != 0)
         return -1;
     ptrdiff_t stride[1][ACL_MAX_RANK], step = 1, first = 0;
     for (int i = in->rank - 1; i >= 0; i--) {

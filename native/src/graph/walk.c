@@ -3,8 +3,7 @@
 
 /* Axis i (size n) continues the walk's last axis when every source steps
  * through the two as through one axis. */
-static int continues_last(const graph_walk *w, const ptrdiff_t stride[][ACL_MAX_RANK], int i,
-                          int n)
+static int continues_last(const graph_walk *w, const ptrdiff_t stride[][ACL_MAX_RANK], int i, int n)
 {
     for (int s = 0; s < w->nsrc; s++)
         if (w->stride[s][w->rank - 1] != stride[s][i] * n) return 0;

@@ -28,7 +28,8 @@ void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *r
     UNROLL for (int i = 0; i < MR; i++) a[i] = a_rows[i];
     TILE_DECLARE(ep->bias, ep->cols);
     size_t k = 0;
-    K_UNROLL for (; k + A_LANES <= kc; k += A_LANES) {
+    K_UNROLL for (; k + A_LANES <= kc; k += A_LANES)
+    {
         va av[MR];
         UNROLL for (int i = 0; i < MR; i++) av[i] = A_LOAD(a[i] + k);
         UNROLL for (int l = 0; l < A_LANES; l++) TILE_STEP(b + (k + l) * NR, A_ROW_LANE);

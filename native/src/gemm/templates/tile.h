@@ -22,7 +22,7 @@
 #define VH_FLOATS (VEC_FLOATS / 2)
 #define NV (NR / VEC_FLOATS)
 #define NH ((NR % VEC_FLOATS) / VH_FLOATS)
-_Static_assert(NV * VEC_FLOATS + NH * VH_FLOATS == NR,
+_Static_assert(NV *VEC_FLOATS + NH * VH_FLOATS == NR,
                "NR must be whole vectors plus at most one half vector");
 
 #define ACL_PRAGMA(x) _Pragma(#x)

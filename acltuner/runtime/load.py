@@ -1,5 +1,7 @@
 """acltuner.load: a plan file -> a Program ready to run its model; compile_plan:
-a plan in memory and a model read once -> a Program, as often as needed."""
+a plan in memory and a model read once -> a Program, as often as needed;
+lower_plan: the same plan lowered once, then a Program from it as often as
+needed."""
 from __future__ import annotations
 
 import os
@@ -36,6 +38,10 @@ def read_model(plan: Plan) -> LoadedModel:
     return LoadedModel(*load_model_detached(plan.model_path, plan.input_shapes))
 
 
+def _configs(plan: Plan) -> dict[str, ExecConfig]:
+    return {n.node: n.config for n in plan.nodes}
+
+
 def compile_plan(plan: Plan, model: LoadedModel, target: Target | None = None,
                  backend=Graph, *, native_only: bool = False,
                  balance: str = "adaptive") -> Program:
@@ -43,9 +49,39 @@ def compile_plan(plan: Plan, model: LoadedModel, target: Target | None = None,
     plan's board and `target`'s engine (default: this process's), its native
     graphs built by backend(arena_floats, core_weights, workloads).
     native_only and balance: as in compile_model."""
-    return compile_model(model.model, {n.node: n.config for n in plan.nodes}, plan_board(plan),
+    return compile_model(model.model, _configs(plan), plan_board(plan),
                          plan=plan, weights=dict(model.weights), engine=target,
                          make_graph=backend, native_only=native_only, balance=balance)
+
+
+@dataclass(frozen=True)
+class LoweredPlan:
+    """A plan lowered on a model read once, to build Programs from as often
+    as needed: a launcher holds one graph at a time, so plans run in turns
+    there build their graphs again each turn.  Building leaves the lowering
+    whole: it holds the constants and weights it refers to while it is kept."""
+    model: onnx.ModelProto
+    stages: list[Stage]
+    graph: OnnxGraph
+    board: Board
+    plan: Plan
+
+    def program(self, backend=Graph, balance: str = "adaptive") -> Program:
+        """A Program of fresh native graphs, built by backend(arena_floats,
+        core_weights, workloads); balance: as in compile_model."""
+        return Program(self.model, self.graph, self.stages, self.board, plan=self.plan,
+                       make_graph=backend, balance=balance, release=False)
+
+
+def lower_plan(plan: Plan, model: LoadedModel, target: Target | None = None, *,
+               native_only: bool = False) -> LoweredPlan:
+    """`plan` (in memory) lowered on `model` for the plan's board and
+    `target`'s engine (default: this process's); native_only: as in
+    compile_model."""
+    stages, g = lower(model.model, _configs(plan), target, model.weights)
+    if native_only:
+        _refuse_delegated(stages)
+    return LoweredPlan(model.model, stages, g, plan_board(plan), plan)
 
 
 def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board: Board,
@@ -70,12 +106,18 @@ def _program(model, stages, g, board, warnings, plan, weights, make_graph, nativ
     """compile_model's program from the lowered stages."""
     if weights is not None:
         weights.clear()  # g holds what is still needed, and lets it go while packing
+    if native_only:
+        _refuse_delegated(stages)
+    return Program(model, g, stages, board, warnings, plan, make_graph, balance)
+
+
+def _refuse_delegated(stages: list[Stage]) -> None:
+    """A ValueError naming the nodes the stages leave to onnxruntime, if any."""
     delegated = [n for s in stages if isinstance(s, DelegatedSegment) for n in s.nodes]
-    if native_only and delegated:
+    if delegated:
         raise ValueError(f"cannot run natively only: {len(delegated)} node(s) are outside the "
                          f"native engine and need onnxruntime: "
                          + ", ".join(f"{node_name(n)} ({n.op_type})" for n in delegated))
-    return Program(model, g, stages, board, warnings, plan, make_graph, balance)
 
 
 @dataclass(frozen=True)
@@ -116,7 +158,7 @@ def check(plan_path: str | os.PathLike, *, model: str | os.PathLike | None = Non
                             f"weights for board {target.name}, of {target.ncores} cores")
     onnx_model, weights = load_model_detached(plan.model_path, plan.input_shapes)
     try:  # lowering checks every config against its Conv
-        stages, g = lower(onnx_model, {n.node: n.config for n in plan.nodes}, engine, weights)
+        stages, g = lower(onnx_model, _configs(plan), engine, weights)
     except ValueError as e:
         raise PlanError(f"{plan_path}: {e}") from None
     return CheckedPlan(plan, target, warnings, onnx_model, weights, stages, g)

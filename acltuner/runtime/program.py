@@ -34,23 +34,26 @@ def default_exec(board: Board) -> tuple[tuple[int, ...], int]:
 
 class NativeRunner:
     """One native stage as a graph: constants written and weights packed at
-    build.  The stage gives up its constants and weights as they are packed
-    (the engine keeps its own copies), so that each is freed right after."""
+    build.  With release, the stage gives up its constants and weights as
+    they are packed (the engine keeps its own copies), so that each is freed
+    right after; without, the stage stays whole, to be built again."""
 
     def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int,
-                 make_graph=Graph, balance: str = "adaptive"):
+                 make_graph=Graph, balance: str = "adaptive", release: bool = True):
         self.arena_floats = plan_arena(stage)
         self.graph = make_graph(self.arena_floats, core_weights, workloads)
         self.graph.set_balance(balance)
         for b in stage.constants:
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
-            b.constant = None
-        # Largest weights first: each is freed as soon as it is packed, before
-        # the next one's packed copy is made.
+            if release:
+                b.constant = None
+        # Largest weights first: with release, each is freed as soon as it is
+        # packed, before the next one's packed copy is made.
         order = sorted(range(len(stage.ops)), key=lambda i: -_weight_bytes(stage.ops[i]))
         for i in order:
             _emit(self.graph, stage.ops[i])
-            stage.ops[i].args = {}
+            if release:
+                stage.ops[i].args = {}
         self.graph.order(sorted(range(len(order)), key=order.__getitem__))
         self.labels = [(op.node, op.what, op.kind) for op in stage.ops]
         self.imports = [(name, _tensor(v), v.perm) for name, v in stage.imports.items()]
@@ -112,11 +115,13 @@ class Program:
 
     balance: "adaptive" (cores done early take over the rest of a late core's
     share: the speed holds beside other threads) or "strict" (each core runs
-    its planned share only, as the tuner measured it); outputs are identical."""
+    its planned share only, as the tuner measured it); outputs are identical.
+    release: the stages and g's constants give up each weight once packed,
+    which frees it; False leaves them whole, to build another Program from."""
 
     def __init__(self, model: onnx.ModelProto, g: OnnxGraph, stages: list[Stage], board: Board,
                  warnings: list[str] | None = None, plan: Plan | None = None, make_graph=Graph,
-                 balance: str = "adaptive"):
+                 balance: str = "adaptive", release: bool = True):
         self.warnings = list(warnings or [])  # how the plan differs, when forced
         self.plan = plan  # the plan it was loaded from, if any
         weights, workloads = default_exec(board)
@@ -128,10 +133,10 @@ class Program:
         self._constants = {t: g.constants[t] for t in self.outputs if t in g.constants}
         delegated = {id(s): DelegatedRunner(model, g, s, threads) for s in stages
                      if not isinstance(s, NativeStage)}
-        # From here on each weight is referenced by the operation packing it only.
-        g.constants.clear()
+        if release:  # from here on each weight is referenced by the operation packing it only
+            g.constants.clear()
         self.balance = balance
-        self._stages = [NativeRunner(s, weights, workloads, make_graph, balance)
+        self._stages = [NativeRunner(s, weights, workloads, make_graph, balance, release)
                         if isinstance(s, NativeStage) else delegated[id(s)] for s in stages]
         self.delegated = [Delegation(s.node_names, s.op_types) for s in self._stages
                           if isinstance(s, DelegatedRunner)]

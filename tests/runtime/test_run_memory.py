@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from acltuner.cli import main
 from acltuner.plan import load_plan
+from acltuner.runtime.load import compile_plan, lower_plan, read_model
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.board.registry import load_board
@@ -59,6 +60,19 @@ def test_a_program_keeps_no_weights_once_packed(planned):
     for stage in stages:
         assert all(op.args == {} for op in stage.ops)
         assert all(b.constant is None for b in stage.constants)
+
+
+def test_a_lowered_plan_keeps_its_weights_for_the_next_program(planned):
+    """lower_plan's Programs are all built from one lowering, which building
+    leaves whole: the second runs as the first, and as compile_plan's."""
+    _, plan_path = planned
+    plan = load_plan(plan_path)
+    model = read_model(plan)
+    lowered = lower_plan(plan, model)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    first, second = (lowered.program().run(x) for _ in range(2))
+    for name, y in compile_plan(plan, model).run(x).items():
+        assert np.array_equal(first[name], y) and np.array_equal(second[name], y), name
 
 
 _PROBE = """

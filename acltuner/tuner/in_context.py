@@ -20,7 +20,7 @@ from acltuner.engine.launcher import LauncherClient
 from acltuner.engine.launcher_graph import LauncherGraph
 from acltuner.plan import InContext, Plan
 from acltuner.runtime.inputs import random_inputs
-from acltuner.runtime.load import LoadedModel, compile_plan, read_model
+from acltuner.runtime.load import LoweredPlan, lower_plan, read_model
 from acltuner.runtime.target import launcher_target
 
 # A node keeps its tuned config unless the default is this much faster in the
@@ -52,15 +52,13 @@ def _default_plan(plan: Plan) -> Plan:
 
 
 class _Runs:
-    """Candidate plans run in turns in one launcher, compiled from one reading
-    of the model.  The launcher holds one graph at a time, so each turn builds
-    its plan's graph again (its weights packed again: seconds for a large
-    model on this machine)."""
+    """Candidate plans, each lowered once, run in turns in one launcher.  The
+    launcher holds one graph at a time, so each turn builds its plan's graph
+    again (its weights packed again: seconds for a large model on this
+    machine)."""
 
-    def __init__(self, client: LauncherClient, model: LoadedModel, plans: dict[str, Plan]):
-        self.model = model
+    def __init__(self, client: LauncherClient, plans: dict[str, LoweredPlan]):
         self.plans = plans
-        self.target = launcher_target(client)
         self.backend = functools.partial(LauncherGraph, client)
         self.inputs: dict[str, np.ndarray] | None = None
         self.ms: dict[str, list[float]] = {name: [] for name in plans}
@@ -71,8 +69,7 @@ class _Runs:
         drift of the machine's speed reaches them all alike."""
         for _ in range(count):
             for name, plan in self.plans.items():
-                program = compile_plan(plan, self.model, self.target, self.backend,
-                                       native_only=True, balance="strict")
+                program = plan.program(self.backend, balance="strict")
                 if self.inputs is None:
                     self.inputs = random_inputs(program)
                 run = program.measure(self.inputs, repeat=repeat, warmup=1)
@@ -99,9 +96,12 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
     if default.nodes == plan.nodes:
         return ContextCheck("tuned", {}, (), plan, "every node's tuned config is its default")
     progress(f"in context: the whole model, tuned and default plans, {rounds} rounds")
+    target = launcher_target(client)
     try:
         model = read_model(plan)
-        runs = _Runs(client, model, {"tuned": plan, "default": default})
+        lowered = {name: lower_plan(p, model, target, native_only=True)
+                   for name, p in (("tuned", plan), ("default", default))}
+        runs = _Runs(client, lowered)
         runs.rounds(rounds, repeat)
     except ValueError as e:  # nodes outside the engine: the launcher cannot run it
         return ContextCheck("tuned", {}, (), plan, str(e))
@@ -119,7 +119,8 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
                                      if n.node in reverted})
         progress(f"in context: {len(reverted)} node(s) faster with their default, "
                  f"measuring that mix")
-        again = _Runs(client, model, {"tuned": plan, "mixed": mixed})
+        again = _Runs(client, {"tuned": lowered["tuned"],
+                               "mixed": lower_plan(mixed, model, target, native_only=True)})
         again.rounds(rounds, repeat)
         # The mix against the tuned plan of the same rounds, scaled to the first.
         ms["mixed"] = again.median("mixed") * ms["tuned"] / again.median("tuned")

@@ -5,6 +5,7 @@ right against onnxruntime."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import sys
 
 import numpy as np
@@ -92,6 +93,26 @@ def test_the_check_parses_the_model_once_and_writes_no_plan_file(tmp_path, monke
         result = check_in_context(tuned, client, rounds=2, repeat=1)
     assert result.skipped is None and result.ms
     assert len(parses) == 1 and writes == []
+
+
+def test_each_plan_is_lowered_once_however_many_rounds(tmp_path, monkeypatch):
+    """The launcher holds one graph, so every turn builds its plan's graph
+    again, but from the plan's one lowering; the tuned plan's serves the
+    mix's rounds too."""
+    plan, _ = _default_plan(tmp_path)
+    # conv0 loses in the model; conv1, pinned off its default, stays: the mix is measured.
+    tuned = _with(_with(plan, "conv0", algorithm="reference", ukernel=None), "conv1",
+                  workloads=plan.nodes[1].config.workloads + 1)
+    tuned = dataclasses.replace(tuned, nodes=(
+        tuned.nodes[0], dataclasses.replace(tuned.nodes[1], pinned="conv1=test")))
+    load_module = importlib.import_module("acltuner.runtime.load")
+    real, lowered = load_module.lower, []
+    monkeypatch.setattr(load_module, "lower",
+                        lambda *a, **k: lowered.append(a[1]) or real(*a, **k))
+    with LauncherClient([default_launcher_path()]) as client:
+        result = check_in_context(tuned, client, rounds=3, repeat=1)
+    assert result.reverted == ("conv0",) and set(result.ms) == {"tuned", "default", "mixed"}
+    assert len(lowered) == 3
 
 
 def test_a_plan_of_defaults_or_one_the_launcher_cannot_run_is_kept(tmp_path):

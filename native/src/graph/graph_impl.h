@@ -90,6 +90,11 @@ int graph_check_dims(const char *op, const char *what, const acl_tensor *t, int 
  * (same_ok) may write over an input of exactly the output's region and dims. */
 int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what,
                          const acl_tensor *in, int same_ok);
+/* The input and output of an operation whose output has its input's dims:
+ * both checked, the output's dims, and their overlap (in place where same_ok);
+ * *count receives their element count. */
+int graph_check_like_input(const acl_graph *g, const char *op, const acl_tensor *in,
+                           const acl_tensor *out, int same_ok, size_t *count);
 
 static inline float *graph_ptr(const acl_graph *g, const acl_tensor *t)
 {

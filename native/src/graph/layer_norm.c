@@ -43,11 +43,7 @@ int graph_op_layer_norm(acl_graph *g, const acl_layer_norm_attrs *a, int nin,
     const char *name = "layer_norm";
     const acl_tensor *x = &ins[0];
     size_t count, params;
-    if (graph_check_tensor(g, name, "input", x, &count) != 0 ||
-        graph_check_tensor(g, name, "output", out, &count) != 0 ||
-        graph_check_dims(name, "output", out, x->rank, x->dims) != 0 ||
-        graph_check_disjoint(name, out, "the input", x, 0) != 0)
-        return -1;
+    if (graph_check_like_input(g, name, x, out, 0, &count) != 0) return -1;
     if (x->rank < 1) return acl_fail("%s: the input has no axis to normalise (rank 0)", name);
     if (!(a->epsilon >= 0.0f))
         return acl_fail("%s: epsilon must be >= 0, got %g", name, (double)a->epsilon);

@@ -61,12 +61,8 @@ int graph_op_lrn(acl_graph *g, const acl_lrn_attrs *attrs, int nin, const acl_te
     const int size = attrs->size;
     const float alpha = attrs->alpha, beta = attrs->beta, bias = attrs->bias;
     if (size < 1) return acl_fail("lrn: size must be >= 1, got %d", size);
-    size_t count, out_count;
-    if (graph_check_tensor(g, "lrn", "input", in, &count) != 0 ||
-        graph_check_tensor(g, "lrn", "output", out, &out_count) != 0 ||
-        graph_check_dims("lrn", "output", out, in->rank, in->dims) != 0 ||
-        graph_check_disjoint("lrn", out, "the input", in, 0) != 0)
-        return -1;
+    size_t count;
+    if (graph_check_like_input(g, "lrn", in, out, 0, &count) != 0) return -1;
     if (in->rank < 1) return acl_fail("lrn: the input must have rank >= 1 (channels innermost)");
     lrn_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("lrn: out of memory");

@@ -73,13 +73,9 @@ static int softmax_run(const void *arg, const acl_exec *ex)
 int graph_op_softmax(acl_graph *g, const acl_softmax_attrs *attrs, int nin, const acl_tensor *in,
                      const acl_tensor *out)
 {
-    size_t count, out_count;
-    if (graph_check_tensor(g, "softmax", "input", in, &count) != 0 ||
-        graph_check_tensor(g, "softmax", "output", out, &out_count) != 0 ||
-        graph_check_dims("softmax", "output", out, in->rank, in->dims) != 0 ||
-        /* In place is fine: a row's max is found before any of it is written. */
-        graph_check_disjoint("softmax", out, "the input", in, 1) != 0)
-        return -1;
+    size_t count;
+    /* In place is fine: a row's max is found before any of it is written. */
+    if (graph_check_like_input(g, "softmax", in, out, 1, &count) != 0) return -1;
     if (in->rank < 1) return acl_fail("softmax: the input must have rank >= 1, not a scalar");
     softmax_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("softmax: out of memory");

@@ -93,6 +93,17 @@ int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what
                             : "");
 }
 
+int graph_check_like_input(const acl_graph *g, const char *op, const acl_tensor *in,
+                           const acl_tensor *out, int same_ok, size_t *count)
+{
+    size_t out_count;
+    if (graph_check_tensor(g, op, "input", in, count) != 0 ||
+        graph_check_tensor(g, op, "output", out, &out_count) != 0 ||
+        graph_check_dims(op, "output", out, in->rank, in->dims) != 0)
+        return -1;
+    return graph_check_disjoint(op, out, "the input", in, same_ok);
+}
+
 int graph_check_count(const char *op, const char *attr, size_t given, size_t want)
 {
     if (given == want) return 0;

@@ -66,12 +66,8 @@ int graph_op_unary(acl_graph *g, const acl_unary_attrs *attrs, int nin, const ac
     if (op < 0 || op >= ACL_UNARY_COUNT)
         return acl_fail("unary: unknown operation %d (0 to %d)", op, ACL_UNARY_COUNT - 1);
     const char *name = names[op];
-    size_t count, out_count;
-    if (graph_check_tensor(g, name, "input", in, &count) != 0 ||
-        graph_check_tensor(g, name, "output", out, &out_count) != 0 ||
-        graph_check_dims(name, "output", out, in->rank, in->dims) != 0 ||
-        graph_check_disjoint(name, out, "the input", in, 1) != 0)
-        return -1;
+    size_t count;
+    if (graph_check_like_input(g, name, in, out, 1, &count) != 0) return -1;
     unary_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
     *p = (unary_params){op, graph_ptr(g, in), graph_ptr(g, out), a, b, count};

@@ -41,21 +41,11 @@ int graph_op_affine(acl_graph *g, const acl_affine_attrs *a, int nin, const acl_
     const acl_tensor *x = &ins[0];
     if (a->act < 0 || a->act >= ACL_ACT_COUNT)
         return acl_fail("%s: unknown activation %d (0 to %d)", name, a->act, ACL_ACT_COUNT - 1);
-    size_t count, params;
-    if (graph_check_tensor(g, name, "input", x, &count) != 0 ||
-        graph_check_tensor(g, name, "output", out, &count) != 0 ||
-        graph_check_dims(name, "output", out, x->rank, x->dims) != 0)
-        return -1;
+    size_t count;
+    if (graph_check_like_input(g, name, x, out, 1, &count) != 0) return -1;
     if (x->rank < 1) return acl_fail("%s: the input has no channel axis (rank 0)", name);
     const int c = x->dims[x->rank - 1];
-    for (int i = 1; i <= 2; i++) {
-        const char *what = i == 1 ? "scale" : "shift";
-        if (graph_check_ranked(g, name, what, &ins[i], 1, &params) != 0 ||
-            graph_check_dims(name, what, &ins[i], 1, &c) != 0 ||
-            graph_check_disjoint(name, out, what, &ins[i], 0) != 0)
-            return -1;
-    }
-    if (graph_check_disjoint(name, out, "the input", x, 1) != 0) return -1;
+    if (graph_check_scale_shift(g, name, ins, out, c) != 0) return -1;
     affine_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
     *p = (affine_params){graph_ptr(g, x),

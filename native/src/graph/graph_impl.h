@@ -95,6 +95,10 @@ int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what
  * *count receives their element count. */
 int graph_check_like_input(const acl_graph *g, const char *op, const acl_tensor *in,
                            const acl_tensor *out, int same_ok, size_t *count);
+/* ins[1] and ins[2], the scale and shift of an operation over the innermost
+ * axis (len long): vectors of len floats that the output does not overlap. */
+int graph_check_scale_shift(const acl_graph *g, const char *op, const acl_tensor *ins,
+                            const acl_tensor *out, int len);
 
 static inline float *graph_ptr(const acl_graph *g, const acl_tensor *t)
 {

@@ -42,19 +42,13 @@ int graph_op_layer_norm(acl_graph *g, const acl_layer_norm_attrs *a, int nin,
 {
     const char *name = "layer_norm";
     const acl_tensor *x = &ins[0];
-    size_t count, params;
+    size_t count;
     if (graph_check_like_input(g, name, x, out, 0, &count) != 0) return -1;
     if (x->rank < 1) return acl_fail("%s: the input has no axis to normalise (rank 0)", name);
     if (!(a->epsilon >= 0.0f))
         return acl_fail("%s: epsilon must be >= 0, got %g", name, (double)a->epsilon);
     const int d = x->dims[x->rank - 1];
-    for (int i = 1; i <= 2; i++) {
-        const char *what = i == 1 ? "scale" : "shift";
-        if (graph_check_ranked(g, name, what, &ins[i], 1, &params) != 0 ||
-            graph_check_dims(name, what, &ins[i], 1, &d) != 0 ||
-            graph_check_disjoint(name, out, what, &ins[i], 0) != 0)
-            return -1;
-    }
+    if (graph_check_scale_shift(g, name, ins, out, d) != 0) return -1;
     layer_norm_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
     *p = (layer_norm_params){graph_ptr(g, x), graph_ptr(g, &ins[1]), graph_ptr(g, &ins[2]),

@@ -104,6 +104,20 @@ int graph_check_like_input(const acl_graph *g, const char *op, const acl_tensor 
     return graph_check_disjoint(op, out, "the input", in, same_ok);
 }
 
+int graph_check_scale_shift(const acl_graph *g, const char *op, const acl_tensor *ins,
+                            const acl_tensor *out, int len)
+{
+    size_t count;
+    for (int i = 1; i <= 2; i++) {
+        const char *what = i == 1 ? "scale" : "shift";
+        if (graph_check_ranked(g, op, what, &ins[i], 1, &count) != 0 ||
+            graph_check_dims(op, what, &ins[i], 1, &len) != 0 ||
+            graph_check_disjoint(op, out, what, &ins[i], 0) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int graph_check_count(const char *op, const char *attr, size_t given, size_t want)
 {
     if (given == want) return 0;

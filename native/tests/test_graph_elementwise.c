@@ -112,35 +112,45 @@ void accuracy_case(void)
     }
 }
 
-/* ---- affine ----------------------------------------------------------------- */
+/* ---- affine / layer_norm: x and a scale and shift over its innermost axis -- */
 
 typedef struct {
-    acl_affine_attrs attrs;
+    int op;
+    const void *attrs;
     acl_tensor x, scale, shift, out;
-} affine_spec;
+} scale_shift_spec;
 
-static int add_affine(acl_graph *g, const void *spec, const acl_exec *ex)
+static int add_scale_shift(acl_graph *g, const void *spec, const acl_exec *ex)
 {
-    const affine_spec *s = spec;
+    const scale_shift_spec *s = spec;
     const acl_tensor ins[3] = {s->x, s->scale, s->shift};
-    return acl_graph_add(g, ACL_OP_AFFINE, &s->attrs, 3, ins, &s->out);
+    return acl_graph_add(g, s->op, s->attrs, 3, ins, &s->out);
+}
+
+/* x of these dims, its scale and shift, and the output (over x when in_place);
+ * the arena. */
+static float *place_scale_shift(trial *t, scale_shift_spec *s, int rank, const int *dims,
+                                int in_place)
+{
+    place(t, &s->x, rank, dims);
+    place(t, &s->scale, 1, &dims[rank - 1]);
+    place(t, &s->shift, 1, &dims[rank - 1]);
+    place_output(t, &s->out, &s->x, in_place, rank, dims);
+    return trial_arena(t);
 }
 
 void affine_case(int big)
 {
-    affine_spec s = {.attrs = {.act = rnd(0, ACL_ACT_COUNT - 1), .a = rnd_float()}};
-    s.attrs.b = s.attrs.act == ACL_ACT_CLIP ? s.attrs.a + (float)rnd(0, 2) * 0.5f : rnd_float();
+    acl_affine_attrs attrs = {.act = rnd(0, ACL_ACT_COUNT - 1), .a = rnd_float()};
+    attrs.b = attrs.act == ACL_ACT_CLIP ? attrs.a + (float)rnd(0, 2) * 0.5f : rnd_float();
+    scale_shift_spec s = {.op = ACL_OP_AFFINE, .attrs = &attrs};
     int dims[ACL_MAX_RANK], rank = rnd(1, 4), in_place = rnd(0, 3) == 0;
     random_dims(rank, big, dims);
     const int c = dims[rank - 1];
     trial t;
-    trial_begin(&t, TOL_EXACT, "affine act %d %s%s", s.attrs.act, dims_str(rank, dims),
+    trial_begin(&t, TOL_EXACT, "affine act %d %s%s", attrs.act, dims_str(rank, dims),
                 in_place ? " in place" : "");
-    place(&t, &s.x, rank, dims);
-    place(&t, &s.scale, 1, &c);
-    place(&t, &s.shift, 1, &c);
-    place_output(&t, &s.out, &s.x, in_place, rank, dims);
-    float *arena = trial_arena(&t);
+    float *arena = place_scale_shift(&t, &s, rank, dims, in_place);
     const size_t n = volume(rank, dims);
     for (size_t i = 0; i < n; i++) arena[s.x.offset + i] *= 8.0f;  /* reach the clamps */
     memcpy(t.expected, arena, t.arena * sizeof(float));
@@ -149,24 +159,9 @@ void affine_case(int big)
         /* float arithmetic as the op does it: one rounding per step */
         const float v = arena[s.x.offset + i] * arena[s.scale.offset + ch];
         t.expected[s.out.offset + i] = (float)ref_activate(
-            s.attrs.act, s.attrs.a, s.attrs.b, v + arena[s.shift.offset + ch]);
+            attrs.act, attrs.a, attrs.b, v + arena[s.shift.offset + ch]);
     }
-    trial_run(&t, &s.out, add_affine, &s);
-}
-
-/* ---- layer_norm ------------------------------------------------------------- */
-
-typedef struct {
-    float epsilon;
-    acl_tensor x, scale, shift, out;
-} layer_norm_spec;
-
-static int add_layer_norm(acl_graph *g, const void *spec, const acl_exec *ex)
-{
-    const layer_norm_spec *s = spec;
-    const acl_tensor ins[3] = {s->x, s->scale, s->shift};
-    return acl_graph_add(g, ACL_OP_LAYER_NORM, &(acl_layer_norm_attrs){s->epsilon}, 3, ins,
-                         &s->out);
+    trial_run(&t, &s.out, add_scale_shift, &s);
 }
 
 /* Against float64, rows of 16 or more far from zero mean (an offset of 100
@@ -175,20 +170,17 @@ static int add_layer_norm(acl_graph *g, const void *spec, const acl_exec *ex)
  * spread).  Shorter rows stay near 0, where their spread may be tiny. */
 void layer_norm_case(int big)
 {
-    layer_norm_spec s = {.epsilon = rnd(0, 1) ? 1e-5f : 0.5f};
+    const acl_layer_norm_attrs attrs = {rnd(0, 1) ? 1e-5f : 0.5f};
+    scale_shift_spec s = {.op = ACL_OP_LAYER_NORM, .attrs = &attrs};
     int dims[ACL_MAX_RANK], rank = rnd(1, 4);
     random_dims(rank, big, dims);
     if (rnd(0, 1)) dims[rank - 1] = rnd(1, 300);  /* rows of every length, tails included */
     const int d = dims[rank - 1];
     trial t;
     const float offset = d >= 16 ? 100.0f : 0.0f;
-    trial_begin(&t, TOL_GEMM, "layer_norm eps %g %s + %g", (double)s.epsilon,
+    trial_begin(&t, TOL_GEMM, "layer_norm eps %g %s + %g", (double)attrs.epsilon,
                 dims_str(rank, dims), (double)offset);
-    place(&t, &s.x, rank, dims);
-    place(&t, &s.scale, 1, &d);
-    place(&t, &s.shift, 1, &d);
-    place(&t, &s.out, rank, dims);
-    float *arena = trial_arena(&t);
+    float *arena = place_scale_shift(&t, &s, rank, dims, 0);
     const size_t n = volume(rank, dims);
     for (size_t i = 0; i < n; i++) arena[s.x.offset + i] += offset;
     memcpy(t.expected, arena, t.arena * sizeof(float));
@@ -198,13 +190,13 @@ void layer_norm_case(int big)
         for (int i = 0; i < d; i++) mean += x[i];
         mean /= d;
         for (int i = 0; i < d; i++) var += (x[i] - mean) * (x[i] - mean);
-        const double rstd = 1.0 / sqrt(var / d + s.epsilon);
+        const double rstd = 1.0 / sqrt(var / d + attrs.epsilon);
         for (int i = 0; i < d; i++)
             t.expected[s.out.offset + row * d + i] =
                 (float)((x[i] - mean) * rstd * arena[s.scale.offset + i] +
                         arena[s.shift.offset + i]);
     }
-    trial_run(&t, &s.out, add_layer_norm, &s);
+    trial_run(&t, &s.out, add_scale_shift, &s);
 }
 
 /* ---- binary ----------------------------------------------------------------- */

@@ -417,51 +417,43 @@ static void check_run_rejections(const acl_conv_shape *shape)
     problem_free(&p);
 }
 
+/* expect_rejected on s, a copy of base with `change` made to it: each case
+ * states all it changes, and no case inherits another's. */
+#define EXPECT_REJECTED_WITH(change, algorithm, ukernel, reason_part) \
+    do {                                                              \
+        acl_conv_shape s = base;                                      \
+        change;                                                       \
+        expect_rejected(&s, algorithm, ukernel, reason_part);         \
+    } while (0)
+
 static void check_rejections(void)
 {
     const char *hybrid = first_ukernel("hybrid"), *interleaved = first_ukernel("interleaved");
-    acl_conv_shape s = {.n = 1, .h = 8, .w = 8, .c = 8, .oc = 8, .kh = 3, .kw = 3,
-                        .stride_h = 2, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
-    expect_rejected(&s, "winograd_4x4_3x3", hybrid, "stride_h=2");
-    s.stride_h = 1;
-    s.dil_w = 2;
-    expect_rejected(&s, "winograd_2x2_3x3", hybrid, "dil_w=2");
-    s.dil_w = 1;
-    expect_rejected(&s, "winograd_1x4_1x3", hybrid, "1x3 kernel");
-    expect_rejected(&s, "gemm1x1", hybrid, "1x1 kernel");
-    expect_rejected(&s, "indirect", interleaved, "hybrid or smallk");
-    expect_rejected(&s, "depthwise_pixel", NULL, "group == c");
-    expect_rejected(&s, "depthwise_channel_block", hybrid, "takes no micro-kernel");
-    s.group = 8;
-    s.oc = 16;
-    expect_rejected(&s, "depthwise_channel_block", NULL, "oc=16 with c=8");
-    s.group = 1;
-    s.oc = 8;
-    expect_rejected(&s, "im2col", NULL, "micro-kernel");
-    expect_rejected(&s, "no_such_algorithm", NULL, "unknown algorithm");
-    s.group = 3;
-    expect_rejected(&s, "reference", NULL, "group=3");
-    s.group = 1;
-    s.pad_left = -1;
-    expect_rejected(&s, "reference", NULL, "pad_left");
-    s.pad_left = 0;
-    s.kw = 12;
-    expect_rejected(&s, "reference", NULL, "width");
-    s.kw = 3;
-    expect_rejected(&s, "deconv_col2im", hybrid, "runs transposed convolutions only");
-    s.out_pad_h = 1;
-    expect_rejected(&s, "reference", NULL, "apply to transposed convolutions only");
-    s.transposed = 1;
-    expect_rejected(&s, "im2col", hybrid, "runs ordinary convolutions only");
-    expect_rejected(&s, "deconv_phase", interleaved, "hybrid or smallk");
-    s.pad_top = s.pad_bottom = 9;
-    expect_rejected(&s, "reference", NULL, "leave no output");
-    s.pad_top = s.pad_bottom = 0;
-    s.transposed = 2;
-    expect_rejected(&s, "reference", NULL, "transposed must be 0 or 1");
-    s.transposed = 0;
-    s.out_pad_h = 0;
-    check_run_rejections(&s);
+    const acl_conv_shape base = {.n = 1, .h = 8, .w = 8, .c = 8, .oc = 8, .kh = 3, .kw = 3,
+                                 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
+    EXPECT_REJECTED_WITH(s.stride_h = 2, "winograd_4x4_3x3", hybrid, "stride_h=2");
+    EXPECT_REJECTED_WITH(s.dil_w = 2, "winograd_2x2_3x3", hybrid, "dil_w=2");
+    expect_rejected(&base, "winograd_1x4_1x3", hybrid, "1x3 kernel");
+    expect_rejected(&base, "gemm1x1", hybrid, "1x1 kernel");
+    expect_rejected(&base, "indirect", interleaved, "hybrid or smallk");
+    expect_rejected(&base, "depthwise_pixel", NULL, "group == c");
+    expect_rejected(&base, "depthwise_channel_block", hybrid, "takes no micro-kernel");
+    EXPECT_REJECTED_WITH((s.group = 8, s.oc = 16), "depthwise_channel_block", NULL,
+                         "oc=16 with c=8");
+    expect_rejected(&base, "im2col", NULL, "micro-kernel");
+    expect_rejected(&base, "no_such_algorithm", NULL, "unknown algorithm");
+    EXPECT_REJECTED_WITH(s.group = 3, "reference", NULL, "group=3");
+    EXPECT_REJECTED_WITH(s.pad_left = -1, "reference", NULL, "pad_left");
+    EXPECT_REJECTED_WITH(s.kw = 12, "reference", NULL, "width");
+    expect_rejected(&base, "deconv_col2im", hybrid, "runs transposed convolutions only");
+    EXPECT_REJECTED_WITH(s.out_pad_h = 1, "reference", NULL,
+                         "apply to transposed convolutions only");
+    EXPECT_REJECTED_WITH(s.transposed = 1, "im2col", hybrid, "runs ordinary convolutions only");
+    EXPECT_REJECTED_WITH(s.transposed = 1, "deconv_phase", interleaved, "hybrid or smallk");
+    EXPECT_REJECTED_WITH((s.transposed = 1, s.pad_top = s.pad_bottom = 9), "reference", NULL,
+                         "leave no output");
+    EXPECT_REJECTED_WITH(s.transposed = 2, "reference", NULL, "transposed must be 0 or 1");
+    check_run_rejections(&base);
 }
 
 /* ---- bench --------------------------------------------------------------- */

@@ -5,6 +5,10 @@ import click
 
 from acltuner.cli.group import Group
 
+# tuner.records.default_records_path in words, for the help of the commands
+# that read or write the records.
+DEFAULT_RECORDS = "$ACLTUNER_RECORDS or ~/.cache/acltuner/records.jsonl"
+
 
 @click.group(cls=Group)
 def records() -> None:

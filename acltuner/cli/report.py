@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from acltuner.cli.records import DEFAULT_RECORDS
+
 
 @click.command("report")
 @click.argument("plan_path", metavar="PLAN.json")
@@ -10,8 +12,7 @@ import click
               help="The folder to write index.html, the PNG figures and summary.json into: "
                    "made if missing, in a folder that must exist; checked first.")
 @click.option("--records", "records_path", default=None, metavar="FILE",
-              help="The records the plan was tuned with [default: $ACLTUNER_RECORDS or "
-                   "~/.cache/acltuner/records.jsonl].")
+              help=f"The records the plan was tuned with [default: {DEFAULT_RECORDS}].")
 @click.option("--compare", "compare_path", default=None, metavar="PLAN2.json",
               help="Another plan to show side by side, node by node (another board, another "
                    "version of the model, before and after a change).")

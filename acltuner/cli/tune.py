@@ -10,6 +10,7 @@ from acltuner.app.callbacks import SessionReporter
 from acltuner.cli.farm import tls_options
 from acltuner.cli.group import QUIET, VERBOSE, verbosity
 from acltuner.cli.progress import Overall, Progress, farm_bars
+from acltuner.cli.records import DEFAULT_RECORDS
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
                                       "plan without measuring.")
 @click.option("--records", "records_path", default=None, metavar="FILE",
               help="Tuning records (JSON lines), shared by every model tuned on this machine "
-                   "[default: $ACLTUNER_RECORDS or ~/.cache/acltuner/records.jsonl].")
+                   f"[default: {DEFAULT_RECORDS}].")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
               help="Static shape of a model input with dynamic dims (repeatable).")
 @click.option("--config", "config_path", default=None, metavar="FILE",

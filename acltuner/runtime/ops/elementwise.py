@@ -194,8 +194,9 @@ def _affine_chain(g: OnnxGraph, node: onnx.NodeProto):
     if dims is None or len(dims) < 2:
         return None
     x, out, nodes, affine = data[0], data[0], [], None
-    step_node = node
-    while (step := channel_affine(g, step_node, out, dims[1], len(dims))) is not None:
+    step_node: onnx.NodeProto | None = node
+    while step_node is not None and \
+            (step := channel_affine(g, step_node, out, dims[1], len(dims))) is not None:
         scale, shift = step
         affine = step if affine is None else (affine[0] * scale, affine[1] * scale + shift)
         nodes.append(step_node)

@@ -205,7 +205,7 @@ def _affine_chain(g: OnnxGraph, node: onnx.NodeProto):
     act = following_activation(g, out) if nodes else None
     if act is not None:
         nodes += act.nodes
-    if not nodes or (len(nodes) == 1 and not is_op(node, "BatchNormalization")):
+    if affine is None or (len(nodes) == 1 and not is_op(node, "BatchNormalization")):
         return None
     perm = _channel_last(len(dims))
 

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,7 @@ class Plan:
             raise PlanError(f"{where}: {e}") from None
 
 
-def _member(d: dict, key: str, allowed: tuple[str, ...]) -> dict:
+def _member(d: Mapping, key: str, allowed: tuple[str, ...]) -> Mapping:
     """The object d[key], holding no fields but `allowed`."""
     return JSON.mapping(JSON.get(d, key, "", dict), key, allowed)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import yaml
 
@@ -29,8 +29,8 @@ from acltuner.engine.config import ConvShape, ExecConfig
 
 KINDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
          list: "a list", dict: "an object"}
-# ConvShape's annotations are strings (postponed evaluation); map them to types.
-_ANNOTATIONS = {"int": int, "float": float, "str": str, "bool": bool}
+# ConvShape's field types: its annotations are strings (postponed evaluation).
+_SHAPE_KINDS = get_type_hints(ConvShape)
 
 
 class FieldError(ValueError):
@@ -207,7 +207,7 @@ def exec_config(value: Any, path: str) -> ExecConfig:
 def conv_shape(value: Any, path: str) -> ConvShape:
     shape_fields = fields(ConvShape)
     d = JSON.mapping(value, path, (f.name for f in shape_fields))
-    args = {f.name: JSON.get(d, f.name, path, _ANNOTATIONS.get(f.type, f.type))
+    args = {f.name: JSON.get(d, f.name, path, _SHAPE_KINDS[f.name])
             for f in shape_fields if f.name in d or f.default is MISSING}
     return _build(ConvShape, path, **args)
 

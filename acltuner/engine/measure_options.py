@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from acltuner.engine.launcher import Measurement
+
+class Timed(Protocol):
+    """What needs_again reads: a launcher Measurement's fields, or a record's."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def throttled(self) -> bool: ...
+
+    @property
+    def ci_pct(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -39,7 +49,7 @@ class MeasureOptions:
             f"cold ({self.evict_bytes / 2**20:g} MiB evicted)"
         return caches + (f", median +-{self.ci_target_pct:g}%" if self.ci_target_pct else "")
 
-    def needs_again(self, m: Measurement) -> bool:
+    def needs_again(self, m: Timed) -> bool:
         """Whether a measurement (or its record) is one to take again: the clock dropped or the
         board got hot during it, or its spread kept the median from being
         known within the target before the time cap."""

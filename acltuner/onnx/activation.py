@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeGuard
 
 import onnx
 from onnx import helper
+
+if TYPE_CHECKING:  # graph.py imports this module
+    from acltuner.onnx.graph import OnnxGraph
 
 # The engine's activation bounds are finite floats: a missing Clip bound is +-FLT_MAX.
 FLT_MAX = 3.4e38
@@ -36,7 +40,7 @@ class Activation:
         return {"act": self.act, "act_alpha": self.a, "act_beta": self.b}
 
 
-def is_op(node: onnx.NodeProto | None, op: str) -> bool:
+def is_op(node: onnx.NodeProto | None, op: str) -> TypeGuard[onnx.NodeProto]:
     return node is not None and node.op_type == op and node.domain in DEFAULT_DOMAINS
 
 
@@ -45,8 +49,10 @@ def _attr(node: onnx.NodeProto, name: str, default: float) -> float:
                 default)
 
 
-def clip_bounds(g, clip: onnx.NodeProto) -> tuple[float, float] | None:
+def clip_bounds(g: OnnxGraph, clip: onnx.NodeProto) -> tuple[float, float] | None:
     """Clip's (min, max) clamped to +-FLT_MAX; None when a bound is not a constant."""
+    lo: float | None
+    hi: float | None
     if g.opset < 11:
         lo, hi = _attr(clip, "min", -FLT_MAX), _attr(clip, "max", FLT_MAX)
     else:
@@ -58,7 +64,7 @@ def clip_bounds(g, clip: onnx.NodeProto) -> tuple[float, float] | None:
     return (lo, hi) if lo <= hi else None
 
 
-def scalar(g, t: str, default: float) -> float | None:
+def scalar(g: OnnxGraph, t: str, default: float | None) -> float | None:
     """A constant one-element input's value, default when absent, else None."""
     if not t:
         return default
@@ -70,7 +76,7 @@ ACTIVATION_OPS = ("Relu", "Sigmoid", "Mish", "Clip", "LeakyRelu", "HardSigmoid",
                   "Gelu")
 
 
-def activation_node(g, node: onnx.NodeProto) -> Activation | None:
+def activation_node(g: OnnxGraph, node: onnx.NodeProto) -> Activation | None:
     """An activation node on its own (ACTIVATION_OPS, or PRelu with one slope)."""
     op = node.op_type if node.domain in DEFAULT_DOMAINS else None
     if op in ("Relu", "Sigmoid", "Mish"):
@@ -96,7 +102,8 @@ def activation_node(g, node: onnx.NodeProto) -> Activation | None:
     return None
 
 
-def _gate_chain(g, first: onnx.NodeProto) -> tuple[str, float, float, list, float] | None:
+def _gate_chain(g: OnnxGraph, first: onnx.NodeProto
+                ) -> tuple[str, float, float, list[onnx.NodeProto], float] | None:
     """The gate of x * gate(x) / m starting at `first`: (activation, a, b, its
     nodes, m), m = 1 when no division follows the Mul."""
     if is_op(first, "Sigmoid"):
@@ -110,17 +117,20 @@ def _gate_chain(g, first: onnx.NodeProto) -> tuple[str, float, float, list, floa
     if is_op(first, "Add"):  # x * clip(x + k, 0, m) / m is hard_swish(1/m, k/m)
         k = scalar(g, first.input[1], None)
         clip = g.sole_consumer(first.output[0])
-        bounds = clip_bounds(g, clip) if is_op(clip, "Clip") else None
-        if k is not None and bounds is not None and bounds[0] == 0.0 and 0.0 < bounds[1] < FLT_MAX:
+        if k is None or not is_op(clip, "Clip"):
+            return None
+        bounds = clip_bounds(g, clip)
+        if bounds is not None and bounds[0] == 0.0 and 0.0 < bounds[1] < FLT_MAX:
             m = bounds[1]
             divide = g.sole_consumer(clip.output[0])
-            if _divides_by(g, divide, clip.output[0], m):  # the division inside the gate
+            if _divides_by(divide, g, clip.output[0], m):  # the division inside the gate
                 return "hard_swish", 1.0 / m, k / m, [first, clip, divide], 1.0
             return "hard_swish", 1.0 / m, k / m, [first, clip], m
     return None
 
 
-def _divides_by(g, node: onnx.NodeProto | None, x: str, m: float) -> bool:
+def _divides_by(node: onnx.NodeProto | None, g: OnnxGraph, x: str, m: float
+                ) -> TypeGuard[onnx.NodeProto]:
     """node is x / m or x * (1 / m)."""
     if is_op(node, "Div") and node.input[0] == x:
         return scalar(g, node.input[1], None) == m
@@ -131,7 +141,7 @@ def _divides_by(g, node: onnx.NodeProto | None, x: str, m: float) -> bool:
     return False
 
 
-def _gated(g, x: str, users: list[onnx.NodeProto]) -> Activation | None:
+def _gated(g: OnnxGraph, x: str, users: list[onnx.NodeProto]) -> Activation | None:
     """x * gate(x): x's two uses are the gate's first node and the Mul."""
     for gate_start, mul in (users, users[::-1]):
         chain = _gate_chain(g, gate_start)
@@ -144,19 +154,20 @@ def _gated(g, x: str, users: list[onnx.NodeProto]) -> Activation | None:
         if m == 1.0:
             return Activation(act, a, b, (*nodes, mul))
         divide = g.sole_consumer(mul.output[0])
-        if _divides_by(g, divide, mul.output[0], m):
+        if _divides_by(divide, g, mul.output[0], m):
             return Activation(act, a, b, (*nodes, mul, divide))
     return None
 
 
-def _near(g, t: str, value: float) -> bool:
+def _near(g: OnnxGraph, t: str, value: float) -> bool:
     """t is a constant scalar within float32 rounding of value (exporters
     write sqrt(2) and its kin to a few digits)."""
     c = scalar(g, t, None)
     return c is not None and abs(c - value) <= 1e-6 * abs(value)
 
 
-def _by_constant(g, node: onnx.NodeProto | None, x: str, value: float) -> bool:
+def _by_constant(node: onnx.NodeProto | None, g: OnnxGraph, x: str, value: float
+                 ) -> TypeGuard[onnx.NodeProto]:
     """node is x * value (either order), or x / (1 / value)."""
     if is_op(node, "Mul") and x in node.input:
         return _near(g, node.input[1] if node.input[0] == x else node.input[0], value)
@@ -167,7 +178,7 @@ def _other_input(node: onnx.NodeProto, t: str) -> str:
     return node.input[1] if node.input[0] == t else node.input[0]
 
 
-def _gelu_tail(g, x: str, one_plus: str) -> list[onnx.NodeProto] | None:
+def _gelu_tail(g: OnnxGraph, x: str, one_plus: str) -> list[onnx.NodeProto] | None:
     """The nodes making x * (1 + f) * 0.5 from x and one_plus = 1 + f, the
     product in any order: (x * one_plus) * 0.5 (or / 2), x * (one_plus *
     0.5), or (x * 0.5) * one_plus; the last one's output is GELU's."""
@@ -177,24 +188,24 @@ def _gelu_tail(g, x: str, one_plus: str) -> list[onnx.NodeProto] | None:
     other = _other_input(nxt, one_plus)
     if other == x:  # (x * one_plus) * 0.5
         half = g.sole_consumer(nxt.output[0])
-        return [nxt, half] if _by_constant(g, half, nxt.output[0], 0.5) else None
+        return [nxt, half] if _by_constant(half, g, nxt.output[0], 0.5) else None
     if _near(g, other, 0.5):  # x * (one_plus * 0.5)
         final = g.sole_consumer(nxt.output[0])
         if is_op(final, "Mul") and sorted(final.input) == sorted([x, nxt.output[0]]):
             return [nxt, final]
         return None
     half = next((u for u in g.consumers.get(x, []) if u.output[0] == other), None)
-    if _by_constant(g, half, x, 0.5) and g.sole_consumer(other) is nxt:  # (x * 0.5) * one_plus
+    if _by_constant(half, g, x, 0.5) and g.sole_consumer(other) is nxt:  # (x * 0.5) * one_plus
         return [half, nxt]
     return None
 
 
-def _plus_one(g, t: str) -> onnx.NodeProto | None:
+def _plus_one(g: OnnxGraph, t: str) -> onnx.NodeProto | None:
     add = g.sole_consumer(t)
     return add if is_op(add, "Add") and _near(g, _other_input(add, t), 1.0) else None
 
 
-def _cube_chain(g, x: str, users: list[onnx.NodeProto]) -> list[onnx.NodeProto] | None:
+def _cube_chain(g: OnnxGraph, x: str, users: list[onnx.NodeProto]) -> list[onnx.NodeProto] | None:
     """x^3 as Pow(x, 3), x * (x * x) or (x * x) * x: its nodes, the last one's
     output the cube."""
     for u in users:
@@ -207,17 +218,21 @@ def _cube_chain(g, x: str, users: list[onnx.NodeProto]) -> list[onnx.NodeProto] 
     return None
 
 
-def gelu(g, x: str) -> Activation | None:
+def gelu(g: OnnxGraph, x: str) -> Activation | None:
     """GELU of x as exporters write it, every use of x inside it:
     erf form   x * 0.5 * (1 + erf(x / sqrt 2))   (or x * (1 / sqrt 2))
     tanh form  x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))"""
     users = g.consumers.get(x, [])
     for scale in users:
-        if not _by_constant(g, scale, x, 1.0 / math.sqrt(2.0)):
+        if not _by_constant(scale, g, x, 1.0 / math.sqrt(2.0)):
             continue
         erf = g.sole_consumer(scale.output[0])
-        add = _plus_one(g, erf.output[0]) if is_op(erf, "Erf") else None
-        tail = _gelu_tail(g, x, add.output[0]) if add is not None else None
+        if not is_op(erf, "Erf"):
+            continue
+        add = _plus_one(g, erf.output[0])
+        if add is None:
+            continue
+        tail = _gelu_tail(g, x, add.output[0])
         if tail is not None:
             nodes = [scale, erf, add, *tail]
             if all(u in nodes for u in users):
@@ -226,24 +241,28 @@ def gelu(g, x: str) -> Activation | None:
     if cube is None:
         return None
     coef = g.sole_consumer(cube[-1].output[0])
-    if not _by_constant(g, coef, cube[-1].output[0], 0.044715):
+    if not _by_constant(coef, g, cube[-1].output[0], 0.044715):
         return None
     inner = g.sole_consumer(coef.output[0])
     if not (is_op(inner, "Add") and sorted(inner.input) == sorted([x, coef.output[0]])):
         return None
-    scale = g.sole_consumer(inner.output[0])
-    if not _by_constant(g, scale, inner.output[0], math.sqrt(2.0 / math.pi)):
+    root = g.sole_consumer(inner.output[0])
+    if not _by_constant(root, g, inner.output[0], math.sqrt(2.0 / math.pi)):
         return None
-    tanh = g.sole_consumer(scale.output[0])
-    add = _plus_one(g, tanh.output[0]) if is_op(tanh, "Tanh") else None
-    tail = _gelu_tail(g, x, add.output[0]) if add is not None else None
+    tanh = g.sole_consumer(root.output[0])
+    if not is_op(tanh, "Tanh"):
+        return None
+    add = _plus_one(g, tanh.output[0])
+    if add is None:
+        return None
+    tail = _gelu_tail(g, x, add.output[0])
     if tail is None:
         return None
-    nodes = [*cube, coef, inner, scale, tanh, add, *tail]
+    nodes = [*cube, coef, inner, root, tanh, add, *tail]
     return Activation("gelu_tanh", nodes=tuple(nodes)) if all(u in nodes for u in users) else None
 
 
-def following_activation(g, x: str) -> Activation | None:
+def following_activation(g: OnnxGraph, x: str) -> Activation | None:
     """The activation that is x's only use, if the engine has it."""
     if x in g.outputs:
         return None

@@ -125,13 +125,14 @@ def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) ->
     if bias is not None:
         inits.append(onnx.numpy_helper.from_array(bias, "B"))
         inputs.append("B")
-    extra = {"output_padding": [shape.out_pad_h, shape.out_pad_w]} if shape.transposed else {}
     node = helper.make_node(
         "ConvTranspose" if shape.transposed else "Conv", inputs, ["Y"],
         kernel_shape=[shape.kh, shape.kw], strides=[shape.stride_h, shape.stride_w],
         dilations=[shape.dil_h, shape.dil_w],
         pads=[shape.pad_top, shape.pad_left, shape.pad_bottom, shape.pad_right],
-        group=shape.group, **extra)
+        group=shape.group,
+        # make_node leaves out None attributes: a Conv has no output_padding.
+        output_padding=[shape.out_pad_h, shape.out_pad_w] if shape.transposed else None)
     n, h, w, c = shape.input_shape
     graph = helper.make_graph(
         [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, c, h, w])],

@@ -95,8 +95,9 @@ def fold(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = None) -
     _keep(graph.input, lambda i: i.name not in constants)
     _keep(graph.initializer, lambda t: t.name in needed)
     kept = {t.name for t in graph.initializer}
-    for t in set(weights or {}) - kept:
-        del weights[t]
+    if weights is not None:
+        for t in set(weights) - kept:
+            del weights[t]
     graph.initializer.extend(numpy_helper.from_array(np.asarray(constants[t]), t)
                              for t in sorted(needed & constants.keys() - kept))
     return len(nodes) - len(rest)

@@ -147,9 +147,10 @@ def bn_affine(g: OnnxGraph, bn: onnx.NodeProto, oc: int) -> tuple[np.ndarray, np
             or (g.opset < 7 and not attrs.get("is_test", 0)) or any(bn.output[1:])):
         return None
     params = [g.constants.get(t) for t in bn.input[1:5]]
-    if any(p is None or p.shape != (oc,) for p in params):
+    per_channel = [p.astype(np.float64) for p in params if p is not None and p.shape == (oc,)]
+    if len(per_channel) < len(params):
         return None
-    gamma, beta, mean, var = (p.astype(np.float64) for p in params)
+    gamma, beta, mean, var = per_channel
     scale = gamma / np.sqrt(var + attrs.get("epsilon", 1e-5))
     return scale, beta - mean * scale
 
@@ -182,7 +183,7 @@ def _channel_constant(g: OnnxGraph, node: onnx.NodeProto, out: str, oc: int,
     return np.broadcast_to(value, per_channel).reshape(oc).astype(np.float64)
 
 
-def channel_affine(g: OnnxGraph, node: onnx.NodeProto | None, out: str, oc: int,
+def channel_affine(g: OnnxGraph, node: onnx.NodeProto, out: str, oc: int,
                     rank: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(scale, shift) of a per-channel affine node reading out, else None.  An
     Identity is the affine 1, 0 (Paddle's exports put one, a cast to float32,
@@ -213,6 +214,8 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
         raise ModelError(f"{op} node '{name}': input '{x}' has no static shape after shape "
                          f"inference")
     weight, bias = _constant(g, node, 1, "weight"), _constant(g, node, 2, "bias")
+    if weight is None:
+        raise ModelError(f"{op} node '{name}' has no weight input")
     base = conv_shape(node, x_shape, weight.shape)
     declared = g.static_shape(node.output[0])
     n, oh, ow, oc = base.output_shape
@@ -224,8 +227,7 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     out = node.output[0]
 
     affine = None
-    while True:
-        nxt = g.sole_consumer(out)
+    while (nxt := g.sole_consumer(out)) is not None:
         step = channel_affine(g, nxt, out, base.oc, len(x_shape))
         if step is None:
             break
@@ -271,5 +273,8 @@ def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None 
     for node in model.graph.node:
         if is_op(node, "Conv") or is_op(node, "ConvTranspose"):
             conv = _conv_node(g, node, claimed)
-            (skipped if isinstance(conv, str) else nodes).append(conv)
+            if isinstance(conv, str):
+                skipped.append(conv)
+            else:
+                nodes.append(conv)
     return nodes, skipped

@@ -133,6 +133,6 @@ def read_array(path: Path, offset: int, length: int, dtype: np.dtype,
     array = np.empty(length // stored.itemsize, dtype=stored)
     with open(path, "rb") as f:
         f.seek(offset)
-        if f.readinto(memoryview(array).cast("B")) != length:
+        if f.readinto(array.data.cast("B")) != length:
             raise ValueError("the file ends inside the tensor's data")
     return array.astype(np.dtype(dtype), copy=False).reshape(dims)

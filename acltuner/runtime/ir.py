@@ -69,7 +69,9 @@ class Op:
 
     @property
     def out(self) -> Value:
-        return self.tensors["out"]
+        out = self.tensors["out"]
+        assert isinstance(out, Value), f"{self.node}: an operation writes one tensor"
+        return out
 
     @property
     def reads(self) -> list[Value]:

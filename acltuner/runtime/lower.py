@@ -27,7 +27,7 @@ from acltuner.onnx.activation import DEFAULT_DOMAINS
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
-from acltuner.runtime.ops.registry import Action
+from acltuner.runtime.ops.registry import Action, shape
 from acltuner.runtime.target import Target, local_target
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
@@ -68,7 +68,7 @@ class Lowering:
     def _import(self, name: str) -> Value:
         """A tensor computed before this stage: copied in from the host at run time."""
         self._export(name)
-        dims = self.g.static_shape(name)
+        dims = shape(self.g, name)
         value = Value(Buffer(math.prod(dims)), dims, preferred(len(dims)))
         self.stage.imports[name] = value
         return self._register(name, value)
@@ -76,7 +76,8 @@ class Lowering:
     def get(self, name: str, perm: Perm | None = None) -> Value:
         """Tensor `name` in layout `perm` (None: any), transposed now if needed."""
         if name in self.g.constants:
-            return self.operand(name, self.g.constants[name].ndim, perm)
+            rank = self.g.constants[name].ndim
+            return self.operand(name, rank, identity(rank) if perm is None else perm)
         values = self.stage.values.get(name) or [self._import(name)]
         if perm is None:
             return values[0]
@@ -94,11 +95,9 @@ class Lowering:
         self.emit("transpose", label, "transpose", {"x": value, "out": out}, perm=q)
         return out
 
-    def operand(self, name: str, rank: int, perm: Perm | None) -> Value:
-        """Tensor `name` broadcast to `rank` (leading 1s, as numpy) in layout `perm`
-        (None: any)."""
+    def operand(self, name: str, rank: int, perm: Perm) -> Value:
+        """Tensor `name` broadcast to `rank` (leading 1s, as numpy) in layout `perm`."""
         if name in self.g.constants:
-            perm = identity(rank) if perm is None else perm
             key = (name, rank, perm)  # each constant once per stage and layout
             if key not in self.stage.constant_values:
                 data = self.g.constants[name]
@@ -109,8 +108,8 @@ class Lowering:
         if len(value.shape) == rank:
             return self.get(name, perm)
         plain = self.get(name, identity(len(value.shape)))
-        padded = (1,) * (rank - len(plain.shape)) + plain.shape
-        return self.convert(plain.relabel(padded, identity(rank)), perm,
+        dims = (1,) * (rank - len(plain.shape)) + plain.shape
+        return self.convert(plain.relabel(dims, identity(rank)), perm,
                             f"{name} (broadcast layout)")
 
     def constant(self, data: np.ndarray, perm: Perm) -> Value:

@@ -52,10 +52,10 @@ def _worst(outputs: list[np.ndarray], references: list[np.ndarray]) -> tuple[flo
         agree = (out64 == ref64) | (np.isnan(out64) & np.isnan(ref64))
         with np.errstate(invalid="ignore"):  # inf - inf, where they agree
             diff = np.where(agree, 0.0, np.abs(out64 - ref64))
-        diff = float(np.max(np.nan_to_num(diff, nan=np.inf), initial=0.0))
+        worst = float(np.max(np.nan_to_num(diff, nan=np.inf), initial=0.0))
         scale = float(np.max(np.abs(ref64[np.isfinite(ref64)]), initial=0.0))
-        max_abs = max(max_abs, diff)
-        max_rel = max(max_rel, diff / scale if scale else diff)
+        max_abs = max(max_abs, worst)
+        max_rel = max(max_rel, worst / scale if scale else worst)
     return max_abs, max_rel
 
 

@@ -44,6 +44,9 @@ class NativeRunner:
         self.graph = make_graph(self.arena_floats, core_weights, workloads)
         self.graph.set_balance(balance)
         for b in stage.constants:
+            if b.constant is None:
+                raise ValueError("a native stage gives its constants to the first graph built "
+                                 "from it: lower the model again for another")
             self.graph.arena[b.offset:b.offset + b.floats] = b.constant.reshape(-1)
             if release:
                 b.constant = None

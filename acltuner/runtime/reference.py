@@ -49,7 +49,7 @@ def _to_float64(graph: onnx.GraphProto) -> None:
     for i, t in enumerate(graph.initializer):
         if t.data_type == _FLOAT:
             graph.initializer[i].CopyFrom(_double(t))
-    nodes = []
+    nodes: list[onnx.NodeProto] = []
     for node in graph.node:
         for a in node.attribute:
             if node.op_type == "Cast" and a.name == "to" and a.i == _FLOAT:

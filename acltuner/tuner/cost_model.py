@@ -25,11 +25,20 @@ STAGE_EPS_MS = 1e-3
 
 
 class Result(Protocol):
-    """What the tuner reads of one measurement (the runner's result type)."""
-    config: ExecConfig
-    ok: bool
-    median_ms: float | None
-    stages: dict[str, float]  # STAGES' keys when ok; may be empty or hold None
+    """What the tuner reads of one measurement (the runner's result type):
+    properties, so that the runner's frozen dataclass is one."""
+
+    @property
+    def config(self) -> ExecConfig: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def median_ms(self) -> float | None: ...
+
+    @property
+    def stages(self) -> Mapping[str, float | None]: ...  # STAGES' keys when ok; may be empty
 
 
 class CostModel:
@@ -60,9 +69,10 @@ class CostModel:
             return False
         X = np.asarray(X)[keep]
         ok = [results[i] for i in keep]
+        total_ms = np.array([r.median_ms for r in ok], dtype=np.float64)
         self._margin = margin is not None
         if self._margin:
-            dtrain = xgb.DMatrix(X, label=np.log([r.median_ms + STAGE_EPS_MS for r in ok]),
+            dtrain = xgb.DMatrix(X, label=np.log(total_ms + STAGE_EPS_MS),
                                  base_margin=np.asarray(margin)[keep],
                                  nthread=self.params["nthread"])
             self._boosters["total"] = xgb.train(self.params, dtrain, self.num_boost_round)
@@ -70,7 +80,7 @@ class CostModel:
         if all(all((r.stages or {}).get(s) is not None for s in STAGES) for r in ok):
             targets = {s: np.array([r.stages[s] for r in ok], dtype=np.float64) for s in STAGES}
         else:
-            targets = {"total": np.array([r.median_ms for r in ok], dtype=np.float64)}
+            targets = {"total": total_ms}
         for name, y in targets.items():
             # A stage no training config has (e.g. post-processing when no
             # Winograd config was measured) predicts 0, without a model.

@@ -51,7 +51,7 @@ class FeatureEncoder:
         self._alg_index = {a: i for i, a in enumerate(self.algorithms)}
         # Row u + 1 holds kernel u's attribute columns; row 0 is "no micro-kernel"
         # (direct algorithms), all zeros.
-        self._uk_index = {u: i + 1 for i, u in enumerate(self.ukernels)}
+        self._uk_index: dict[str | None, int] = {u: i + 1 for i, u in enumerate(self.ukernels)}
         self._uk_index[None] = 0
         nuk = len(self.ukernels)
         self._uk_table = np.zeros((nuk + 1, nuk + 2 + len(styles)))

@@ -337,8 +337,10 @@ class RecordStore:
         """The fastest (median) record that ran with a correct output, but for
         a time taken again (throttled, or too spread) that has a later record."""
         records = self._by_task.get((board, engine, measure, task_key), [])
-        usable = [r for r in trusted(records, measure) if r.usable]
-        return min(usable, key=lambda r: r.median_ms, default=None)
+        # A usable record ran, so it has a median (the schema requires it).
+        usable = [(r.median_ms, r) for r in trusted(records, measure)
+                  if r.usable and r.median_ms is not None]
+        return min(usable, key=lambda t: t[0])[1] if usable else None
 
     def tasks_done(self, board: str, engine: str, *, measure: MeasureOptions) -> set[str]:
         """The task keys with a best record on this board and engine version,

@@ -43,7 +43,7 @@ Prior = Callable[[list[ExecConfig]], np.ndarray]
 @dataclass
 class SearchOutcome:
     best: Result | None   # fastest ok result, resumed ones included; None if none is ok
-    measured: list        # results measured by this call, in order (not the resumed ones)
+    measured: list[Result]  # results measured by this call, in order (not the resumed ones)
     model_s: float        # the tuner's own time: fitting, predicting, drawing candidates
     rounds: int           # batches sent to measure
 
@@ -67,8 +67,11 @@ class _Run:
         return max(self.trials - len(self.results), 0)
 
     def best(self) -> Result | None:
-        ok = [r for r in self.results.values() if r.ok and r.median_ms is not None]
-        return min(ok, key=lambda r: r.median_ms, default=None)
+        timed = _timed(self.results.values())
+        return min(timed, key=lambda t: t[0])[1] if timed else None
+
+    def best_ms(self) -> float | None:
+        return min((ms for ms, _ in _timed(self.results.values())), default=None)
 
     def outcome(self) -> SearchOutcome:
         model_s = time.perf_counter() - self._start - self._outside_s
@@ -131,9 +134,10 @@ def search(space, measure: Callable[[list[ExecConfig]], list[Result]], config: T
 
     ranker = None
     if strategy == "xgb":
+        assert encoder is not None  # checked on entry
         ranker = _Ranker(CostModel(config.xgboost, seed=int(rng.integers(2**31))), encoder,
                          space.shape, prior, config.transfer.decay)
-    best = run.best()
+    best_ms = run.best_ms()
     stale = 0
     while run.left and (s.early_stopping is None or stale < s.early_stopping):
         pruned = pruned_branches(run.results.values(), config.pruning) if prune else set()
@@ -141,10 +145,15 @@ def search(space, measure: Callable[[list[ExecConfig]], list[Result]], config: T
         if not batch:
             break  # the space is exhausted
         run.measure(batch, s.batch)
-        new_best = run.best()
-        improved = new_best is not None and (best is None or new_best.median_ms < best.median_ms)
-        best, stale = (new_best, 0) if improved else (best, stale + 1)
+        new_ms = run.best_ms()
+        improved = new_ms is not None and (best_ms is None or new_ms < best_ms)
+        best_ms, stale = (new_ms, 0) if improved else (best_ms, stale + 1)
     return run.outcome()
+
+
+def _timed(results: Iterable[Result]) -> list[tuple[float, Result]]:
+    """The ok results, each with its median."""
+    return [(r.median_ms, r) for r in results if r.ok and r.median_ms is not None]
 
 
 def _spread(ranked: list[ExecConfig], n: int) -> list[ExecConfig]:
@@ -170,22 +179,23 @@ class _Ranker:
                  decay: float):
         self.model, self.encoder, self.shape = model, encoder, shape
         self.prior, self.decay = prior, decay
-        self._margin = None
+        self._margin: Prior | None = None
 
     def fit(self, results: Mapping[ExecConfig, Result]) -> bool:
         """False when there is nothing to rank by: no prior and no ok result."""
         configs = list(results)
         X = self.encoder.encode(self.shape, configs)
-        if self.prior is None:
+        prior = self.prior
+        if prior is None:
             return self.model.fit(X, list(results.values()))
         ok = {c: r.median_ms for c, r in results.items() if r.ok and r.median_ms}
         self._margin = None
         if ok:
             times = np.log(list(ok.values()))
-            offset = float(np.mean(times - self.prior(list(ok))))
+            offset = float(np.mean(times - prior(list(ok))))
             w = self.decay / (self.decay + len(ok))
             mean = float(np.mean(times))
-            self._margin = lambda cs: w * (self.prior(cs) + offset) + (1 - w) * mean
+            self._margin = lambda cs: w * (prior(cs) + offset) + (1 - w) * mean
             self.model.fit(X, list(results.values()), margin=self._margin(configs))
         return True
 
@@ -193,7 +203,7 @@ class _Ranker:
         if self.prior is not None and self._margin is None:
             return self.prior(candidates)
         X = self.encoder.encode(self.shape, candidates)
-        margin = self._margin(candidates) if self.prior is not None else None
+        margin = self._margin(candidates) if self._margin is not None else None
         return self.model.predict(X, margin)
 
 
@@ -203,8 +213,7 @@ def _candidates(run: _Run, space, s, rng: np.random.Generator) -> list[ExecConfi
     neighbours of the ten best measured configs."""
     if space.size <= s.score_all_below:
         return [c for c in space.all() if c not in run.results]
-    ok = sorted((r for r in run.results.values() if r.ok and r.median_ms is not None),
-                key=lambda r: r.median_ms)[:10]
+    ok = [r for _, r in sorted(_timed(run.results.values()), key=lambda t: t[0])[:10]]
     near = [n for r in ok for n in space.neighbours(r.config) if n not in run.results]
     return list(dict.fromkeys(space.sample(rng, s.candidates_per_round, set(run.results))
                               + near))
@@ -217,16 +226,16 @@ def _next_batch(run: _Run, space, ranker: _Ranker | None, config: TunerConfig,
     it has anything to rank by)."""
     s = config.search
     size = min(s.batch, run.left)
-    fitted = ranker is not None and ranker.fit(run.results)
-    if fitted:
+    fitted = ranker if ranker is not None and ranker.fit(run.results) else None
+    if fitted is not None:
         candidates = _candidates(run, space, s, rng)
     elif space.size <= size:
         candidates = [c for c in space.all() if c not in run.results]
     else:
         candidates = space.sample(rng, size, set(run.results))
     picks: list[ExecConfig] = []
-    if fitted and candidates:
-        predicted = ranker.score(candidates)
+    if fitted is not None and candidates:
+        predicted = fitted.score(candidates)
         picks = [candidates[i] for i in np.argsort(predicted, kind="stable")[:min(s.top_k, size)]]
     chosen = set(picks)
     rest = [c for c in candidates

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 
 import numpy as np
 
@@ -97,7 +97,7 @@ class SearchSpace:
         return [self.config(i) for i in range(self.size)]
 
     def sample(self, rng: np.random.Generator, k: int,
-               exclude: set[ExecConfig] = frozenset()) -> list[ExecConfig]:
+               exclude: Set[ExecConfig] = frozenset()) -> list[ExecConfig]:
         """Up to k distinct configs not in `exclude`: the algorithm uniformly, then
         its micro-kernel, placement and workloads (uniformly over what is left
         when little is)."""

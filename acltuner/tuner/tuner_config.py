@@ -62,8 +62,9 @@ class MeasureSettings:
             evict = min(most, int(self.evict_factor * largest_cache_bytes) or most)
         # The other options are the settings of their name, of the option's
         # kind (YAML's 30 is 30.0).
-        given = {f.name: type(f.default)(getattr(self, f.name)) for f in fields(MeasureOptions)
-                 if f.name != "evict_bytes"}
+        defaults = MeasureOptions()
+        given = {f.name: type(getattr(defaults, f.name))(getattr(self, f.name))
+                 for f in fields(MeasureOptions) if f.name != "evict_bytes"}
         return MeasureOptions(**given, evict_bytes=max(evict, 0))
 
 

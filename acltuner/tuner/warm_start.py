@@ -60,8 +60,8 @@ class WarmStart:
             raise ValueError(f"transfer must be one of {', '.join(TRANSFER_MODES)}, got {mode!r}")
         self.mode, self.settings, self.board, self.store = mode, settings, board, store
         self.path = transfer_path(store.path)
-        self._model: TransferModel | None = None
-        self._boards: dict[str, list[dict]] | None = None
+        # The model and known_boards(), made together on the first prior.
+        self._loaded: tuple[TransferModel, dict[str, list[dict]]] | None = None
         # A farm tunes tasks side by side in threads: a refresh (which may
         # refit with other feature columns) must not run inside a prediction.
         self._lock = threading.Lock()
@@ -87,12 +87,13 @@ class WarmStart:
         if len(others) < self.settings.min_tasks:
             return None
         with self._lock:
-            if self._model is None:
-                self._boards = known_boards(self.board)
-                self._model = self._load()
-            if self._model.refresh(data, self._boards):
-                self._model.save(self.path)
-        model, clusters, shape = self._model, board_clusters(self.board), task.shape
+            if self._loaded is None:
+                boards = known_boards(self.board)
+                self._loaded = self._load(), boards
+            model, boards = self._loaded
+            if model.refresh(data, boards):
+                model.save(self.path)
+        clusters, shape = board_clusters(self.board), task.shape
 
         def predict(configs):
             with self._lock:

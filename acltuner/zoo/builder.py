@@ -42,6 +42,14 @@ class GraphBuilder:
         # Channels of every tensor, so that a conv's weight shape needs no argument.
         self.channels: dict[str, int | None] = {input_name: int(input_shape[1])}
 
+    def channels_of(self, x: str) -> int:
+        """x's channel count, which the weights of a layer reading x are sized by."""
+        c = self.channels[x]
+        if c is None:
+            raise ValueError(f"tensor '{x}' has no known channel count (a constant, or a node "
+                             f"built without channels=)")
+        return c
+
     def constant(self, name: str, value: np.ndarray) -> str:
         """An initializer; float64 (numpy's default) is stored as float32."""
         value = np.asarray(value)
@@ -67,7 +75,7 @@ class GraphBuilder:
         pads: one number for all sides, (top, left, bottom, right), or an
         ONNX auto_pad value such as "SAME_UPPER"."""
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
-        cg = self.channels[x] // group
+        cg = self.channels_of(x) // group
         weight = self.rng.normal(0.0, np.sqrt(2.0 / (cg * kh * kw)), (out_channels, cg, kh, kw))
         inputs = [x, self.constant(f"{name}.weight", weight)]
         if bias:
@@ -88,7 +96,7 @@ class GraphBuilder:
                        relu: str | None = None) -> str:
         """ConvTranspose (a decoder's upsampling), then BatchNormalization and Relu
         as conv() does; the weight is (C, out_channels / group, k, k)."""
-        c = self.channels[x]
+        c = self.channels_of(x)
         fan_in = c // group * kernel * kernel // (stride * stride) or 1
         weight = self.rng.normal(0.0, np.sqrt(2.0 / fan_in),
                                  (c, out_channels // group, kernel, kernel))
@@ -105,7 +113,7 @@ class GraphBuilder:
     def batchnorm(self, x: str, name: str, gamma: tuple[float, float] = (0.5, 1.5),
                   epsilon: float = 1e-5) -> str:
         """Inference BatchNormalization with gamma drawn from the range `gamma`."""
-        c = self.channels[x]
+        c = self.channels_of(x)
         params = [("weight", self.rng.uniform(*gamma, c)), ("bias", self.rng.uniform(-0.1, 0.1, c)),
                   ("running_mean", self.rng.uniform(-0.1, 0.1, c)),
                   ("running_var", self.rng.uniform(0.5, 1.5, c))]
@@ -130,11 +138,11 @@ class GraphBuilder:
     def flatten(self, x: str, name: str, hw: tuple[int, int] = (1, 1)) -> str:
         """hw: the input's spatial size, which the builder does not track; the
         output has channels * h * w features (the next Gemm's fan-in)."""
-        return self.node("Flatten", [x], name, channels=self.channels[x] * hw[0] * hw[1], axis=1)
+        return self.node("Flatten", [x], name, channels=self.channels_of(x) * hw[0] * hw[1], axis=1)
 
     def concat(self, xs: Sequence[str], name: str) -> str:
         """Concatenation on the channel axis."""
-        return self.node("Concat", xs, name, channels=sum(self.channels[x] for x in xs), axis=1)
+        return self.node("Concat", xs, name, channels=sum(self.channels_of(x) for x in xs), axis=1)
 
     def relu6(self, x: str, name: str) -> str:
         """torch's ReLU6 as Clip(0, 6); since opset 11 the bounds are inputs, not attributes."""
@@ -149,7 +157,7 @@ class GraphBuilder:
 
     def gemm(self, x: str, name: str, out_features: int) -> str:
         """A fully connected layer with torch's [out, in] weight (transB=1)."""
-        fan_in = self.channels[x]
+        fan_in = self.channels_of(x)
         w = self.constant(f"{name}.weight",
                           self.rng.normal(0.0, np.sqrt(1.0 / fan_in), (out_features, fan_in)))
         b = self.constant(f"{name}.bias", self.rng.uniform(-0.1, 0.1, out_features))

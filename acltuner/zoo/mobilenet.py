@@ -34,7 +34,7 @@ def _conv_bn_relu6(b: GraphBuilder, x: str, name: str, channels: int, kernel: in
 def _inverted_residual(b: GraphBuilder, x: str, name: str, t: int, channels: int,
                        stride: int) -> str:
     residual = stride == 1 and b.channels[x] == channels
-    hidden = b.channels[x] * t
+    hidden = b.channels_of(x) * t
     y, i = x, 0  # i: torchvision's index of the next module in the block's `conv`
     if t != 1:
         y, i = _conv_bn_relu6(b, y, f"{name}.conv.0", hidden, 1), 1

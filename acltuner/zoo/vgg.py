@@ -24,7 +24,7 @@ def build_vgg16(seed: int = 0) -> onnx.ModelProto:
     b = GraphBuilder(seed)
     x, i = b.input, 0  # i: the torchvision index of the next features module
     for layer in _LAYERS:
-        if layer == "M":
+        if isinstance(layer, str):  # "M"
             x, i = b.maxpool(x, f"features.{i}", 2, 2, 0), i + 1
         else:
             x = b.conv(x, f"features.{i}", layer, 3, pads=1, bias=True, relu=f"features.{i + 1}")

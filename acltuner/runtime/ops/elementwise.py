@@ -194,8 +194,9 @@ def _affine_chain(g: OnnxGraph, node: onnx.NodeProto):
     if dims is None or len(dims) < 2:
         return None
     x, out, nodes, affine = data[0], data[0], [], None
-    step_node = node
-    while (step := channel_affine(g, step_node, out, dims[1], len(dims))) is not None:
+    step_node: onnx.NodeProto | None = node
+    while step_node is not None and \
+            (step := channel_affine(g, step_node, out, dims[1], len(dims))) is not None:
         scale, shift = step
         affine = step if affine is None else (affine[0] * scale, affine[1] * scale + shift)
         nodes.append(step_node)
@@ -204,7 +205,7 @@ def _affine_chain(g: OnnxGraph, node: onnx.NodeProto):
     act = following_activation(g, out) if nodes else None
     if act is not None:
         nodes += act.nodes
-    if not nodes or (len(nodes) == 1 and not is_op(node, "BatchNormalization")):
+    if affine is None or (len(nodes) == 1 and not is_op(node, "BatchNormalization")):
         return None
     perm = _channel_last(len(dims))
 

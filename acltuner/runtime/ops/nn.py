@@ -195,7 +195,7 @@ def _gemm(g: OnnxGraph, node: onnx.NodeProto):
     return lower
 
 
-def _column_bias(g: OnnxGraph, add: onnx.NodeProto | None, y: str, n: int) -> np.ndarray | None:
+def _column_bias(g: OnnxGraph, add: onnx.NodeProto, y: str, n: int) -> np.ndarray | None:
     """The N floats of `add` = y + a constant of one value per column (any
     leading 1s, either order), not broadcasting y any wider; else None."""
     if not is_op(add, "Add") or y not in add.input:
@@ -230,11 +230,12 @@ def _linear(g: OnnxGraph, node: onnx.NodeProto):
     else:
         return None
     nodes, out = [node], node.output[0]
-    if bias is None:
-        bias = _column_bias(g, g.sole_consumer(out), out, b.shape[1])
+    add = g.sole_consumer(out)
+    if bias is None and add is not None:
+        bias = _column_bias(g, add, out, b.shape[1])
         if bias is not None:
-            nodes.append(g.sole_consumer(out))
-            out = nodes[-1].output[0]
+            nodes.append(add)
+            out = add.output[0]
     act = following_activation(g, out)
     if act is not None:
         nodes += act.nodes

@@ -11,6 +11,7 @@ the normalised axes have in memory."""
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 import numpy as np
 import onnx
@@ -53,7 +54,8 @@ def _block(dims: tuple[int, ...], axes: list[int], c: np.ndarray) -> np.ndarray 
     would widen the tensor."""
     if c.ndim > len(dims):
         return None
-    padded = c.reshape((1,) * (len(dims) - c.ndim) + c.shape)
+    # Annotated: numpy's stubs give a reshape to a tuple[int, ...] the 0-D shape tuple[()].
+    padded: np.ndarray = c.reshape((1,) * (len(dims) - c.ndim) + c.shape)
     if any(n != 1 and (i not in axes or n != dims[i]) for i, n in enumerate(padded.shape)):
         return None
     block = np.broadcast_to(padded, dims)[tuple(slice(None) if i in axes else 0
@@ -82,8 +84,8 @@ def _layer_norm(g: OnnxGraph, node: onnx.NodeProto):
                               shift, epsilon)
 
 
-def _mean_over(g: OnnxGraph, node: onnx.NodeProto | None, x: str, rank: int,
-               axes: list[int]) -> bool:
+def _mean_over(node: onnx.NodeProto | None, g: OnnxGraph, x: str, rank: int,
+               axes: list[int]) -> TypeGuard[onnx.NodeProto]:
     """node is ReduceMean(x) over `axes` of the rank-`rank` x, dims kept."""
     return (is_op(node, "ReduceMean") and node.input[0] == x
             and attrs(node).get("keepdims", 1) == 1 and reduced_axes(g, node, rank) == axes)
@@ -113,8 +115,10 @@ def _layer_norm_chain(g: OnnxGraph, node: onnx.NodeProto):
         return None
     x = node.input[0]
     dims = g.static_shape(x)
-    axes = reduced_axes(g, node, len(dims)) if dims else None
-    if not axes or not _mean_over(g, node, x, len(dims), axes):
+    if not dims:
+        return None
+    axes = reduced_axes(g, node, len(dims))
+    if not axes or not _mean_over(node, g, x, len(dims), axes):
         return None
     sub = g.sole_consumer(node.output[0])
     if not (is_op(sub, "Sub") and list(sub.input) == [x, node.output[0]]):
@@ -127,11 +131,11 @@ def _layer_norm_chain(g: OnnxGraph, node: onnx.NodeProto):
         return None
     divide = next(u for u in users if u is not square)
     var = g.sole_consumer(square.output[0])
-    if not _mean_over(g, var, square.output[0], len(dims), axes):
+    if not _mean_over(var, g, square.output[0], len(dims), axes):
         return None
     add = g.sole_consumer(var.output[0])
     eps = _constant_operand(g, add, "Add", var.output[0])
-    if eps is None or eps.size != 1:
+    if add is None or eps is None or eps.size != 1:
         return None
     root = g.sole_consumer(add.output[0])
     if not (is_op(root, "Sqrt") and is_op(divide, "Div")
@@ -145,14 +149,15 @@ def _layer_norm_chain(g: OnnxGraph, node: onnx.NodeProto):
     for op in ("Mul", "Add"):
         step = g.sole_consumer(out)
         c = _constant_operand(g, step, op, out)
-        c = _block(dims, axes, c) if c is not None and g.static_shape(step.output[0]) == dims \
-            else None
-        if c is None:
+        if step is None or c is None or g.static_shape(step.output[0]) != dims:
+            continue
+        values = _block(dims, axes, c)
+        if values is None:
             continue
         if op == "Mul":
-            scale = c
+            scale = values
         else:
-            shift = c
+            shift = values
         nodes.append(step)
         out = step.output[0]
     epsilon = float(eps.reshape(-1)[0])

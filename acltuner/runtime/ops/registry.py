@@ -55,5 +55,7 @@ def attrs(node: onnx.NodeProto) -> dict:
 
 
 def shape(g: OnnxGraph, t: str) -> tuple[int, ...]:
-    """The static shape of a tensor the driver has checked."""
-    return g.static_shape(t)
+    """The static shape of a tensor the driver has checked (lower._static_float)."""
+    dims = g.static_shape(t)
+    assert dims is not None, f"'{t}' has no static shape: the driver lowers none such"
+    return dims

@@ -20,6 +20,8 @@ needed unless H and W are apart."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 import onnx
@@ -35,7 +37,7 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 H, W = 2, 3  # the spatial axes of an NCHW tensor
 
 
-def _constant(g: OnnxGraph, node: onnx.NodeProto, i: int) -> np.ndarray | None | bool:
+def _constant(g: OnnxGraph, node: onnx.NodeProto, i: int) -> np.ndarray | Literal[False] | None:
     """Input i as a flat array; None when absent or empty; False when it is
     computed at run time (then the node is delegated)."""
     name = node.input[i] if len(node.input) > i else ""
@@ -47,7 +49,11 @@ def _constant(g: OnnxGraph, node: onnx.NodeProto, i: int) -> np.ndarray | None |
     return value if value.size else None
 
 
-def _full(values: np.ndarray, axes: list[int], rank: int, fill) -> list | None:
+T = TypeVar("T")
+
+
+def _full(values: Sequence[T], axes: list[int], rank: int, fill: Callable[[int], T]
+          ) -> list[T] | None:
     """Per-axis values given for `axes` (opset 18), the other axes `fill`."""
     if len(values) != len(axes):
         return None
@@ -71,20 +77,22 @@ def resize_scales(g: OnnxGraph, node: onnx.NodeProto, x: tuple[int, ...],
         scales, sizes = _constant(g, node, 1), None
     else:
         scales, sizes = _constant(g, node, 2), _constant(g, node, 3)
-    if scales is False or sizes is False or (scales is None) == (sizes is None):
+    if scales is False or sizes is False:
         return None
     axes = [int(v) % rank for v in a.get("axes", range(rank))]
-    if sizes is not None:
-        sizes = _full([int(v) for v in sizes], axes, rank, lambda i: x[i])
-        if sizes is None or tuple(sizes) != tuple(out):
+    if sizes is not None and scales is None:
+        full_sizes = _full([int(v) for v in sizes], axes, rank, lambda i: x[i])
+        if full_sizes is None or tuple(full_sizes) != tuple(out):
             return None
         return [np.float32(o) / np.float32(i) for o, i in zip(out, x)]
-    scales = _full([np.float32(v) for v in scales], axes, rank, lambda i: np.float32(1))
-    # onnxruntime's output size: float32 scale x size, truncated.
-    if scales is None or any(not s > 0 or int(s * np.float32(i)) != o
-                             for s, i, o in zip(scales, x, out)):
+    if scales is None or sizes is not None:  # neither given, or both
         return None
-    return scales
+    full_scales = _full([np.float32(v) for v in scales], axes, rank, lambda i: np.float32(1))
+    # onnxruntime's output size: float32 scale x size, truncated.
+    if full_scales is None or any(not s > 0 or int(s * np.float32(i)) != o
+                                  for s, i, o in zip(full_scales, x, out)):
+        return None
+    return full_scales
 
 
 def _spatial_view(perm: Perm) -> bool:

@@ -23,7 +23,8 @@ from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity, inverse, preferred, reshaped, \
     source_layout, then
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
-from acltuner.onnx.graph import DEFAULT_DOMAINS, OnnxGraph, node_name
+from acltuner.onnx.activation import is_op
+from acltuner.onnx.graph import OnnxGraph, node_name
 
 
 def _reshape(g: OnnxGraph, node: onnx.NodeProto):
@@ -301,24 +302,20 @@ def _split(g: OnnxGraph, node: onnx.NodeProto):
 
 # Channel shuffle.
 
-def _is(node: onnx.NodeProto | None, op: str) -> bool:
-    return node is not None and node.op_type == op and node.domain in DEFAULT_DOMAINS
-
-
 @pattern
 def _channel_shuffle(g: OnnxGraph, node: onnx.NodeProto):
     """Reshape [N, C, H, W] -> [N, G, C/G, H, W], Transpose (0, 2, 1, 3, 4),
     Reshape back to [N, C, H, W] (ShuffleNet), the tensors between them used by
     nothing else: output channel i * G + j is input channel j * C/G + i, one
     gather of the channels of an NHWC map."""
-    if not _is(node, "Reshape"):
+    if not is_op(node, "Reshape"):
         return None
     transpose = g.sole_consumer(node.output[0])
-    if not _is(transpose, "Transpose") or \
+    if not is_op(transpose, "Transpose") or \
             tuple(attrs(transpose).get("perm", ())) != (0, 2, 1, 3, 4):
         return None
     merge = g.sole_consumer(transpose.output[0])
-    if not _is(merge, "Reshape") or any(r.input[1] not in g.constants for r in (node, merge)):
+    if not is_op(merge, "Reshape") or any(r.input[1] not in g.constants for r in (node, merge)):
         return None
     x, split, out = (g.static_shape(t) for t in (node.input[0], node.output[0], merge.output[0]))
     if x is None or len(x) != 4 or out != x or split is None or len(split) != 5:

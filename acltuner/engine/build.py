@@ -62,6 +62,7 @@ def _run(cmd: list[str], log: Path, progress: Callable[[float, str], None] | Non
         f.flush()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace")
+        assert proc.stdout is not None  # stdout=PIPE
         for line in proc.stdout:
             f.write(line)
             step = _STEP.match(line)

@@ -138,7 +138,7 @@ def board_build_dir(board_name: str) -> Path:
     return base / f"board-{board_name}"
 
 
-def build_for_board(board, build_dir: Path | None = None,
+def build_for_board(board, build_dir: str | Path | None = None,
                     progress: Callable[[float, str], None] | None = None) -> Path:
     """Builds the engine library and acl-launcher for `board` (an AArch64 board
     cross-compiled with its compiler flags; an x86_64 board on this machine)

@@ -25,11 +25,20 @@ STAGE_EPS_MS = 1e-3
 
 
 class Result(Protocol):
-    """What the tuner reads of one measurement (the runner's result type)."""
-    config: ExecConfig
-    ok: bool
-    median_ms: float | None
-    stages: dict[str, float]  # STAGES' keys when ok; may be empty or hold None
+    """What the tuner reads of one measurement (the runner's result type):
+    properties, so that the runner's frozen dataclass is one."""
+
+    @property
+    def config(self) -> ExecConfig: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def median_ms(self) -> float | None: ...
+
+    @property
+    def stages(self) -> Mapping[str, float | None]: ...  # STAGES' keys when ok; may be empty
 
 
 class CostModel:

@@ -21,13 +21,16 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .config import ConvShape, ExecConfig
 from .measure_options import MeasureOptions
 from .native import native_dir
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing's from Python 3.11
 
 PROTOCOL_VERSION = 5
 LAUNCHER_NAME = "acl-launcher"
@@ -252,7 +255,7 @@ class LauncherClient:
         self._shape: ConvShape | None = None
         self.hello_info = self._start()
 
-    def __enter__(self) -> "LauncherClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -240,9 +240,9 @@ def thermal_zones(root: Path) -> list[Zone]:
         if temp is None:
             continue
         trips: dict[str, list[float]] = {}
-        for trip in folder.glob("trip_point_*_temp"):
-            kind = read_text(folder / trip.name.replace("_temp", "_type")) or ""
-            value = read_int(trip)
+        for point in folder.glob("trip_point_*_temp"):
+            kind = read_text(folder / point.name.replace("_temp", "_type")) or ""
+            value = read_int(point)
             if value is not None and value > 0:
                 trips.setdefault(kind, []).append(value / 1000)
         soft = trips.get("passive", []) + trips.get("hot", [])
@@ -301,6 +301,8 @@ def check_busy(board: Board, root: Path, sample_s: float,
                ignore_pids: frozenset[int] = frozenset()) -> list[Finding]:
     """Other processes that used at least BUSY_SHARE of a core over the
     sample and last ran on a measured core."""
+    before: str | None
+    after: str | None
     if sample_s > 0:
         before = _stat_lines(root)
         time.sleep(sample_s)
@@ -358,7 +360,8 @@ def snapshot_over_ssh(host: str) -> tempfile.TemporaryDirectory:
     from acltuner.remote import ssh
     result = ssh.run(host, "sh -c " + shlex.quote(_REMOTE_SCRIPT))
     folder = tempfile.TemporaryDirectory(prefix="acltuner-doctor-")
-    path, lines = None, []
+    path: str | None = None
+    lines: list[str] = []
 
     def flush():
         if path:

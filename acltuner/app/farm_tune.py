@@ -40,7 +40,7 @@ def farm_tuning(farm: Farm):
                                 thread_name_prefix="acltuner-farm-task") as pool:
             futures = {key: pool.submit(tune_group, indices) for key, indices in groups.items()}
             try:
-                reports = []
+                reports: list[TaskReport] = []
                 for task, _ in todo:  # reported in order
                     reports.append(futures[task.key].result()[len(reports)])
                     tuner.reporter.task_done(reports[-1])

@@ -27,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -187,7 +188,7 @@ def runs_per_round(ms: float, repeat: int, round_ms: float) -> int:
 
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
         board: str, records: Path, rounds: int = 3, realtime: bool = True,
-        round_ms: float = 300.0, also_strict: bool = False, peers: list[str] = (),
+        round_ms: float = 300.0, also_strict: bool = False, peers: Sequence[str] = (),
         host: str | None = None, board_python: str | None = None) -> float:
     """With `host`, everything is timed on that board (`board` its board
     file): ours in its launcher, onnxruntime and the peers with
@@ -207,7 +208,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     # Here onnxruntime's settings stay 1 and 2 threads, as this bench always timed it.
     ort_threads = place.threads() if host else (1, 2)
     on_board = ["--host", host, "--board", board] if host else []
-    rows, cells = [], {}
+    rows: list[dict] = []
+    cells: dict[str, dict[str, peer_cell.Cell]] = {}
     for name, model, shapes in models:
         default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
         common = ["--board", board, "--records", str(records),
@@ -225,7 +227,7 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
         timing = ["--json", "--repeat", str(runs), "--warmup", "3", *on_board]
 
         def ort_timer(threads: int):
-            if host:
+            if isinstance(place, Board):
                 return lambda: place.onnxruntime_run(_ORT_PROBE, model, threads, runs, 3, shapes)
             return lambda: onnxruntime_run(model, threads, runs, 3, shapes, realtime)
         # onnxruntime's better thread setting by its median over the rounds, so
@@ -271,14 +273,15 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
                    f"({runs} runs per round)", err=True)
         if peers:
             rows[-1].update(_fastest(rows[-1], cells[name]))
+    with_cells = [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
+                  for r in rows]
     data = {"schema": COMPARE_SCHEMA, "engines": [ONNXRUNTIME, *absent],
             "missing": {e: line for e, line in absent.items() if line},
             "host": host, "threads": list(place.threads()), "ort_threads": list(ort_threads),
-            "rows": [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
-                     for r in rows]}
+            "rows": with_cells}
     write_atomic(out_dir / "compare.json", json.dumps(data, indent=1) + "\n")
     if peers:
-        _chart(data["rows"], out_dir)
+        _chart(with_cells, out_dir)
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=list(rows[0]))
     writer.writeheader()
@@ -347,7 +350,7 @@ def _fastest(row: dict, cells: dict) -> dict:
     none), and the fastest engine with a right output, onnxruntime included."""
     counted = {ONNXRUNTIME: row["onnxruntime_ms"],
                **{e: c.median_ms for e, c in cells.items() if c.counted}}
-    fastest = min(counted, key=counted.get)
+    fastest = min(counted, key=counted.__getitem__)
     return {**{f"{e}_ms": c.median_ms for e, c in cells.items()}, "fastest": fastest,
             "fastest_ms": counted[fastest], "tuned_vs_fastest": counted[fastest] / row["tuned_ms"]}
 

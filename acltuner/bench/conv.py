@@ -11,6 +11,7 @@ from acltuner.bench.layers import LAYERS
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape
 from acltuner.engine.timing import median_ms
+from acltuner.taskgen.tasks import task_key
 
 
 def _candidate_ukernels(algorithm: str, quick: bool) -> list[str | None]:
@@ -27,9 +28,9 @@ def _candidate_ukernels(algorithm: str, quick: bool) -> list[str | None]:
 
 def best_time_ms(shape: ConvShape, algorithm: str, ukernels: list[str | None],
                  weights: tuple[int, ...], workloads: int,
-                 rng: np.random.Generator) -> tuple[float, str | None] | None:
+                 rng: np.random.Generator) -> tuple[float, str | None]:
     """The fastest (median ms, micro-kernel) of `algorithm` over `ukernels`;
-    None if none applies."""
+    ValueError if none applies."""
     x = rng.standard_normal(shape.input_shape, dtype=np.float32)
     w = rng.standard_normal(shape.weight_shape, dtype=np.float32)
     out = np.empty(shape.output_shape, dtype=np.float32)
@@ -42,6 +43,9 @@ def best_time_ms(shape: ConvShape, algorithm: str, ukernels: list[str | None],
                            min_repeat_ms=60, min_repeats=3)
         if best is None or ms < best[0]:
             best = (ms, uk)
+    if best is None:
+        raise ValueError(f"{algorithm} runs none of the micro-kernels "
+                         f"{', '.join(str(uk) for uk in ukernels)} on {task_key(shape)}")
     return best
 
 

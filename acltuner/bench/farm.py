@@ -22,6 +22,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import onnx
@@ -38,6 +39,9 @@ from acltuner.farm.members import Member
 from acltuner.tuner.tuner_config import DEFAULT_PATH
 from acltuner.zoo import build
 
+if TYPE_CHECKING:
+    from acltuner.farm.dispatch import FarmStats
+
 
 def one_core_board() -> Board:
     """This machine's cpu0 as a board of one core: every member is of this class."""
@@ -49,9 +53,9 @@ def one_core_board() -> Board:
 
 class _FarmStats(SessionReporter):
     """Keeps the farm's statistics at the end of the tune."""
-    stats = None
+    stats: FarmStats | None = None
 
-    def farm_done(self, stats, troubles: list[str]) -> None:
+    def farm_done(self, stats: FarmStats, troubles: list[str]) -> None:
         self.stats = stats
         for line in troubles:
             click.echo(line, err=True)
@@ -77,6 +81,7 @@ def _rate(model: Path, board_file: Path, members: list[Member], trials: int,
                        strategy="xgb", records_path=str(records), input_shapes=(),
                        config_path=str(config_path), seed=0, members=members,
                        reporter=reporter)
+    assert reporter.stats is not None  # a tune on members ends with farm_done
     t = plan.tuning
     busy = ", ".join(f"{name} {100 * s / t.wall_s:.0f}%" for name, s in sorted(
         reporter.stats.busy_s.items()))

@@ -50,6 +50,7 @@ class Neighbour:
     def __enter__(self) -> "Neighbour":
         self.proc = subprocess.Popen([sys.executable, "-c", _BUSY, str(self.cpu), str(self.duty),
                                       str(PERIOD_S)], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None  # stdout=PIPE
         if self.proc.stdout.readline().strip() != "ready":
             self.proc.kill()
             raise ValueError(f"the busy neighbour could not start on CPU {self.cpu}")

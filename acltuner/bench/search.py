@@ -68,7 +68,7 @@ def transfer_samples(replays: list[Replay], held_out: Replay) -> list[Sample]:
     """Every usable measurement of every task but held_out (leave one task out)."""
     return [Sample(r.board, r.key, r.task.shape, c, res.median_ms)
             for r in replays if r.key != held_out.key
-            for c, res in r.task.results.items() if res.ok]
+            for c, res in r.task.results.items() if res.ok and res.median_ms is not None]
 
 
 def fit_transfer(replays: list[Replay], held_out: Replay, config: TunerConfig) -> TransferModel:
@@ -94,6 +94,8 @@ def replay_one(replay: Replay, name: str, seed: int, config: TunerConfig,
                              space.cluster_of)
     prior = None
     if with_prior:
+        if model is None:
+            raise ValueError(f"strategy {name} needs a transfer model")
         clusters, shape = replay.clusters(), replay.task.shape
         prior = lambda configs: model.predict(clusters, shape, configs)  # noqa: E731
     table = replay.task.results

@@ -35,7 +35,8 @@ class TaskTable:
 
     @property
     def optimum_ms(self) -> float:
-        return min(r.median_ms for r in self.results.values() if r.ok)
+        return min(r.median_ms for r in self.results.values()
+                   if r.ok and r.median_ms is not None)
 
 
 @dataclass

@@ -156,7 +156,8 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
         raise SystemExit(130) from None
 
 
-tune.help = tune.help.replace("KINDS", kinds_help())
+if tune.help is not None:  # None under python -OO, which drops docstrings
+    tune.help = tune.help.replace("KINDS", kinds_help())
 
 
 def _farm_members(board_name: str | None, hosts: str | None, farm_path: str | None):
@@ -227,7 +228,8 @@ class _Printer(SessionReporter):
             self._info(f"resuming: {self.overall.found} measurements found in {self.records}")
 
     def measured(self, count: int) -> None:
-        self.overall.measured(count)
+        if self.overall:
+            self.overall.measured(count)
 
     def progress(self, text: str) -> None:
         if self.level > QUIET and not self.farm:  # a farm's bars say more than one task
@@ -299,6 +301,7 @@ class _Printer(SessionReporter):
                        + (f", {pinned} node(s) pinned, not searched" if pinned else ""))
             transferred = sum(r.transferred for r in reports)
             if transferred:
+                assert self.records is not None  # started() came first
                 click.echo(f"{transferred} of {len(reports)} tasks warm-started by the transfer "
                            f"model ({transfer_path(self.records)})")
             click.echo(f"plan written to {self.plan_path}")
@@ -318,7 +321,7 @@ def whole_model_line(check: ContextCheck) -> str:
             + (f" ({others})" if others else "")
             + f"; speedup {check.ms['default'] / kept:.2f}x over the default plan "
               f"({check.ms['default']:.3f} ms)")
-    if check.ort_ms is not None:
+    if check.ort_ms is not None and check.ort_threads is not None:
         text += (f", {check.ort_ms / kept:.2f}x over onnxruntime ({check.ort_ms:.3f} ms, "
                  f"{check.ort_threads} thread{'s' if check.ort_threads > 1 else ''})")
     return text

@@ -62,6 +62,7 @@ def _run(cmd: list[str], log: Path, progress: Callable[[float, str], None] | Non
         f.flush()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace")
+        assert proc.stdout is not None  # stdout=PIPE
         for line in proc.stdout:
             f.write(line)
             step = _STEP.match(line)
@@ -137,7 +138,7 @@ def board_build_dir(board_name: str) -> Path:
     return base / f"board-{board_name}"
 
 
-def build_for_board(board, build_dir: Path | None = None,
+def build_for_board(board, build_dir: str | Path | None = None,
                     progress: Callable[[float, str], None] | None = None) -> Path:
     """Builds the engine library and acl-launcher for `board` (an AArch64 board
     cross-compiled with its compiler flags; an x86_64 board on this machine)

@@ -21,13 +21,16 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .config import ConvShape, ExecConfig
 from .measure_options import MeasureOptions
 from .native import native_dir
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing's from Python 3.11
 
 PROTOCOL_VERSION = 5
 LAUNCHER_NAME = "acl-launcher"
@@ -107,9 +110,12 @@ class LineProcess:
         except OSError:
             self._stderr.close()
             raise
+        assert self._proc.stdin is not None and self._proc.stdout is not None  # both PIPE
+        self._stdin: IO[bytes] = self._proc.stdin
+        self._stdout: IO[bytes] = self._proc.stdout
         self.pid = self._proc.pid
-        self._in = self._proc.stdin.fileno()
-        self._out = self._proc.stdout.fileno()
+        self._in = self._stdin.fileno()
+        self._out = self._stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         self._received = bytearray()
@@ -121,7 +127,7 @@ class LineProcess:
 
     def exchange(self, line: bytes, timeout_s: float) -> bytes:
         """Sends one line and returns the one line that answers it."""
-        if self._proc.stdin.closed:
+        if self._stdin.closed:
             raise Unresponsive("launcher is not running (it was killed earlier)")
         deadline = time.monotonic() + timeout_s
         self._send(line, deadline, timeout_s)
@@ -192,7 +198,7 @@ class LineProcess:
         except ProcessLookupError:
             pass
         self._proc.wait()
-        for stream in (self._proc.stdin, self._proc.stdout, self._stderr):
+        for stream in (self._stdin, self._stdout, self._stderr):
             if not stream.closed:
                 stream.close()
 
@@ -212,7 +218,7 @@ def _encode_tensor(name: str, array: np.ndarray, shape: tuple[int, ...]) -> str:
     a = np.asarray(array)
     if a.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
-    return base64.b64encode(np.ascontiguousarray(a, dtype="<f4")).decode("ascii")
+    return base64.b64encode(np.ascontiguousarray(a, dtype="<f4").data).decode("ascii")
 
 
 def request_line(request: dict) -> bytes:
@@ -249,7 +255,7 @@ class LauncherClient:
         self._shape: ConvShape | None = None
         self.hello_info = self._start()
 
-    def __enter__(self) -> "LauncherClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -291,14 +297,17 @@ class LauncherClient:
         """One exchange (within timeout_s, default the client's); raises
         Unresponsive (with the launcher killed) if the launcher dies, times
         out or answers something that is not JSON."""
-        answer = self._process.exchange(line, timeout_s or self.timeout_s)
+        process = self._process
+        if process is None:
+            raise LauncherError("the launcher client has been closed")
+        answer = process.exchange(line, timeout_s or self.timeout_s)
         try:
             decoded = json.loads(answer)
             if isinstance(decoded, dict):
                 return decoded
         except ValueError:
             pass
-        raise self._process.kill_for(f"launcher broke the protocol, answering {answer[:200]!r}")
+        raise process.kill_for(f"launcher broke the protocol, answering {answer[:200]!r}")
 
     def _restart(self, failure: Unresponsive) -> None:
         """Replaces a killed launcher and loads the current task into the new one."""
@@ -397,6 +406,8 @@ class LauncherClient:
     def _measurement(self, answer: dict) -> Measurement:
         output = None
         if "output" in answer:
+            if self._shape is None:
+                raise LauncherError("the launcher returned an output with no task loaded")
             # A bytearray, so the array is writable like any other result.
             raw = bytearray(base64.b64decode(answer["output"]))
             output = np.frombuffer(raw, dtype="<f4").reshape(self._shape.output_shape)

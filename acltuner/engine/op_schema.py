@@ -101,7 +101,7 @@ def _floats(value) -> np.ndarray:
 
 def floats_base64(values) -> str:
     """Floats as the launcher's requests carry them: base64 of little-endian float32."""
-    return base64.b64encode(_floats(values).astype("<f4")).decode("ascii")
+    return base64.b64encode(_floats(values).astype("<f4").data).decode("ascii")
 
 
 def _shape_dict(value: ConvShape | Mapping) -> dict:
@@ -114,7 +114,7 @@ def to_json(fields: Sequence[Field], values: Mapping) -> dict:
     """The attributes as a graph_op request carries them: enums by name, floats
     as base64 little-endian float32, absent ones left out (the launcher zeroes them)."""
     by_name = {f.name: f for f in fields}
-    out = {}
+    out: dict[str, object] = {}
     for name, value in values.items():
         f = by_name[name]
         if value is None:
@@ -198,15 +198,15 @@ class CtypesLayout:
             elif f.kind == "string":
                 setattr(out, name, str(value).encode())
             elif f.kind == "ints":
-                array = (ctypes.c_int * max(len(value), 1))(*[int(v) for v in value])
-                keep.append(array)
-                setattr(out, name, array)
+                ints = (ctypes.c_int * max(len(value), 1))(*[int(v) for v in value])
+                keep.append(ints)
+                setattr(out, name, ints)
                 setattr(out, f"{name}_count", len(value))
             elif f.kind == "floats":
-                array = _floats(value)
-                keep.append(array)
-                setattr(out, name, array.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
-                setattr(out, f"{name}_count", array.size)
+                floats = _floats(value)
+                keep.append(floats)
+                setattr(out, name, floats.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
+                setattr(out, f"{name}_count", floats.size)
             elif f.kind == "conv_shape":
                 setattr(out, name, self.shape(value))
             else:

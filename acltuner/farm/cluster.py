@@ -116,6 +116,8 @@ def open_farm(board: Board, members: list[Member] | None, scheduler: str | None,
                                                     set_as_default=False))
             except OSError as e:
                 raise FarmError(f"cannot reach the Dask scheduler {scheduler}: {e}") from None
+        elif members is None:
+            raise FarmError("a farm needs its members or the scheduler of a running one")
         else:
             # A wrapper not allowed is refused before any worker starts.
             for m in members:

@@ -194,6 +194,7 @@ class Farm:
             if wrong is None and "error" not in answer and check is not None:
                 wrong = check(answer)
             if wrong is None and "error" not in answer:
+                assert member is not None  # _answered_by trusts only a member's answer
                 self._succeeded(member, answer)
                 return answer
             error = wrong or answer["error"]
@@ -347,6 +348,8 @@ class FarmRunner:
     def measure(self, configs: list[ExecConfig]) -> list[tuple[Result, Measurement]]:
         if not configs:  # e.g. nothing of a batch to take again: no round trip
             return []
+        if self._task is None:
+            raise FarmError("FarmRunner.measure before load: no task to measure")
         shape, seed = self._task
         self.home = self.farm.home(self.home)
         answer = self.farm.call(worker.measure, shape.to_dict(), seed,

@@ -106,7 +106,7 @@ def load_farm(path: str | os.PathLike,
         raise FarmError(f"{path}: {e}") from None
 
 
-def _members(data, folder: Path, default_board: str | None) -> list[Member]:
+def _members(data, folder: Path, default_board: str | None) -> tuple[str, list[Member]]:
     d = _WORDING.mapping(data, "", _FARM_FIELDS, ("schema_version", "members"))
     version = _WORDING.check(d["schema_version"], "schema_version", int)
     if version != SCHEMA_VERSION:

@@ -121,7 +121,7 @@ def hello(realtime: bool) -> dict:
 
 
 @_dropping
-def supported(shape: dict, pairs: list) -> list:
+def supported(shape: dict, pairs: list) -> dict:
     """check() of each (algorithm, micro-kernel) pair on `shape`: None where it runs."""
     s = _current()
     conv = ConvShape.from_dict(shape)

@@ -48,7 +48,7 @@ def copy_file(host: str, local: Path, remote: str) -> None:
                            f"{ssh.last_line(answer.stderr)}")
 
 
-def deploy(board: Board, host: str, build_dir: Path | None = None,
+def deploy(board: Board, host: str, build_dir: str | Path | None = None,
            timeout_s: float = 120.0) -> Deployment:
     local = build_for_board(board, build_dir)
     remote = remote_launcher_path(engine_version())

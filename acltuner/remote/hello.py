@@ -18,7 +18,8 @@ def check_hello(board: Board, host: str, hello: dict, version: str) -> None:
                             f"{hello.get('protocol')}), this acltuner is {version} (protocol "
                             f"{PROTOCOL_VERSION}): run acltuner deploy --board {board.name} "
                             f"--host {host}")
-    isa = ISA_OF_FAMILY.get(hello.get("isa"), hello.get("isa"))
+    family = hello.get("isa")
+    isa = ISA_OF_FAMILY.get(family, family) if family is not None else None
     if isa != board.isa:
         raise LauncherError(f"the acl-launcher on {host} runs {hello.get('isa')} kernels "
                             f"({isa}) but board {board.name} is {board.isa}")

@@ -48,7 +48,7 @@ def task_table(tuned: Tuned, order: list[str], fits: list[cost_fit.RoundFit]) ->
     rows = []
     for task in order:
         recs = tuned.records.get(task, [])
-        usable = [r.median_ms for r in recs if r.usable]
+        usable = [r.median_ms for r in recs if r.usable and r.median_ms is not None]
         rows.append({"task": task, "nodes": names[task],
                      "measurements": len(recs),
                      "reverted_nodes": int(nodes.get_group(task)["reverted"].notna().sum()),
@@ -135,13 +135,14 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
     # (compare, without --compare) would be an image of something else.
     for name in set(figures.NAMES) - {f.name for f in drawn}:
         output.remove(out / f"{name}.png")
+    node_totals = totals(tuned.nodes)
     summary = {
         "schema_version": SCHEMA_VERSION, "plan": plan_path,
         "model": {"path": plan.model_path, "sha256": plan.model_sha256},
         "board": {"name": plan.board_name, "fingerprint": plan.board_fingerprint},
         "engine_version": plan.engine_version, "strategy": plan.strategy,
         "records": {"path": options.records_path, "caches": tuned.caches},
-        "nodes": _node_dicts(tuned), "totals": totals(tuned.nodes), "tasks": _rows(tasks),
+        "nodes": _node_dicts(tuned), "totals": node_totals, "tasks": _rows(tasks),
         "in_context": plan.in_context.to_dict() if plan.in_context else None,
         "model_time": {"source": timing.source, **timing.comparisons(),
                        "onnxruntime_threads": timing.ort_threads,
@@ -162,7 +163,7 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
                                     f"{plan.tuning.wall_s:.1f} s"),
                          *([("in-context check", plan.in_context.describe())]
                            if plan.in_context else []),
-                         ("convolutions", _total_line(summary["totals"]))])
+                         ("convolutions", _total_line(node_totals))])
     output.write(out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
     output.write(out / "index.html",
                  page.page(f"acltuner report: {Path(plan.model_path).name}", header, sections))

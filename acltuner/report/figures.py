@@ -174,7 +174,8 @@ def model_time(time: ModelTime, folder: Path) -> Figure:
     size = model_time_size()
     fig, ax = _canvas(size)
     colours = _colours(list(time.by_kind["kind"]))
-    bars = [("acltuner\nwhole run", [("acltuner (whole run)", time.median_ms, "black")])]
+    bars: list[tuple[str, list[tuple[str, float, str | tuple]]]] = [
+        ("acltuner\nwhole run", [("acltuner (whole run)", time.median_ms, "black")])]
     if time.ort_ms is not None:
         bars.append(("onnxruntime\nwhole run", [("onnxruntime", time.ort_ms, "grey")]))
     whole_runs = len(bars)

@@ -78,6 +78,7 @@ def run_here(plan_path: str, repeat: int, ort: bool) -> ModelTime:
     if not ort:
         return ModelTime(latency.median_ms, by_kind(nodes), None, None,
                          f"run here, median of {repeat} runs")
+    assert program.plan is not None  # load() keeps the plan it read
     theirs = profile_onnxruntime(program.plan.model_path, inputs, repeat, warmup)
     return ModelTime(latency.median_ms, by_kind(nodes), theirs.median_ms, theirs.threads,
                      f"run here, median of {repeat} runs",

@@ -15,16 +15,17 @@ import numpy as np
 
 from acltuner.bench.fuzz.mutate import mutate_bytes, mutate_value, random_bytes
 from acltuner.engine.launcher import LauncherClient, LineProcess, Unresponsive
+from acltuner.engine.measure_options import MeasureOptions
 
 # Cheap measurements: the fuzz is about parsing and state, not timing.
-FAST = {"warmup": 0, "min_repeat_ms": 0, "min_repeats": 1, "max_repeats": 1}
+FAST = MeasureOptions(warmup=0, min_repeat_ms=0, min_repeats=1, max_repeats=1)
 BASE64_FIELDS = ("weight", "bias", "input", "residual", "data")
 
 
 class _Recorder(LauncherClient):
     """A launcher client that keeps every request line it sends."""
 
-    def __init__(self, command):
+    def __init__(self, command: list[str]):
         self.lines: list[bytes] = []
         super().__init__(command)
 
@@ -50,7 +51,7 @@ def record_seed_lines(command: list[str], plan_path: Path) -> list[bytes]:
         algorithm = client.algorithms[0]
         ukernel = client.ukernels[0]["name"]
         client.check(shape, algorithm, ukernel)
-        client.measure(ExecConfig(algorithm, ukernel, (1,), 1), **FAST)
+        client.measure(ExecConfig(algorithm, ukernel, (1,), 1), FAST)
         # The launcher fuzzed may be another build (a sanitiser's) than the
         # plan's: only its request lines matter here.
         program = RemoteProgram(plan_path, client, force=True)

@@ -75,31 +75,31 @@ def mutate_value(rng: random.Random, doc: Any, edits: int | None = None) -> Any:
 
 def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
     """data truncated, bit-flipped, with bytes inserted or removed, or spliced."""
-    data = bytearray(data)
     roll = rng.random()
     if roll < 0.25 or not data:
-        return bytes(data[:rng.randrange(len(data) + 1)])
+        return data[:rng.randrange(len(data) + 1)]
     if roll < 0.55:
+        flipped = bytearray(data)
         for _ in range(rng.choice([1, 1, 2, 8])):
-            i = rng.randrange(len(data))
-            data[i] ^= 1 << rng.randrange(8)
-        return bytes(data)
+            i = rng.randrange(len(flipped))
+            flipped[i] ^= 1 << rng.randrange(8)
+        return bytes(flipped)
     if roll < 0.75:
         i = rng.randrange(len(data) + 1)
         junk = rng.choice([b"\xff\xfe", b"\x00", b"{", b"]", b"\xc3", b"\n",
                            bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))])
-        return bytes(data[:i] + junk + data[i:])
+        return data[:i] + junk + data[i:]
     if roll < 0.8:
         # Nesting deeper than a recursive parser's stack (the structured
         # mutations stop short of Python's recursion limit).
         i, depth = rng.randrange(len(data) + 1), rng.choice([1000, 100000])
-        return bytes(data[:i]) + b"[" * depth + b"]" * depth + bytes(data[i:])
+        return data[:i] + b"[" * depth + b"]" * depth + data[i:]
     if roll < 0.9:
         i = rng.randrange(len(data))
         j = min(len(data), i + rng.randrange(1, 64))
-        return bytes(data[:i] + data[j:])
+        return data[:i] + data[j:]
     i, j = sorted(rng.randrange(len(data) + 1) for _ in range(2))
-    return bytes(data[:j] + data[i:])  # a repeated stretch
+    return data[:j] + data[i:]  # a repeated stretch
 
 
 def random_bytes(rng: random.Random, size: int) -> bytes:

@@ -83,9 +83,10 @@ def run(cases: int, seed: int, timeout_s: float, launcher: list[str],
         doors: list[str] | None = None) -> int:
     """Returns how many problems were counted."""
     rng = random.Random(seed)
-    totals = Counter()
-    per_door = Counter()
-    accepted = Counter()  # inputs that loaded: the mutations must not all be refused early
+    totals: Counter[str] = Counter()
+    per_door: Counter[str] = Counter()
+    # Inputs that loaded: the mutations must not all be refused early.
+    accepted: Counter[str] = Counter()
     shown: dict[str, list[str]] = {}
     # Expected refusals are logged or warned about by some loaders (a cut
     # records line, onnx's unknown external data keys): the tally says it all.

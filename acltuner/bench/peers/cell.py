@@ -91,7 +91,8 @@ class Cell:
 
     @property
     def median_ms(self) -> float | None:
-        return self.times[self.best_threads]["median_ms"] if self.times else None
+        best = self.best_threads
+        return None if best is None else self.times[best]["median_ms"]
 
     @property
     def counted(self) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from acltuner.bench.peers import PNNX_VERSION
 from acltuner.bench.peers.timing import timed
 
 _TYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int32": "i32", "int64": "i64",
@@ -19,7 +20,10 @@ _TYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "int32": "i32", 
 
 
 def _pnnx() -> str:
-    return str(Path(importlib.util.find_spec("pnnx").submodule_search_locations[0]) / "pnnx")
+    spec = importlib.util.find_spec("pnnx")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"no pnnx package: pip install --no-deps pnnx=={PNNX_VERSION}")
+    return str(Path(spec.submodule_search_locations[0]) / "pnnx")
 
 
 def convert(model: Path, inputs: dict[str, np.ndarray], workdir: Path) -> Path:

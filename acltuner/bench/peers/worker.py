@@ -18,6 +18,7 @@ import os
 import resource
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,11 @@ from acltuner.atomic import write_atomic
 
 def save_arrays(path: Path, names: dict[str, list[str]], arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
-    np.savez(buffer, names=np.array(json.dumps(names)), **arrays)
+    # mypy lets **arrays fill savez's allow_pickle, but they are named in0..,
+    # out0..; passing allow_pickle instead would save it as an array under
+    # the older numpy (no such parameter) a board may have.
+    np.savez(buffer, names=np.array(json.dumps(names)),
+             **arrays)  # type: ignore[arg-type]
     write_atomic(path, buffer.getvalue())
 
 
@@ -95,7 +100,8 @@ def main(argv: list[str]) -> None:
     the process ends without flushing C's buffers after the last line."""
     answer_fd = os.dup(1)
     os.dup2(2, 1)
-    commands = {"reference": reference, "convert": convert, "run": run}
+    commands: dict[str, Callable[..., dict | None]] = {"reference": reference,
+                                                       "convert": convert, "run": run}
     try:
         answer, status = commands[argv[0]](*argv[1:]), 0
     except Exception as e:  # an engine's own error, of any kind, is its cell's one line

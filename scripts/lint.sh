@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The lint .ci/run runs (after scripts/setup.sh): ruff and mypy on the Python
-# (pyproject.toml), clang-format on the C (.clang-format, .clang-format-ignore),
+# (pyproject.toml), clang-format on the C (.clang-format),
 # and the engine, launcher and C tests built with warnings as errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."

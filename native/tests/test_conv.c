@@ -28,14 +28,15 @@ static float *random_floats(size_t count)
 
 static void describe(const acl_conv_shape *s, char *buf, size_t len)
 {
-    snprintf(buf, len,
-             "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g|%g,%g]%s"
-             "%s out_pad %d,%d",
-             s->n, s->h, s->w, s->c, s->oc, s->kh, s->kw, s->stride_h, s->stride_w, s->dil_h,
-             s->dil_w, s->pad_top, s->pad_left, s->pad_bottom, s->pad_right, s->group, s->act,
-             (double)s->act_min, (double)s->act_max, (double)s->act_alpha, (double)s->act_beta,
-             s->has_residual ? " +res" : "", s->transposed ? " transposed" : "", s->out_pad_h,
-             s->out_pad_w);
+    snprintf(
+        buf, len,
+        "n%d h%d w%d c%d -> oc%d k%dx%d s%d,%d d%d,%d pad t%d l%d b%d r%d g%d act%d[%g,%g|%g,%g]%s"
+        "%s out_pad %d,%d",
+        s->n, s->h, s->w, s->c, s->oc, s->kh, s->kw, s->stride_h, s->stride_w, s->dil_h, s->dil_w,
+        s->pad_top, s->pad_left, s->pad_bottom, s->pad_right, s->group, s->act, (double)s->act_min,
+        (double)s->act_max, (double)s->act_alpha, (double)s->act_beta,
+        s->has_residual ? " +res" : "", s->transposed ? " transposed" : "", s->out_pad_h,
+        s->out_pad_w);
 }
 
 enum {
@@ -84,12 +85,13 @@ static acl_conv_shape random_shape(int family)
     case FAMILY_DEPTHWISE:
         s.group = s.c;
         s.oc = s.c * rnd(1, 3);
-        if (rnd(0, 1)) {  /* a dilated kernel's wide padding, or stride 2: borders of several pixels */
+        if (rnd(0,
+                1)) { /* a dilated kernel's wide padding, or stride 2: borders of several pixels */
             s.oc = s.c;
             s.stride_h = s.stride_w = rnd(0, 2) ? 1 : 2;
             s.kh = s.kw = 3 + 2 * rnd(0, 2);
             s.dil_h = s.dil_w = s.stride_w == 1 ? rnd(1, 3) : 1;
-            s.w = rnd(1, 40);  /* rows of several interior runs */
+            s.w = rnd(1, 40); /* rows of several interior runs */
             if (rnd(0, 3) == 0) s.group = s.c = s.oc = rnd(257, 290); /* blocks outer, rows inner */
             max_pad = s.dil_w * (s.kw - 1);
         }
@@ -256,7 +258,7 @@ static int check_borrowed(const problem *p, const char *algorithm, const char *u
 static void check_one(const problem *p, int algorithm_index, const char *ukernel)
 {
     const char *algorithm = acl_algorithm_name(algorithm_index);
-    if (acl_conv_check(&p->s, algorithm, ukernel) != 0) return;  /* unsupported: not a case */
+    if (acl_conv_check(&p->s, algorithm, ukernel) != 0) return; /* unsupported: not a case */
     acl_conv *conv;
     if (acl_conv_create(&p->s, algorithm, ukernel, p->w, p->bias, &conv) != 0) {
         fail(p, algorithm, ukernel, "create: %s", acl_last_error());
@@ -268,7 +270,7 @@ static void check_one(const problem *p, int algorithm_index, const char *ukernel
     for (int i = 0; ok && i < NCONFIGS; i++) {
         if (configs[i].ncores > ncpu) continue;
         float *out = i == 0 ? first : again;
-        memset(out, 0xff, p->out_count * sizeof(float));  /* NaN: unwritten outputs show */
+        memset(out, 0xff, p->out_count * sizeof(float)); /* NaN: unwritten outputs show */
         if (acl_conv_run(conv, &configs[i], p->x, p->residual, out, NULL) != 0) {
             fail(p, algorithm, ukernel, "run: %s", acl_last_error());
             ok = 0;
@@ -276,7 +278,7 @@ static void check_one(const problem *p, int algorithm_index, const char *ukernel
             double diff = 0.0;
             for (size_t e = 0; e < p->out_count; e++) {
                 double d = fabs((double)out[e] - p->expected[e]);
-                diff = d > diff || d != d ? d : diff;  /* a NaN sticks */
+                diff = d > diff || d != d ? d : diff; /* a NaN sticks */
             }
             double scale = fmax(p->expected_max, 1e-6), rel = diff / scale;
             if (!(rel <= TOLERANCE)) {
@@ -326,12 +328,21 @@ static void run_wide_winograd_cases(void)
     static const int kernels[][2] = {{3, 3}, {1, 3}, {3, 1}};
     static const int channels[][2] = {{512, 16}, {300, 140}};
     for (int i = 0; i < 6; i++) {
-        acl_conv_shape s = {.n = 1, .h = 9, .w = 9,
-                            .c = channels[i / 3][0], .oc = channels[i / 3][1],
-                            .kh = kernels[i % 3][0], .kw = kernels[i % 3][1],
-                            .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1,
-                            .pad_top = kernels[i % 3][0] / 2, .pad_bottom = kernels[i % 3][0] / 2,
-                            .pad_left = kernels[i % 3][1] / 2, .pad_right = kernels[i % 3][1] / 2,
+        acl_conv_shape s = {.n = 1,
+                            .h = 9,
+                            .w = 9,
+                            .c = channels[i / 3][0],
+                            .oc = channels[i / 3][1],
+                            .kh = kernels[i % 3][0],
+                            .kw = kernels[i % 3][1],
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .dil_h = 1,
+                            .dil_w = 1,
+                            .pad_top = kernels[i % 3][0] / 2,
+                            .pad_bottom = kernels[i % 3][0] / 2,
+                            .pad_left = kernels[i % 3][1] / 2,
+                            .pad_right = kernels[i % 3][1] / 2,
                             .group = 1};
         run_case(&s);
     }
@@ -345,10 +356,22 @@ static void run_fused_winograd_cases(void)
 {
     static const int sizes[][4] = {{70, 71, 96, 24}, {41, 90, 64, 40}};
     for (int i = 0; i < 2; i++) {
-        acl_conv_shape s = {.n = 1, .h = sizes[i][0], .w = sizes[i][1], .c = sizes[i][2],
-                            .oc = sizes[i][3], .kh = 3, .kw = 3, .stride_h = 1, .stride_w = 1,
-                            .dil_h = 1, .dil_w = 1, .pad_top = 1, .pad_left = 2,
-                            .pad_bottom = 0, .pad_right = 1, .group = 1};
+        acl_conv_shape s = {.n = 1,
+                            .h = sizes[i][0],
+                            .w = sizes[i][1],
+                            .c = sizes[i][2],
+                            .oc = sizes[i][3],
+                            .kh = 3,
+                            .kw = 3,
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .dil_h = 1,
+                            .dil_w = 1,
+                            .pad_top = 1,
+                            .pad_left = 2,
+                            .pad_bottom = 0,
+                            .pad_right = 1,
+                            .group = 1};
         run_case(&s);
     }
 }
@@ -392,8 +415,8 @@ static void check_run_rejections(const acl_conv_shape *shape)
     acl_conv *conv;
     static const int idle[] = {0, 0};
     const acl_exec no_core = {2, idle, 1}, no_workload = {1, one_core, 0};
-    if (problem_init(&p, &s, 1) != 0 || acl_conv_create(&s, "im2col", first_ukernel("hybrid"),
-                                                        p.w, p.bias, &conv) != 0) {
+    if (problem_init(&p, &s, 1) != 0 ||
+        acl_conv_create(&s, "im2col", first_ukernel("hybrid"), p.w, p.bias, &conv) != 0) {
         check(0, "creating the run-rejection case: %s", acl_last_error());
         return;
     }
@@ -429,8 +452,18 @@ static void check_run_rejections(const acl_conv_shape *shape)
 static void check_rejections(void)
 {
     const char *hybrid = first_ukernel("hybrid"), *interleaved = first_ukernel("interleaved");
-    const acl_conv_shape base = {.n = 1, .h = 8, .w = 8, .c = 8, .oc = 8, .kh = 3, .kw = 3,
-                                 .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .group = 1};
+    const acl_conv_shape base = {.n = 1,
+                                 .h = 8,
+                                 .w = 8,
+                                 .c = 8,
+                                 .oc = 8,
+                                 .kh = 3,
+                                 .kw = 3,
+                                 .stride_h = 1,
+                                 .stride_w = 1,
+                                 .dil_h = 1,
+                                 .dil_w = 1,
+                                 .group = 1};
     EXPECT_REJECTED_WITH(s.stride_h = 2, "winograd_4x4_3x3", hybrid, "stride_h=2");
     EXPECT_REJECTED_WITH(s.dil_w = 2, "winograd_2x2_3x3", hybrid, "dil_w=2");
     expect_rejected(&base, "winograd_1x4_1x3", hybrid, "1x3 kernel");
@@ -462,7 +495,7 @@ static double best_run_ms(acl_conv *conv, const problem *p, float *out, acl_stag
 {
     acl_stage_times t;
     best->total_ms = INFINITY;
-    acl_conv_run(conv, &single, p->x, p->residual, out, &t);  /* warm-up */
+    acl_conv_run(conv, &single, p->x, p->residual, out, &t); /* warm-up */
     for (int r = 0; r < 20; r++) {
         acl_conv_run(conv, &single, p->x, p->residual, out, &t);
         if (t.total_ms < best->total_ms) *best = t;
@@ -472,9 +505,22 @@ static double best_run_ms(acl_conv *conv, const problem *p, float *out, acl_stag
 
 static int bench(void)
 {
-    acl_conv_shape s = {.n = 1, .h = 56, .w = 56, .c = 64, .oc = 64, .kh = 3, .kw = 3,
-                        .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1, .pad_top = 1,
-                        .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .group = 1,
+    acl_conv_shape s = {.n = 1,
+                        .h = 56,
+                        .w = 56,
+                        .c = 64,
+                        .oc = 64,
+                        .kh = 3,
+                        .kw = 3,
+                        .stride_h = 1,
+                        .stride_w = 1,
+                        .dil_h = 1,
+                        .dil_w = 1,
+                        .pad_top = 1,
+                        .pad_left = 1,
+                        .pad_bottom = 1,
+                        .pad_right = 1,
+                        .group = 1,
                         .act = ACL_ACT_RELU};
     static const char *algorithms[] = {"im2col", "indirect", "winograd_2x2_3x3",
                                        "winograd_4x4_3x3"};

@@ -19,7 +19,8 @@ typedef struct {
 static int add_unary(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const unary_spec *s = spec;
-    return acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){s->op, s->a, s->b}, 1, &s->in, &s->out);
+    return acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){s->op, s->a, s->b}, 1, &s->in,
+                         &s->out);
 }
 
 void unary_case(int big)
@@ -88,9 +89,9 @@ void accuracy_case(void)
             arena[EVEN + 2 * i] = sp->hi > 0 ? v : -v;
             arena[EVEN + 2 * i + 1] = sp->lo < 0 ? -v : v;
         }
-        const int ok = acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = sp->op}, 1, &in,
-                                     &out) == 0 &&
-                       acl_graph_run(g, NULL) == 0;
+        const int ok =
+            acl_graph_add(g, ACL_OP_UNARY, &(acl_unary_attrs){.op = sp->op}, 1, &in, &out) == 0 &&
+            acl_graph_run(g, NULL) == 0;
         check(ok, "accuracy %s: %s", sp->name, ok ? "" : acl_last_error());
         double worst = 0;
         float worst_x = 0;
@@ -104,8 +105,8 @@ void accuracy_case(void)
                 worst_x = arena[i];
             }
         }
-        printf("accuracy %-9s [%g, %g]: max %.2f ulp (at x = %.9g), bound %g\n", sp->name,
-               sp->lo, sp->hi, worst, (double)worst_x, sp->max_ulp);
+        printf("accuracy %-9s [%g, %g]: max %.2f ulp (at x = %.9g), bound %g\n", sp->name, sp->lo,
+               sp->hi, worst, (double)worst_x, sp->max_ulp);
         check(ok && worst <= sp->max_ulp, "accuracy %s: %.2f ulp at x = %.9g, bound %g", sp->name,
               worst, (double)worst_x, sp->max_ulp);
         acl_graph_destroy(g);
@@ -158,8 +159,8 @@ void affine_case(int big)
         const size_t ch = i % (size_t)c;
         /* float arithmetic as the op does it: one rounding per step */
         const float v = arena[s.x.offset + i] * arena[s.scale.offset + ch];
-        t.expected[s.out.offset + i] = (float)ref_activate(
-            attrs.act, attrs.a, attrs.b, v + arena[s.shift.offset + ch]);
+        t.expected[s.out.offset + i] =
+            (float)ref_activate(attrs.act, attrs.a, attrs.b, v + arena[s.shift.offset + ch]);
     }
     trial_run(&t, &s.out, add_scale_shift, &s);
 }
@@ -247,24 +248,23 @@ void binary_case(int big)
     float *arena = trial_arena(&t);
     /* Divisors kept away from 0, but for div_no_nan's every third, 0. */
     for (size_t i = 0; i < volume(rank, db); i++)
-        arena[s.b.offset + i] = s.op == ACL_BINARY_DIV_NO_NAN && i % 3 == 0
-                                    ? 0.0f
-                                    : copysignf(0.5f + fabsf(arena[s.b.offset + i]),
-                                                arena[s.b.offset + i]);
+        arena[s.b.offset + i] =
+            s.op == ACL_BINARY_DIV_NO_NAN && i % 3 == 0
+                ? 0.0f
+                : copysignf(0.5f + fabsf(arena[s.b.offset + i]), arena[s.b.offset + i]);
     memcpy(t.expected, arena, t.arena * sizeof(float));
     for (size_t i = 0; i < volume(rank, dims); i++) {
         const float x = arena[s.a.offset + broadcast_offset(&s.out, &s.a, i)];
         const float y = arena[s.b.offset + broadcast_offset(&s.out, &s.b, i)];
-        const float r = s.op == ACL_BINARY_ADD ? x + y
-                        : s.op == ACL_BINARY_MUL ? x * y
-                        : s.op == ACL_BINARY_SUB ? x - y
+        const float r = s.op == ACL_BINARY_ADD                       ? x + y
+                        : s.op == ACL_BINARY_MUL                     ? x * y
+                        : s.op == ACL_BINARY_SUB                     ? x - y
                         : s.op == ACL_BINARY_DIV_NO_NAN && y == 0.0f ? 0.0f
-                                                 : x / y;
+                                                                     : x / y;
         t.expected[s.out.offset + i] = r;
     }
     trial_run(&t, &s.out, add_binary, &s);
 }
-
 
 /* ---- softmax / LRN ----------------------------------------------------------- */
 
@@ -305,9 +305,8 @@ void softmax_case(int big)
         double sum = 0.0;
         for (size_t i = 0; i < len; i++) sum += exp((double)x[i] - max);
         for (size_t i = 0; i < len; i++)
-            t.expected[s.out.offset + r * len + i] =
-                s.log ? (float)((double)x[i] - max - log(sum))
-                      : (float)(exp((double)x[i] - max) / sum);
+            t.expected[s.out.offset + r * len + i] = s.log ? (float)((double)x[i] - max - log(sum))
+                                                           : (float)(exp((double)x[i] - max) / sum);
     }
     trial_run(&t, &s.out, add_softmax, &s);
 }
@@ -327,8 +326,10 @@ static int add_lrn(acl_graph *g, const void *spec, const acl_exec *ex)
 
 void lrn_case(int big)
 {
-    lrn_spec s = {.size = rnd(1, 7), .alpha = 1e-4f * (float)rnd(1, 10000),
-                  .beta = 0.25f * (float)rnd(1, 4), .bias = 0.5f * (float)rnd(1, 4)};
+    lrn_spec s = {.size = rnd(1, 7),
+                  .alpha = 1e-4f * (float)rnd(1, 10000),
+                  .beta = 0.25f * (float)rnd(1, 4),
+                  .bias = 0.5f * (float)rnd(1, 4)};
     int rank = rnd(1, 4), dims[ACL_MAX_RANK];
     random_dims(rank, big, dims);
     dims[rank - 1] = rnd(1, 40);

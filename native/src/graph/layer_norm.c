@@ -37,8 +37,8 @@ static int layer_norm_run(const void *arg, const acl_exec *ex)
     return graph_parallel(ex, p->rows, 4 * p->len, layer_norm_rows, p);
 }
 
-int graph_op_layer_norm(acl_graph *g, const acl_layer_norm_attrs *a, int nin,
-                        const acl_tensor *ins, const acl_tensor *out)
+int graph_op_layer_norm(acl_graph *g, const acl_layer_norm_attrs *a, int nin, const acl_tensor *ins,
+                        const acl_tensor *out)
 {
     const char *name = "layer_norm";
     const acl_tensor *x = &ins[0];
@@ -51,7 +51,8 @@ int graph_op_layer_norm(acl_graph *g, const acl_layer_norm_attrs *a, int nin,
     if (graph_check_scale_shift(g, name, ins, out, d) != 0) return -1;
     layer_norm_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
-    *p = (layer_norm_params){graph_ptr(g, x), graph_ptr(g, &ins[1]), graph_ptr(g, &ins[2]),
-                             graph_ptr(g, out), count / (size_t)d, (size_t)d, a->epsilon};
+    *p = (layer_norm_params){graph_ptr(g, x),   graph_ptr(g, &ins[1]), graph_ptr(g, &ins[2]),
+                             graph_ptr(g, out), count / (size_t)d,     (size_t)d,
+                             a->epsilon};
     return graph_add(g, layer_norm_run, NULL, p);
 }

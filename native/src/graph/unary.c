@@ -14,15 +14,33 @@ static const char *const names[] = {ACL_UNARY_OPS(OP_NAME)};
 static void math(int op, float a, const float *x, float *y, size_t n)
 {
     switch (op) {
-    case ACL_UNARY_SQRT: for (size_t i = 0; i < n; i++) y[i] = sqrtf(x[i]); return;
-    case ACL_UNARY_LOG: for (size_t i = 0; i < n; i++) y[i] = logf(x[i]); return;
-    case ACL_UNARY_EXP: for (size_t i = 0; i < n; i++) y[i] = acl_exp(x[i]); return;
-    case ACL_UNARY_ABS: for (size_t i = 0; i < n; i++) y[i] = fabsf(x[i]); return;
-    case ACL_UNARY_NEG: for (size_t i = 0; i < n; i++) y[i] = -x[i]; return;
-    case ACL_UNARY_RECIPROCAL: for (size_t i = 0; i < n; i++) y[i] = 1.0f / x[i]; return;
-    case ACL_UNARY_TANH: for (size_t i = 0; i < n; i++) y[i] = acl_tanh(x[i]); return;
-    case ACL_UNARY_SOFTPLUS: for (size_t i = 0; i < n; i++) y[i] = log1pf(expf(x[i])); return;
-    case ACL_UNARY_ERF: for (size_t i = 0; i < n; i++) y[i] = acl_erf(x[i]); return;
+    case ACL_UNARY_SQRT:
+        for (size_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
+        return;
+    case ACL_UNARY_LOG:
+        for (size_t i = 0; i < n; i++) y[i] = logf(x[i]);
+        return;
+    case ACL_UNARY_EXP:
+        for (size_t i = 0; i < n; i++) y[i] = acl_exp(x[i]);
+        return;
+    case ACL_UNARY_ABS:
+        for (size_t i = 0; i < n; i++) y[i] = fabsf(x[i]);
+        return;
+    case ACL_UNARY_NEG:
+        for (size_t i = 0; i < n; i++) y[i] = -x[i];
+        return;
+    case ACL_UNARY_RECIPROCAL:
+        for (size_t i = 0; i < n; i++) y[i] = 1.0f / x[i];
+        return;
+    case ACL_UNARY_TANH:
+        for (size_t i = 0; i < n; i++) y[i] = acl_tanh(x[i]);
+        return;
+    case ACL_UNARY_SOFTPLUS:
+        for (size_t i = 0; i < n; i++) y[i] = log1pf(expf(x[i]));
+        return;
+    case ACL_UNARY_ERF:
+        for (size_t i = 0; i < n; i++) y[i] = acl_erf(x[i]);
+        return;
     case ACL_UNARY_POW:
         if (a == 2.0f) {  /* the usual exponent: a variance, a power spectrum */
             for (size_t i = 0; i < n; i++) y[i] = x[i] * x[i];
@@ -48,8 +66,7 @@ static void unary_rows(const void *arg, size_t begin, size_t end)
     const unary_params *p = arg;
     if (p->op < ACL_ACT_COUNT)
         acl_activate(p->op, p->a, p->b, p->x + begin, p->y + begin, end - begin);
-    else
-        math(p->op, p->a, p->x + begin, p->y + begin, end - begin);
+    else math(p->op, p->a, p->x + begin, p->y + begin, end - begin);
 }
 
 static int unary_run(const void *arg, const acl_exec *ex)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,12 +28,6 @@
  * descheduled in between: another thread wants this core, so stop spinning
  * against it and sleep. */
 #define PREEMPTED_GAP_MS 0.025
-/* How long a worker that found its CPU contended sleeps between jobs at once.
- * Not longer when found so again soon after: beside a core busy all the
- * time, 160 ms instead cost ppocrv4_rec 6.96 -> 8.21 ms and inception_v1
- * 11.6 -> 13.8 ms for no better p90, whatever part of its core the worker
- * still gets being worth its late jobs. */
-#define BACKOFF_MS 10.0
 /* Adaptive balance: a caller that waited runnable but descheduled for this
  * share of a program run (acl_pool_run_begin to acl_pool_run_end) shares its
  * CPU with another thread, and every job waits for it; it runs its jobs
@@ -46,10 +41,12 @@
  * ran less than RESCUE_SHARE of that time is descheduled holding them (a
  * whole time slice of another thread, milliseconds), and is moved onto the
  * caller's CPU, which the caller leaves to it by sleeping.  It moves back to
- * its own CPU before its next job. */
-#define RESCUE_AFTER_MS 0.3
-#define RESCUE_LOOK_MS 0.2
+ * its own CPU once done.  The caller's timer slack is RESCUE_SLACK_NS
+ * meanwhile: at Linux's default 50 us, each look came 0.1 ms late. */
+#define RESCUE_AFTER_MS 0.05
+#define RESCUE_LOOK_MS 0.05
 #define RESCUE_SHARE 0.1
+#define RESCUE_SLACK_NS 1000UL
 /* Watches a run at most this often: a look is a system call, a fair share of
  * a run of tens of microseconds. */
 #define WATCH_MS 2.0
@@ -75,11 +72,7 @@ typedef struct {
     int cpu;
     int started;
     atomic_int holding;  /* runs units now */
-    atomic_int moved;    /* moved by a rescue: back to its CPU before its next job */
-    /* Its CPU was found contended (it was descheduled polling, or holding
-     * units): until then it sleeps between jobs and the adaptive balance
-     * gives it no job, leaving its share to the caller. */
-    _Atomic double calm_at;
+    atomic_int moved;    /* moved by a rescue: back to its CPU once done */
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
      * of the latest it has run. */
@@ -99,6 +92,7 @@ static struct {
     atomic_int caller_sleeping;
     atomic_int adaptive;            /* the current job's balancing */
     atomic_int nranges;             /* the current job's shares */
+    atomic_int runs;                /* adaptive program runs in progress */
     acl_task_fn fn;
     void *ctx;
     range ranges[ACL_MAX_CPUS];
@@ -313,16 +307,11 @@ static void run_units(worker *w, int begin, int end, int rank)
 
 /* Runs share `rank` of the job tagged `tag` as worker `w` (NULL: the
  * caller), then, when the job balances adaptively, what is left of the other
- * shares, each from its back.  `borrowed`: the share is a contended worker's,
- * given to the caller, so all of it counts as taken over. */
-static void work(worker *w, int rank, unsigned tag, int borrowed)
+ * shares, each from its back. */
+static void work(worker *w, int rank, unsigned tag)
 {
     int begin, end;
-    while (claim(rank, tag, 0, &begin, &end)) {
-        if (borrowed)
-            atomic_fetch_add_explicit(&pool.taken_over, end - begin, memory_order_relaxed);
-        run_units(w, begin, end, rank);
-    }
+    while (claim(rank, tag, 0, &begin, &end)) run_units(w, begin, end, rank);
     if (!atomic_load_explicit(&pool.adaptive, memory_order_relaxed)) return;
     const int n = atomic_load_explicit(&pool.nranges, memory_order_relaxed);
     for (int i = 1; i < n; i++) {
@@ -378,16 +367,36 @@ static void test_stall(const worker *w)
     nanosleep(&(struct timespec){(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)}, NULL);
 }
 
-/* A worker waits for its next job polling, then sleeping; once its CPU is
- * found contended, it sleeps at once for BACKOFF_MS, leaving the CPU to the
- * thread that wants it (see calm_at). */
+/* Back to its own CPU, if a rescue moved it onto the caller's. */
+static void return_home(worker *w)
+{
+    if (!atomic_exchange(&w->moved, 0)) return;
+    cpu_set_t own;
+    CPU_ZERO(&own);
+    CPU_SET(acl_machine_cpu(w->cpu), &own);
+    /* Nothing to do if this fails: it runs on a CPU it was allowed. */
+    pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+}
+
+/* A worker waits for its next job polling, through the adaptive program run
+ * in progress if any, then for SPIN_MS, then sleeping.
+ *
+ * Through the run, even beside another thread that wants its core: the
+ * worker then keeps its fair share of that core, and the caller takes over
+ * whatever it is descheduled before starting.  Sleeping between jobs once
+ * its core was found contended (10 ms at a time, as before) left the worker
+ * about a quarter of the core, not half: beside a core busy all the time, 9
+ * real models slowed by 1.43x (onnxruntime 1.43x in the same run); polling,
+ * by 1.17x (onnxruntime 1.28x).  The price is the tail of the smallest
+ * models: a run that meets the neighbour's time slice waits for a rescue
+ * (oww_embedding's loaded p90 1.25x -> 2.65x its quiet p50). */
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    for (int sleep_now = 0;;) {
-        const int polled = sleep_now ? WAIT_STOPPED : spin_until(job_arrived, w);
-        if (polled == WAIT_DESCHEDULED) atomic_store(&w->calm_at, acl_now_ms() + BACKOFF_MS);
-        if (polled != WAIT_DONE) {
+    for (;;) {
+        while (!job_arrived(w) && atomic_load_explicit(&pool.runs, memory_order_relaxed) > 0)
+            cpu_relax();
+        if (spin_until(job_arrived, w) != WAIT_DONE) {
             pthread_mutex_lock(&pool.lock);
             atomic_exchange(&w->sleeping, 1);
             while (atomic_load(&w->job) == w->seen && !atomic_load(&w->nudged))
@@ -395,23 +404,15 @@ static void *worker_main(void *arg)
             atomic_store(&w->nudged, 0);
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&pool.lock);
-            if (atomic_load(&w->job) == w->seen) {  /* nudged: poll again, unless contended */
-                sleep_now = acl_now_ms() < atomic_load(&w->calm_at);
-                continue;
-            }
+            if (atomic_load(&w->job) == w->seen) continue; /* nudged: poll again */
         }
         const unsigned long long job = atomic_load_explicit(&w->job, memory_order_acquire);
         w->seen = job;
-        if (atomic_exchange(&w->moved, 0)) {
-            cpu_set_t own;
-            CPU_ZERO(&own);
-            CPU_SET(acl_machine_cpu(w->cpu), &own);
-            /* Nothing to do if this fails: it runs on a CPU it was allowed. */
-            pthread_setaffinity_np(pthread_self(), sizeof own, &own);
-        }
+        /* Again here: the rescue may have moved it after its last check. */
+        return_home(w);
         test_stall(w);
-        work(w, atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job, 0);
-        sleep_now = acl_now_ms() < atomic_load(&w->calm_at);
+        work(w, atomic_load_explicit(&w->rank, memory_order_relaxed), (unsigned)job);
+        return_home(w);
     }
     return NULL;
 }
@@ -498,6 +499,7 @@ static double waited_ms(void)
 
 void acl_pool_run_begin(void)
 {
+    atomic_fetch_add_explicit(&pool.runs, 1, memory_order_relaxed);
     const double now = acl_now_ms();
     watch.at_ms = 0;
     watch.wanted = now - watch.last_ms >= WATCH_MS;
@@ -515,6 +517,7 @@ static void watch_pinned(void)
 
 void acl_pool_run_end(void)
 {
+    atomic_fetch_sub_explicit(&pool.runs, 1, memory_order_relaxed);
     if (watch.at_ms == 0) return;
     const double now = acl_now_ms(), waited = waited_ms();
     if (waited - watch.waited_ms > CONTENDED_SHARE * (now - watch.at_ms))
@@ -540,6 +543,8 @@ static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
     const int rescue = atomic_load_explicit(&pool.adaptive, memory_order_relaxed);
     double cpu_ms[ACL_MAX_CPUS], looked = 0;
     const double start = acl_now_ms();
+    const int slack = rescue ? prctl(PR_GET_TIMERSLACK) : -1;
+    if (slack >= 0) prctl(PR_SET_TIMERSLACK, RESCUE_SLACK_NS);
     pthread_mutex_lock(&pool.lock);
     atomic_exchange(&pool.caller_sleeping, 1);
     while (atomic_load(&pool.left) > 0) {
@@ -563,7 +568,6 @@ static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
                     CPU_SET(here, &set);
                     if (pthread_setaffinity_np(w->thread, sizeof set, &set) == 0)
                         atomic_store(&w->moved, 1);
-                    atomic_store(&w->calm_at, now + BACKOFF_MS);
                 }
                 cpu_ms[i] = ran;
             }
@@ -580,6 +584,7 @@ static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
     }
     atomic_store(&pool.caller_sleeping, 0);
     pthread_mutex_unlock(&pool.lock);
+    if (slack >= 0) prctl(PR_SET_TIMERSLACK, (unsigned long)slack);
 }
 
 /* Hands the shares to the workers, runs the first on the calling thread
@@ -604,17 +609,8 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
     const int adaptive = balance == ACL_BALANCE_ADAPTIVE;
     if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
     if (caller_runs && adaptive) watch_pinned();
-    /* Adaptive: a worker of a contended CPU gets no job; the caller and the
-     * other workers take over its share.  Where the caller runs no share, it
-     * runs the first such share with that worker's rank (its scratch). */
-    const double now = adaptive ? acl_now_ms() : 0;
-    int borrowed = -1;
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
-        if (adaptive && now < atomic_load_explicit(&w->calm_at, memory_order_relaxed)) {
-            if (borrowed < 0 && !caller_runs) borrowed = i;
-            continue;
-        }
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
         atomic_exchange(&w->job, gen);
         if (atomic_load(&w->sleeping)) {
@@ -623,8 +619,7 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    if (caller_runs) work(NULL, 0, (unsigned)gen, 0);
-    else if (borrowed >= 0) work(NULL, borrowed, (unsigned)gen, 1);
+    if (caller_runs) work(NULL, 0, (unsigned)gen);
     if (spin_until(job_done, NULL) != WAIT_DONE) caller_wait(n, cpus, caller_runs, (unsigned)gen);
     return 0;
 }
@@ -669,7 +664,6 @@ acl_balance acl_set_balance(acl_balance mode)
 void acl_pool_test_stall(int cpu, double ms)
 {
     watch.solo_until = 0;
-    for (int i = 0; i < ACL_MAX_CPUS; i++) atomic_store(&pool.workers[i].calm_at, 0);
     atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
     atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);
 }

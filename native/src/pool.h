@@ -37,11 +37,12 @@ int acl_exec_active(const acl_exec *ex);
  * worker just going to sleep may miss it. */
 void acl_pool_wake(const acl_exec *ex);
 
-/* Around a program run in the adaptive balance (at most one run watched
- * every 2 ms): when the calling thread, pinned to its CPU from its first job
- * on, waited descheduled behind another thread there for a fifth of that
- * time, its jobs run alone and unpinned for the next 200 ms, wherever the
- * system finds it a free core. */
+/* Around a program run in the adaptive balance.  Meanwhile the workers poll
+ * for their next job rather than sleep.  At most one run every 2 ms is
+ * watched: when the calling thread, pinned to its CPU from its first job on,
+ * waited descheduled behind another thread there for a fifth of that time,
+ * its jobs run alone and unpinned for the next 200 ms, wherever the system
+ * finds it a free core. */
 void acl_pool_run_begin(void);
 void acl_pool_run_end(void);
 

@@ -356,22 +356,9 @@ static void run_fused_winograd_cases(void)
 {
     static const int sizes[][4] = {{70, 71, 96, 24}, {41, 90, 64, 40}};
     for (int i = 0; i < 2; i++) {
-        acl_conv_shape s = {.n = 1,
-                            .h = sizes[i][0],
-                            .w = sizes[i][1],
-                            .c = sizes[i][2],
-                            .oc = sizes[i][3],
-                            .kh = 3,
-                            .kw = 3,
-                            .stride_h = 1,
-                            .stride_w = 1,
-                            .dil_h = 1,
-                            .dil_w = 1,
-                            .pad_top = 1,
-                            .pad_left = 2,
-                            .pad_bottom = 0,
-                            .pad_right = 1,
-                            .group = 1};
+        acl_conv_shape s = conv3x3_shape(sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3], 1);
+        s.pad_left = 2;
+        s.pad_bottom = 0;
         run_case(&s);
     }
 }
@@ -452,18 +439,7 @@ static void check_run_rejections(const acl_conv_shape *shape)
 static void check_rejections(void)
 {
     const char *hybrid = first_ukernel("hybrid"), *interleaved = first_ukernel("interleaved");
-    const acl_conv_shape base = {.n = 1,
-                                 .h = 8,
-                                 .w = 8,
-                                 .c = 8,
-                                 .oc = 8,
-                                 .kh = 3,
-                                 .kw = 3,
-                                 .stride_h = 1,
-                                 .stride_w = 1,
-                                 .dil_h = 1,
-                                 .dil_w = 1,
-                                 .group = 1};
+    const acl_conv_shape base = conv3x3_shape(8, 8, 8, 8, 0);
     EXPECT_REJECTED_WITH(s.stride_h = 2, "winograd_4x4_3x3", hybrid, "stride_h=2");
     EXPECT_REJECTED_WITH(s.dil_w = 2, "winograd_2x2_3x3", hybrid, "dil_w=2");
     expect_rejected(&base, "winograd_1x4_1x3", hybrid, "1x3 kernel");
@@ -505,23 +481,8 @@ static double best_run_ms(acl_conv *conv, const problem *p, float *out, acl_stag
 
 static int bench(void)
 {
-    acl_conv_shape s = {.n = 1,
-                        .h = 56,
-                        .w = 56,
-                        .c = 64,
-                        .oc = 64,
-                        .kh = 3,
-                        .kw = 3,
-                        .stride_h = 1,
-                        .stride_w = 1,
-                        .dil_h = 1,
-                        .dil_w = 1,
-                        .pad_top = 1,
-                        .pad_left = 1,
-                        .pad_bottom = 1,
-                        .pad_right = 1,
-                        .group = 1,
-                        .act = ACL_ACT_RELU};
+    acl_conv_shape s = conv3x3_shape(56, 56, 64, 64, 1);
+    s.act = ACL_ACT_RELU;
     static const char *algorithms[] = {"im2col", "indirect", "winograd_2x2_3x3",
                                        "winograd_4x4_3x3"};
     problem p;

@@ -436,23 +436,8 @@ static const char *common_ukernel(const acl_conv_shape *a, const char *algo_a,
  * on it (twice) gives exactly what two convolutions with their own scratch give. */
 void shared_workspace_case(void)
 {
-    const acl_conv_shape a = {.n = 1,
-                              .h = 10,
-                              .w = 10,
-                              .c = 8,
-                              .oc = 16,
-                              .kh = 3,
-                              .kw = 3,
-                              .stride_h = 1,
-                              .stride_w = 1,
-                              .dil_h = 1,
-                              .dil_w = 1,
-                              .pad_top = 1,
-                              .pad_left = 1,
-                              .pad_bottom = 1,
-                              .pad_right = 1,
-                              .group = 1,
-                              .act = ACL_ACT_RELU};
+    acl_conv_shape a = conv3x3_shape(10, 10, 8, 16, 1);
+    a.act = ACL_ACT_RELU;
     acl_conv_shape b = a;
     b.c = 16;
     b.oc = 8;

@@ -92,4 +92,16 @@ static inline double ref_activate(int act, double a, double b, double x)
     }
 }
 
+/* ---- shapes ------------------------------------------------------------------ */
+
+/* One image's 3x3 convolution, stride and dilation 1, one group, padded by
+ * `pad` on every side: the cases change the rest. */
+static inline acl_conv_shape conv3x3_shape(int h, int w, int c, int oc, int pad)
+{
+    acl_conv_shape s = {.n = 1, .h = h, .w = w, .c = c, .oc = oc, .kh = 3, .kw = 3, .group = 1};
+    s.stride_h = s.stride_w = s.dil_h = s.dil_w = 1;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = pad;
+    return s;
+}
+
 #endif

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from acltuner.cli.group import Group
+from acltuner.cli.options import host_option
 
 
 @click.group(cls=Group)
@@ -196,10 +197,9 @@ def _chosen_models(models: str, model_dir: str | None, out):
                    "timed), openvino, ncnn, mnn (pip install 'acltuner[peers]'; ncnn also "
                    "needs `pip install --no-deps pnnx`).  An engine not installed is one "
                    "line and left out.")
-@click.option("--host", default=None, metavar="HOST",
-              help="Time everything on this board over ssh (--board its board file, the "
-                   "launcher deployed): ours in its launcher, onnxruntime and the --engines "
-                   "with --board-python there.")
+@host_option(help="Time everything on this board over ssh (--board its board file, the "
+                  "launcher deployed): ours in its launcher, onnxruntime and the --engines "
+                  "with --board-python there.")
 @click.option("--board-python", default=None, metavar="PATH",
               help="With --host: the Python of a virtualenv on the board with onnxruntime "
                    "and the engines installed [default: acltuner-peers/bin/python in the "

@@ -6,6 +6,7 @@ import json
 import click
 
 from acltuner.cli.group import Group
+from acltuner.cli.options import host_option
 
 
 @click.group(cls=Group)
@@ -147,8 +148,7 @@ def board_detect(root: str, as_json: bool, output: str | None) -> None:
 @board.command("doctor")
 @click.option("--board", "board_name", default="host", show_default=True, metavar="NAME|FILE",
               help="The board file the machine is checked against.")
-@click.option("--host", default=None, metavar="HOST",
-              help="Check this ssh host (the board) instead of this machine.")
+@host_option(help="Check this ssh host (the board) instead of this machine.")
 @click.option("--sysfs", "root", default=None, metavar="ROOT",
               type=click.Path(exists=True, file_okay=False),
               help="Check a recording: ROOT/proc and ROOT/sys as a board's kernel wrote them.")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from acltuner.cli.group import Group
+from acltuner.cli.options import host_option
 
 
 @click.group("farm", cls=Group)
@@ -36,9 +37,8 @@ def tls_options(command):
 @click.argument("scheduler", metavar="tcp://HOST:PORT")
 @click.option("--board", "board_name", required=True, metavar="NAME|FILE",
               help="The board's description (its class must be the tune's).")
-@click.option("--host", default=None, metavar="HOST",
-              help="The board's ssh host, where 'acltuner deploy' put its launcher "
-                   "(default: this machine).")
+@host_option(help="The board's ssh host, where 'acltuner deploy' put its launcher "
+                  "(default: this machine).")
 @click.option("--cpus", default=None, metavar="C1,C2,..",
               help="Only these cores of the machine the launcher runs on (ACL_CPUS), e.g. "
                    "one machine standing in for several one-core boards.")

@@ -7,6 +7,7 @@ import shlex
 import click
 
 from acltuner.cli.group import Group
+from acltuner.cli.options import host_option
 
 
 @click.group(cls=Group)
@@ -76,8 +77,7 @@ def plan_show(plan_path: str, board_name: str | None, force: bool, as_json: bool
               help="Write the edited plan here instead of over PLAN.json.")
 @click.option("--board", "board_name", default=None, metavar="NAME|FILE",
               help="The board the plan runs on (default: the plan's own board).")
-@click.option("--host", default=None, metavar="HOST",
-              help="Check the configs with the launcher on this ssh host (a board's plan).")
+@host_option(help="Check the configs with the launcher on this ssh host (a board's plan).")
 @click.option("--force", is_flag=True,
               help="Edit a plan whose model, board or engine differ, with warnings.")
 def plan_edit(plan_path: str, settings: tuple[str, ...], output_path: str | None,

@@ -6,6 +6,7 @@ import io
 import click
 
 from acltuner.app.run import CHECK_TOLERANCE, REFERENCE_TIMEOUT_S
+from acltuner.cli.options import host_option
 
 
 @click.command("run")
@@ -42,9 +43,8 @@ from acltuner.app.run import CHECK_TOLERANCE, REFERENCE_TIMEOUT_S
                    "over what a core held by another thread has not run, so the plan keeps its "
                    "speed beside an application's other threads.  strict: each core runs its "
                    "share only, as the tuner measured it.  Outputs are identical.")
-@click.option("--host", default=None, metavar="HOST",
-              help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
-                   "and report the board's latency (--check still compares here).")
+@host_option(help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
+                  "and report the board's latency (--check still compares here).")
 @click.option("--model", "model_path", default=None, metavar="MODEL.onnx",
               help="The model to run, instead of the file the plan names (a model moved on "
                    "its own; it must still be the one tuned).")

@@ -9,6 +9,7 @@ import click
 from acltuner.app.callbacks import SessionReporter
 from acltuner.cli.farm import tls_options
 from acltuner.cli.group import QUIET, VERBOSE, verbosity
+from acltuner.cli.options import host_option
 from acltuner.cli.progress import Overall, Progress, farm_bars
 from acltuner.cli.records import DEFAULT_RECORDS
 from acltuner.tuner import TUNE_STRATEGIES
@@ -47,9 +48,8 @@ if TYPE_CHECKING:
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="Tuner config YAML (default: configs/tuner.yaml).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random choices.")
-@click.option("--host", default=None, metavar="HOST",
-              help="Measure on this ssh host, where 'acltuner deploy' put the board's "
-                   "launcher; a dropped connection is reconnected and the tune goes on.")
+@host_option(help="Measure on this ssh host, where 'acltuner deploy' put the board's "
+                  "launcher; a dropped connection is reconnected and the tune goes on.")
 @click.option("--hosts", default=None, metavar="H1,H2,..",
               help="A farm: measure on all these ssh hosts at once, boards of --board's "
                    "class (an embedded Dask cluster on this machine, one worker per board).")

@@ -436,20 +436,15 @@ const conv_algo conv_depthwise_pixel = {
     .destroy = depthwise_destroy,
 };
 
-const conv_algo conv_depthwise_channel_block = {
-    .name = "depthwise_channel_block",
-    .uses_ukernel = 0,
-    .check = channel_block_check,
-    .create = channel_block_create,
-    .run = channel_block_run,
-    .destroy = channel_blocks_destroy,
-};
+/* The two channel-block algorithms differ only in the convolutions they take. */
+#define CHANNEL_BLOCK_ALGO(label, check_fn)                                          \
+    {                                                                                \
+        .name = label, .uses_ukernel = 0, .check = check_fn,                         \
+        .create = channel_block_create, .run = channel_block_run,                    \
+        .destroy = channel_blocks_destroy                                            \
+    }
 
-const conv_algo conv_grouped_channel_block = {
-    .name = "grouped_channel_block",
-    .uses_ukernel = 0,
-    .check = grouped_check,
-    .create = channel_block_create,
-    .run = channel_block_run,
-    .destroy = channel_blocks_destroy,
-};
+const conv_algo conv_depthwise_channel_block =
+    CHANNEL_BLOCK_ALGO("depthwise_channel_block", channel_block_check);
+const conv_algo conv_grouped_channel_block =
+    CHANNEL_BLOCK_ALGO("grouped_channel_block", grouped_check);

@@ -110,12 +110,13 @@ def run(models: list[tuple[str, Path, dict]], trials: int, duty: float, out_dir:
     rows = []
     for name, model, shapes in models:
         plan = out_dir / f"{name}.tuned.json"
-        if not plan.exists():
-            click.echo(f"tuning {name} ({trials} trials per task)...", err=True)
-            _call(_acltuner("tune", str(model), "-o", str(plan), "--trials", str(trials),
-                            "--board", board, "--records", str(records),
-                            *(f"--input-shape={i}={','.join(map(str, d))}"
-                              for i, d in shapes.items())))
+        # Tuned every time, as bench compare does (the records make a repeat
+        # quick): a plan left from another engine build would not run.
+        click.echo(f"tuning {name} ({trials} trials per task)...", err=True)
+        _call(_acltuner("tune", str(model), "-o", str(plan), "--trials", str(trials),
+                        "--board", board, "--records", str(records),
+                        *(f"--input-shape={i}={','.join(map(str, d))}"
+                          for i, d in shapes.items())))
         m = measure(model, shapes, plan, balance, cpus, busy_cpu, duty, rounds, repeat, round_ms)
         ours_q, ours_l = m["quiet"]["ours"], m["loaded"]["ours"]
         ort_q, ort_l = _ort_best(m["quiet"]), _ort_best(m["loaded"])

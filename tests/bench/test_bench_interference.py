@@ -65,6 +65,21 @@ def test_interference_prints_both_conditions_and_the_slowdowns(tiny_folder, tmp_
     assert row["onnxruntime_slowdown"] == pytest.approx(best["loaded"] / best["quiet"])
 
 
+def test_interference_tunes_again_over_a_plan_left_by_another_engine_build(tiny_folder,
+                                                                           tmp_path):
+    out = tmp_path / "out"
+    args = ("bench", "interference", "--model-dir", tiny_folder, "--trials", "1", "--repeat",
+            "2", "--rounds", "1", "--round-ms", "0", "--duty", "0.5", "--out", out)
+    assert invoke(*args).exit_code == 0
+    plan_path = out / "tiny.tuned.json"
+    plan = json.loads(plan_path.read_text())
+    plan["engine_version"] = "0.1.0+" + "0" * 16  # as an older build of the engine wrote it
+    plan_path.write_text(json.dumps(plan))
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(plan_path.read_text())["engine_version"] != plan["engine_version"]
+
+
 def test_compare_also_times_the_strict_balance_and_reports_spreads(tiny_folder, tmp_path):
     out = tmp_path / "out"
     result = invoke("bench", "compare", "--model-dir", tiny_folder, "--trials", "1", "--repeat",

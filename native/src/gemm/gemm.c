@@ -231,10 +231,13 @@ typedef struct {
     const float *rows[ACL_UKR_MAX_MR];     /* hybrid, smallk */
 } a_operand;
 
-static void call_ukernel(const acl_ukernel *uk, size_t kc, const a_operand *a, const float *b,
-                         float *c, size_t ldc, const acl_ukr_epilogue *ep)
+/* A tile's first `rows` rows: all MR, or fewer through a hybrid kernel's rows
+ * entry (an interleaved kernel's partial tile goes through edge_tile_step). */
+static void call_ukernel(const acl_ukernel *uk, int rows, size_t kc, const a_operand *a,
+                         const float *b, float *c, size_t ldc, const acl_ukr_epilogue *ep)
 {
     if (uk->style == ACL_STYLE_INTERLEAVED) uk->interleaved(kc, a->packed, b, c, ldc, ep);
+    else if (rows < uk->mr) uk->hybrid_rows(rows, kc, a->rows, b, c, ldc, ep);
     else uk->hybrid(kc, a->rows, b, c, ldc, ep);
 }
 
@@ -252,9 +255,9 @@ static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int co
     return f;
 }
 
-/* One K step of the last tile of an M that is no multiple of MR: the kernel
- * writes every row, so it goes through an aligned MR x NR stack tile and gets
- * its whole epilogue afterwards. */
+/* One K step of the last tile of an M that is no multiple of MR, for an
+ * interleaved kernel: it writes every row, so it goes through an aligned
+ * MR x NR stack tile and gets its whole epilogue afterwards. */
 static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
                            int row0, int col0, int rows, int cols, int first, int last)
 {
@@ -267,26 +270,27 @@ static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *
         memset(tile, 0, (size_t)mr * nr * sizeof(float));
         copy_block(tile, nr, c, job->ldc, rows, cols);
     }
-    call_ukernel(uk, kc, a, b, tile, (size_t)nr, &f);
+    call_ukernel(uk, mr, kc, a, b, tile, (size_t)nr, &f);
     copy_block(c, job->ldc, tile, nr, rows, cols);
     if (last && !epilogue_is_identity(&job->ep))
         apply_epilogue(&job->ep, c, job->ldc, row0, col0, rows, cols);
 }
 
-/* One K step of one tile, through the epilogue.  A tile of MR rows is written
- * in place (its last columns masked when N ends inside it) and fuses what it
- * can; an activation other than ReLU or Clip is a pass over it afterwards. */
+/* One K step of one tile, through the epilogue.  A tile of MR rows, or a
+ * hybrid kernel's partial one, is written in place (its last columns masked
+ * when N ends inside it) and fuses what it can; an activation other than ReLU
+ * or Clip is a pass over it afterwards. */
 static void tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
                       int row0, int col0, int rows, int cols, int first, int last)
 {
     const acl_ukernel *uk = job->b->uk;
-    if (rows < uk->mr) {
+    if (rows < uk->mr && uk->style == ACL_STYLE_INTERLEAVED) {
         edge_tile_step(job, kc, a, b, row0, col0, rows, cols, first, last);
         return;
     }
     float *c = job->c + row0 * job->ldc + col0;
     const acl_ukr_epilogue f = fused_epilogue(job, row0, col0, cols, first, last);
-    call_ukernel(uk, kc, a, b, c, (size_t)job->ldc, &f);
+    call_ukernel(uk, rows, kc, a, b, c, (size_t)job->ldc, &f);
     if (last && !f.clamp && job->ep.act != ACL_ACT_NONE) {
         const acl_epilogue act = {
             .act = job->ep.act, .act_a = job->ep.act_a, .act_b = job->ep.act_b};

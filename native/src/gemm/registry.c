@@ -51,12 +51,22 @@
 #define UKR_TYPE_interleaved __typeof__(*(acl_ukr_interleaved_fn)0)
 #define UKR_TYPE_hybrid __typeof__(*(acl_ukr_hybrid_fn)0)
 #define UKR_TYPE_smallk UKR_TYPE_hybrid
+/* A hybrid or small-K kernel's entry for a partial tile's rows (hybrid.h). */
+#define UKR_ROWS_SYMBOL(mr, nr, style, isa) acl_ukr_##mr##x##nr##_##style##_##isa##_rows
+#define UKR_ROWS_DECLARE_interleaved(M, N, STYLE, ISA)
+#define UKR_ROWS_DECLARE_hybrid(M, N, STYLE, ISA) \
+    extern __typeof__(*(acl_ukr_hybrid_rows_fn)0) UKR_ROWS_SYMBOL(M, N, STYLE, ISA);
+#define UKR_ROWS_DECLARE_smallk UKR_ROWS_DECLARE_hybrid
+#define UKR_ROWS_FIELD_interleaved(M, N, STYLE, ISA)
+#define UKR_ROWS_FIELD_hybrid(M, N, STYLE, ISA) .hybrid_rows = UKR_ROWS_SYMBOL(M, N, STYLE, ISA),
+#define UKR_ROWS_FIELD_smallk UKR_ROWS_FIELD_hybrid
 
 /* typeof keeps the declaration's signature in one place per style. */
 #define UKR_DECLARE(M, N, STYLE, ISA, KMIN, KMAX, NMUL)                              \
     _Static_assert(M <= ACL_UKR_MAX_MR && M * N <= ACL_UKR_MAX_TILE_FLOATS,         \
                    #M "x" #N " exceeds the macro-kernel's tile bounds");              \
-    extern __typeof__(UKR_TYPE_##STYLE) UKR_SYMBOL(M, N, STYLE, ISA);
+    extern __typeof__(UKR_TYPE_##STYLE) UKR_SYMBOL(M, N, STYLE, ISA);               \
+    UKR_ROWS_DECLARE_##STYLE(M, N, STYLE, ISA)
 #define UKR_ENTRY(M, N, STYLE, ISA, KMIN, KMAX, NMUL)        \
     {                                                        \
         .name = #M "x" #N "-" #STYLE "-" #ISA,               \
@@ -68,6 +78,7 @@
         .kmax = KMAX,                                        \
         .n_multiple = NMUL,                                  \
         UKR_FIELD_##STYLE = UKR_SYMBOL(M, N, STYLE, ISA),    \
+        UKR_ROWS_FIELD_##STYLE(M, N, STYLE, ISA)             \
     },
 
 #if defined(ACL_ARCH_X86)

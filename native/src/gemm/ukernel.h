@@ -36,6 +36,10 @@ typedef void (*acl_ukr_interleaved_fn)(size_t kc, const float *a_packed, const f
                                        float *c, size_t ldc, const acl_ukr_epilogue *ep);
 typedef void (*acl_ukr_hybrid_fn)(size_t kc, const float *const *a_rows, const float *b_packed,
                                   float *c, size_t ldc, const acl_ukr_epilogue *ep);
+/* The first `rows` (1..MR-1) rows of a hybrid tile: a partial last tile. */
+typedef void (*acl_ukr_hybrid_rows_fn)(int rows, size_t kc, const float *const *a_rows,
+                                       const float *b_packed, float *c, size_t ldc,
+                                       const acl_ukr_epilogue *ep);
 
 typedef struct {
     const char *name;  /* "MRxNR-style-isa", e.g. "6x16-hybrid-avx512" */
@@ -46,10 +50,12 @@ typedef struct {
     int n_multiple;    /* N must be a multiple of this (1: any N) */
     acl_ukr_interleaved_fn interleaved;  /* set for ACL_STYLE_INTERLEAVED */
     acl_ukr_hybrid_fn hybrid;            /* set for the other styles */
+    acl_ukr_hybrid_rows_fn hybrid_rows;  /* with hybrid */
 } acl_ukernel;
 
 /* Bounds on every kernel's tile: the macro-kernel keeps MR row pointers and
- * computes partial edge tiles in an MR x NR stack tile. */
+ * computes an interleaved kernel's partial edge tiles in an MR x NR stack
+ * tile. */
 #define ACL_UKR_MAX_MR 16
 #define ACL_UKR_MAX_TILE_FLOATS (16 * 64)
 

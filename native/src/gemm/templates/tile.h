@@ -19,6 +19,12 @@
 #error "define MR, NR, VEC_FLOATS and UKERNEL_NAME before including a micro-kernel template"
 #endif
 
+/* The rows the tile macros loop over: MR, or a constant below it where a
+ * template instantiates its kernel for an edge tile's rows. */
+#ifndef TILE_ROWS
+#define TILE_ROWS MR
+#endif
+
 #define VH_FLOATS (VEC_FLOATS / 2)
 #define NV (NR / VEC_FLOATS)
 #define NH ((NR % VEC_FLOATS) / VH_FLOATS)
@@ -103,12 +109,12 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
         UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
             vf v_ = (vf){0};                                                    \
             if (n0_) v_ = vf_load_lanes(b0_ + j_ * VEC_FLOATS, n0_ - j_ * VEC_FLOATS); \
-            UNROLL for (int i_ = 0; i_ < MR; i_++) acc[i_][j_] = v_;             \
+            UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acc[i_][j_] = v_;             \
         }                                                                       \
         UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
             vh v_ = (vh){0};                                                    \
             if (n0_) v_ = vh_load_lanes(b0_ + NV * VEC_FLOATS, n0_ - NV * VEC_FLOATS); \
-            UNROLL for (int i_ = 0; i_ < MR; i_++) acch[i_][j_] = v_;            \
+            UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acch[i_][j_] = v_;            \
         }                                                                       \
     } while (0)
 
@@ -122,11 +128,11 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
     do {                                                                        \
         UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
             const vf b_ = *(const vf_u *)((bptr) + j_ * VEC_FLOATS);            \
-            UNROLL for (int i_ = 0; i_ < MR; i_++) acc[i_][j_] += A_AT(i_) * b_; \
+            UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acc[i_][j_] += A_AT(i_) * b_; \
         }                                                                       \
         UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
             const vh b_ = *(const vh_u *)((bptr) + NV * VEC_FLOATS);            \
-            UNROLL for (int i_ = 0; i_ < MR; i_++) acch[i_][j_] += A_AT(i_) * b_; \
+            UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acch[i_][j_] += A_AT(i_) * b_; \
         }                                                                       \
     } while (0)
 #else
@@ -138,7 +144,7 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
             bf_[j_] = *(const vf_u *)((bptr) + j_ * VEC_FLOATS);                \
         UNROLL for (int j_ = 0; j_ < NH; j_++)                                  \
             bh_[j_] = *(const vh_u *)((bptr) + NV * VEC_FLOATS);                \
-        UNROLL for (int i_ = 0; i_ < MR; i_++) {                                \
+        UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) {                                \
             const float a_ = A_AT(i_);                                          \
             UNROLL for (int j_ = 0; j_ < NV; j_++) acc[i_][j_] += a_ * bf_[j_]; \
             UNROLL for (int j_ = 0; j_ < NH; j_++) acch[i_][j_] += a_ * bh_[j_]; \
@@ -165,7 +171,7 @@ typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
  * can: in the unrolled code a runtime flag would cost a test per vector, a few
  * percent of a GEMM whose K fits one block. */
 #define TILE_STORE_COLS(c, ldc, ep, cols, acc_on, res_on, clamp_on)          \
-    UNROLL for (int i_ = 0; i_ < MR; i_++) {                                    \
+    UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) {                                    \
         float *ci_ = (c) + (size_t)i_ * (ldc);                                  \
         const float *ri_ = (ep)->residual + (size_t)i_ * (ldc);                 \
         UNROLL for (int j_ = 0; j_ < NV; j_++)                                  \

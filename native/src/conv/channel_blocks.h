@@ -32,6 +32,49 @@ static inline channel_vec load_vec(const float *p)
     return v;
 }
 
+/* The first len (1..CHANNEL_BLOCK) floats of a vector at p, the other lanes
+ * zero / untouched: one masked access where the ISA has it.  A copy of
+ * variable length was a library call per pixel, which made the last, partial
+ * block of a layer cost more than a whole one (GhostNet's 8-channel
+ * depthwise 3x3 on 112x112 took twice onnxruntime's time). */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline __mmask16 lanes_mask(int len) { return (__mmask16)((1u << len) - 1); }
+static inline channel_vec load_lanes(const float *p, int len)
+{
+    return (channel_vec)_mm512_maskz_loadu_ps(lanes_mask(len), p);
+}
+static inline void store_lanes(float *p, channel_vec v, int len)
+{
+    _mm512_mask_storeu_ps(p, lanes_mask(len), (__m512)v);
+}
+#elif defined(__AVX2__)
+#include <immintrin.h>
+static inline __m256i lanes_mask(int len)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(len), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline channel_vec load_lanes(const float *p, int len)
+{
+    return (channel_vec)_mm256_maskload_ps(p, lanes_mask(len));
+}
+static inline void store_lanes(float *p, channel_vec v, int len)
+{
+    _mm256_maskstore_ps(p, lanes_mask(len), (__m256)v);
+}
+#else
+static inline channel_vec load_lanes(const float *p, int len)
+{
+    channel_vec v = {0};
+    memcpy(&v, p, (size_t)len * sizeof(float));
+    return v;
+}
+static inline void store_lanes(float *p, channel_vec v, int len)
+{
+    memcpy(p, &v, (size_t)len * sizeof(float));
+}
+#endif
+
 /* The bounds of a convolution's ReLU or Clip, applied to the sums in
  * registers before the store; 0 for other activations, which stay a pass
  * over the output. */

@@ -166,9 +166,7 @@ static inline channel_vec group_spread(channel_vec x, const int cg, const int ci
 static inline channel_vec load_block(const float *p, int len, const float *end)
 {
     if (len == CHANNEL_BLOCK || p + CHANNEL_BLOCK <= end) return load_vec(p);
-    channel_vec v = {0};
-    memcpy(&v, p, (size_t)len * sizeof(float));
-    return v;
+    return load_lanes(p, len);
 }
 
 /* One output row's view of one channel block. */
@@ -202,7 +200,8 @@ store_pixels(const block_row *r, int ox, const int count, const int len, const c
         const size_t at = (size_t)(ox + p) * r->s->oc;
         if (residual) v += load_block(residual + at, len, r_end);
         v = channel_clamp_apply(&clamp, v);
-        memcpy(y + at, &v, (size_t)len * sizeof(float));
+        if (len == CHANNEL_BLOCK) memcpy(y + at, &v, sizeof v);
+        else store_lanes(y + at, v, len);
     }
 }
 

@@ -126,13 +126,9 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
                 memcpy(y + at + o, &v, sizeof v);
                 continue;
             }
-            float sums[CHANNEL_BLOCK];
-            memcpy(sums, &v, sizeof sums);
-            if (residual)
-                for (int i = 0; i < len; i++) sums[i] += residual[at + o + i];
-            memcpy(&v, sums, sizeof sums);
+            if (residual) v += load_lanes(residual + at + o, len);
             v = channel_clamp_apply(&clamp, v);
-            memcpy(y + at + o, &v, (size_t)len * sizeof(float));
+            store_lanes(y + at + o, v, len);
         }
     }
     /* Other activations while the run's outputs are in L1, not in a pass over

@@ -113,7 +113,10 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(models, tmp_path):
     for node in plan.nodes:
         usable = [r["median_ms"] for r in after
                   if r["task"] == node.task and r["ok"] and r["correct"]]
-        assert node.tuned_ms == min(usable)
+        # The in-context check may give a node back its default (on a loaded
+        # machine it does): the search's best is then the reverted config's.
+        searched_ms = node.reverted.tuned_ms if node.reverted else node.tuned_ms
+        assert searched_ms == min(usable)
 
 
 def test_tasks_tuned_by_another_model_are_reused(models, tmp_path):

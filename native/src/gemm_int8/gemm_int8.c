@@ -77,14 +77,27 @@ static void pack_a(const acl_ukernel_int8 *uk, int rows, int k, const uint8_t *a
             out[((size_t)(kk / kr) * mr + i) * kr + kk % kr] = a[(size_t)i * lda + kk];
 }
 
+size_t acl_gemm_int8_packed_a_bytes(const acl_ukernel_int8 *uk, int k)
+{
+    return kgroups_of(uk, k) * uk->mr * uk->kr;
+}
+
 int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, int lda,
                   const void *packed_b, int32_t *c, int ldc)
 {
     if (acl_gemm_int8_check(uk, k)) return -1;
+    uint8_t *a_packed = acl_alloc(acl_gemm_int8_packed_a_bytes(uk, k));
+    if (!a_packed) return -1;
+    acl_gemm_int8_scratch(uk, m, n, k, a, lda, packed_b, c, ldc, a_packed);
+    acl_free(a_packed);
+    return 0;
+}
+
+void acl_gemm_int8_scratch(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
+                           int lda, const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
+{
     const int mr = uk->mr, nr = uk->nr;
     const size_t kgroups = kgroups_of(uk, k);
-    uint8_t *a_packed = acl_alloc(kgroups * mr * uk->kr);
-    if (!a_packed) return -1;
     int32_t edge[ACL_INT8_MAX_TILE];
     for (int i0 = 0; i0 < m; i0 += mr) {
         const int rows = m - i0 < mr ? m - i0 : mr;
@@ -103,6 +116,4 @@ int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t
                 memcpy(tile + (size_t)i * ldc, edge + (size_t)i * nr, cols * sizeof *tile);
         }
     }
-    acl_free(a_packed);
-    return 0;
 }

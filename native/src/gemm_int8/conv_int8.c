@@ -168,7 +168,7 @@ static void plan_scratch(acl_conv_int8 *c)
         acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_BYTES / row), mr), round_up(c->m, mr));
     c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
     c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
-    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->k));
+    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->k));
     c->worker_bytes = c->cols_bytes + c->acc_bytes + c->apack_bytes;
 }
 
@@ -263,11 +263,31 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
 {
     const acl_conv_shape *s = &c->s;
     const int ox = p % c->ow, oy = p / c->ow % c->oh, b = p / (c->ow * c->oh);
+    const int ix0 = ox * s->stride_w - s->pad_left;
+    if (s->group == 1 && s->dil_w == 1) {
+        /* A kernel row's taps are one run of kw * C bytes in NHWC: one copy
+         * per kernel row, not per tap (a first layer's taps are 3 bytes). */
+        const int lo = acl_min(s->kw, acl_max(0, -ix0)),
+                  hi = acl_max(lo, acl_min(s->kw, s->w - ix0));
+        const size_t ch = (size_t)s->c;
+        for (int ky = 0; ky < s->kh; ky++, dst += s->kw * ch) {
+            const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+            if (iy < 0 || iy >= s->h) {
+                memset(dst, c->za, s->kw * ch);
+                continue;
+            }
+            if (lo) memset(dst, c->za, lo * ch);
+            memcpy(dst + lo * ch, x + ((size_t)(b * s->h + iy) * s->w + ix0 + lo) * ch,
+                   (hi - lo) * ch);
+            if (hi < s->kw) memset(dst + hi * ch, c->za, (s->kw - hi) * ch);
+        }
+        return;
+    }
     for (int g = 0; g < s->group; g++)
         for (int ky = 0; ky < s->kh; ky++) {
             const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
             for (int kx = 0; kx < s->kw; kx++, dst += c->cg) {
-                const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
+                const int ix = ix0 + kx * s->dil_w;
                 if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) memset(dst, c->za, (size_t)c->cg);
                 else
                     memcpy(dst, x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + g * c->cg,

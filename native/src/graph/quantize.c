@@ -15,24 +15,33 @@ typedef struct {
 static void quantize_rows(const void *arg, size_t begin, size_t end)
 {
     const quant_params *p = arg;
-    const float *x = p->x;
-    uint8_t *y = p->y;
+    /* Locals, restrict: a uint8 store may alias anything, and the compiler
+     * would reload p's fields every element rather than vectorise. */
+    const float *restrict x = p->x;
+    uint8_t *restrict y = p->y;
+    const float scale = p->scale;
+    const int zp = p->zero_point;
     /* Clamped in the scaled domain first (to the integers that land on 0 and
-     * 255), as onnxruntime does: fmaxf also turns a NaN into the low bound,
-     * and the conversion to int is then defined for every input. */
-    const float lo = (float)-p->zero_point, hi = (float)(255 - p->zero_point);
+     * 255), as onnxruntime does: a NaN fails the first comparison and takes
+     * the low bound, so the conversion to int is defined for every input.
+     * Comparisons, not fmaxf / fminf, which GCC does not vectorise. */
+    const float lo = (float)-zp, hi = (float)(255 - zp);
     for (size_t i = begin; i < end; i++) {
-        const float v = fminf(fmaxf(x[i] / p->scale, lo), hi);
-        y[i] = (uint8_t)((int)nearbyintf(v) + p->zero_point);
+        float v = x[i] / scale;
+        v = v > lo ? v : lo;
+        v = v < hi ? v : hi;
+        y[i] = (uint8_t)((int)nearbyintf(v) + zp);
     }
 }
 
 static void dequantize_rows(const void *arg, size_t begin, size_t end)
 {
     const quant_params *p = arg;
-    const uint8_t *x = p->x;
-    float *y = p->y;
-    for (size_t i = begin; i < end; i++) y[i] = (float)((int)x[i] - p->zero_point) * p->scale;
+    const uint8_t *restrict x = p->x;
+    float *restrict y = p->y;
+    const float scale = p->scale;
+    const int zp = p->zero_point;
+    for (size_t i = begin; i < end; i++) y[i] = (float)((int)x[i] - zp) * scale;
 }
 
 typedef struct {

@@ -19,6 +19,9 @@
 /* ...but never fewer pixels than this, so each B panel serves several A panels. */
 #define MIN_BLOCK_PIXELS 64
 #define SCRATCH_ALIGN 64
+/* Depthwise: the sums of a run of output pixels, requantised together,
+ * take about this many bytes (L1). */
+#define DW_ACC_BYTES (16 * 1024)
 
 enum { ALGO_POINTWISE, ALGO_IM2COL, ALGO_DEPTHWISE };
 static const char *const algo_names[] = {"pointwise", "im2col", "depthwise"};
@@ -32,12 +35,14 @@ struct acl_conv_int8 {
     uint8_t *packed;              /* GEMM: group after group, group_bytes each */
     size_t group_bytes;
     int32_t *dw_weight;           /* depthwise: [tap][c] */
+    uint8_t *dw_pad;              /* depthwise: c bytes of za, what a padding tap reads */
     int32_t *colsum;              /* oc: each output channel's weight sum */
     float *scale;                 /* oc: x_scale * w_scale[o] / y_scale */
     int32_t *bias;                /* oc, or NULL */
     int32_t za, zc;
     uint8_t lo, hi;               /* the fused activation as a uint8 range */
     int block_cap;                /* GEMM: most output pixels in one block, a multiple of MR */
+    int dw_pixels;                /* depthwise: output pixels of a row summed at once */
     int workers;                  /* scratch slices reserved */
     size_t cols_bytes, acc_bytes, apack_bytes, worker_bytes;  /* one worker's slice */
 };
@@ -128,7 +133,9 @@ static int pack_depthwise(acl_conv_int8 *c, const int8_t *rows)
 {
     const int ch = c->s.oc;
     c->dw_weight = acl_alloc((size_t)c->taps * ch * sizeof(int32_t));
-    if (!c->dw_weight) return -1;
+    c->dw_pad = acl_alloc((size_t)ch);
+    if (!c->dw_weight || !c->dw_pad) return -1;
+    memset(c->dw_pad, c->za, (size_t)ch);
     for (int o = 0; o < ch; o++) {
         c->colsum[o] = 0;
         for (int t = 0; t < c->taps; t++) {
@@ -159,8 +166,10 @@ static void plan_scratch(acl_conv_int8 *c)
 {
     c->workers = acl_cpu_count();
     if (c->algo == ALGO_DEPTHWISE) {
-        c->acc_bytes = align_up((size_t)c->s.oc * sizeof(int32_t));
-        c->worker_bytes = c->acc_bytes;
+        c->dw_pixels = acl_min(c->ow, acl_max(1, DW_ACC_BYTES / (int)(c->s.oc * sizeof(int32_t))));
+        c->acc_bytes = align_up((size_t)c->dw_pixels * c->s.oc * sizeof(int32_t));
+        /* After the sums: a pixel's tap pointers. */
+        c->worker_bytes = c->acc_bytes + align_up((size_t)c->taps * sizeof(const uint8_t *));
         return;
     }
     const int mr = c->uk->mr, row = c->k * c->s.group;
@@ -232,6 +241,7 @@ void acl_conv_int8_destroy(acl_conv_int8 *c)
     if (!c) return;
     acl_free(c->packed);
     acl_free(c->dw_weight);
+    acl_free(c->dw_pad);
     acl_free(c->colsum);
     acl_free(c->scale);
     acl_free(c->bias);
@@ -328,34 +338,60 @@ static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
     }
 }
 
-/* Output rows [begin, end) (of n * oh): per pixel, every tap's channels
- * multiplied in; a padding tap adds za times its weights, so that the
- * epilogue's - za * colsum leaves it at zero. */
+/* Where output pixel (b, oy, ox) reads each tap's channels: its input
+ * pixel, or the row of za bytes for a padding tap (which the epilogue's
+ * - za * colsum then cancels), so the sums below need no branch. */
+static void dw_taps(const acl_conv_int8 *c, const uint8_t *x, int b, int oy, int ox,
+                    const uint8_t **taps)
+{
+    const acl_conv_shape *s = &c->s;
+    for (int ky = 0; ky < s->kh; ky++) {
+        const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+        for (int kx = 0; kx < s->kw; kx++) {
+            const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
+            *taps++ = iy < 0 || iy >= s->h || ix < 0 || ix >= s->w
+                          ? c->dw_pad
+                          : x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c;
+        }
+    }
+}
+
+/* out[i] += x[i] * w[i] over one tap's channels; restrict, so that the loop
+ * is vectorised (zero-extending loads, whole vectors) with no run-time
+ * alias check. */
+static inline void dw_tap(int32_t *restrict out, const uint8_t *restrict x,
+                          const int32_t *restrict w, int ch)
+{
+    for (int i = 0; i < ch; i++) out[i] += (int32_t)x[i] * w[i];
+}
+
+/* One pixel's sums, out[ch], tap after tap over all its channels. */
+static void dw_pixel(const acl_conv_int8 *c, const uint8_t *const *taps, int32_t *out)
+{
+    const int ch = c->s.c;
+    memset(out, 0, (size_t)ch * sizeof *out);
+    for (int t = 0; t < c->taps; t++) dw_tap(out, taps[t], c->dw_weight + (size_t)t * ch, ch);
+}
+
+/* Output rows [begin, end) (of n * oh), up to dw_pixels pixels of a row at
+ * a time: each pixel summed, then the run requantised at once. */
 static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
 {
     const acl_conv_int8 *c = r->c;
-    const acl_conv_shape *s = &c->s;
-    const int ch = s->c;
+    const int ch = c->s.c, run = c->dw_pixels;
     int32_t *acc = (int32_t *)(void *)slice;
+    const uint8_t **taps = (const uint8_t **)(void *)(slice + c->acc_bytes);
     const acl_requant rq = {c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi};
     for (int orow = begin; orow < end; orow++) {
         const int b = orow / c->oh, oy = orow % c->oh;
-        for (int ox = 0; ox < c->ow; ox++) {
-            memset(acc, 0, (size_t)ch * sizeof *acc);
-            for (int ky = 0; ky < s->kh; ky++) {
-                const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-                for (int kx = 0; kx < s->kw; kx++) {
-                    const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
-                    const int32_t *w = c->dw_weight + (size_t)(ky * s->kw + kx) * ch;
-                    if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) {
-                        for (int i = 0; i < ch; i++) acc[i] += c->za * w[i];
-                        continue;
-                    }
-                    const uint8_t *x = r->x + ((size_t)(b * s->h + iy) * s->w + ix) * ch;
-                    for (int i = 0; i < ch; i++) acc[i] += (int32_t)x[i] * w[i];
-                }
+        for (int ox0 = 0; ox0 < c->ow; ox0 += run) {
+            const int pixels = acl_min(run, c->ow - ox0);
+            for (int p = 0; p < pixels; p++) {
+                dw_taps(c, r->x, b, oy, ox0 + p, taps);
+                dw_pixel(c, taps, acc + (size_t)p * ch);
             }
-            acl_requantize_u8(&rq, 1, ch, acc, ch, r->y + ((size_t)orow * c->ow + ox) * ch, ch);
+            acl_requantize_u8(&rq, pixels, ch, acc, ch, r->y + ((size_t)orow * c->ow + ox0) * ch,
+                              ch);
         }
     }
 }

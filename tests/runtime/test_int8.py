@@ -261,3 +261,25 @@ def test_runs_inside_the_launcher(tmp_path):
                                     int8=int8_nodes(path, model, weights), make_graph=make_graph)
             outputs.append(program.run({"x": x})[y])
     assert np.array_equal(outputs[0], outputs[1])
+
+
+def test_weight_scale_of_zero_runs_in_float(tmp_path):
+    """A weight scale conv_int8 would refuse (0: a channel of zero weights,
+    as some tools write it) leaves that convolution in float, as written:
+    nothing delegated, and the result still onnxruntime's."""
+    m = _Model()
+    y = m.conv(m.conv("x", SHAPE[1], 16, 3), 16, 8, 1)
+    path = m.quantized(tmp_path, [y])
+    model = onnx.load(path)
+    first = next(n for n in model.graph.node if n.op_type == "Conv")
+    dq_w = next(n for n in model.graph.node if n.output[0] == first.input[1])
+    scale = next(i for i in model.graph.initializer if i.name == dq_w.input[1])
+    values = numpy_helper.to_array(scale).copy()
+    values[3] = 0.0
+    scale.CopyFrom(numpy_helper.from_array(values, scale.name))
+    onnx.save(model, path)
+    program, steps = _output_steps(path)
+    assert program.delegated == []
+    kinds = _kinds(program)
+    assert kinds.count("conv") == 1 and kinds.count("conv_int8") == 1, kinds
+    assert steps[y] <= 1.0 + 1e-3  # the float convolution's output quantized: one step

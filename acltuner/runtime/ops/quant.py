@@ -156,6 +156,9 @@ def int8_chain(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode) -> list[str] | No
             or not native_quantize(g, g.producer.get(q8.input_name))
             or not native_quantize(g, quantize) or quantize is None):
         return None
+    scales = [q8.input.scale, q8.weight.scale, q8.output.scale]
+    if not all(np.all(np.isfinite(s)) and np.all(s > 0) for s in scales):
+        return None  # conv_int8 would refuse them: the float convolution runs it as written
     chain = [conv.name, *conv.fused, node_name(quantize)]
     return chain if set(chain) <= {*q8.nodes} else None
 

@@ -87,6 +87,7 @@ class OnnxGraph:
                            if o.domain in DEFAULT_DOMAINS), 1)
         self.outputs = {o.name for o in graph.output}
         self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
+        self.producer = {t: node for node in graph.node for t in node.output if t}
         for node in graph.node:
             for t in node.input:
                 if t:

@@ -32,10 +32,13 @@ class Value:
     shape: tuple[int, ...]  # ONNX order
     perm: Perm  # the arena holds the ONNX tensor transposed by perm
     offset: int = 0  # in floats from the buffer's start (views)
+    # A quantized tensor: one uint8 a value, its buffer a quarter of the
+    # floats (aclgraph.h); only the quantized operations read or write one.
+    u8: bool = False
 
     def relabel(self, shape: tuple[int, ...], perm: Perm) -> Value:
         """The same floats seen with another shape and layout."""
-        return Value(self.buffer, tuple(shape), tuple(perm), self.offset)
+        return Value(self.buffer, tuple(shape), tuple(perm), self.offset, self.u8)
 
     @property
     def dims(self) -> tuple[int, ...]:

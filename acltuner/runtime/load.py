@@ -5,7 +5,7 @@ needed."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,26 +16,40 @@ from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.graph import Graph
 from acltuner.onnx.graph import OnnxGraph, node_name
-from acltuner.onnx.model import load_model_detached
+from acltuner.onnx.model import load_model_detached, read_model as read_onnx
 from acltuner.plan import Plan, PlanError, check_plan, load_plan, plan_board
 from acltuner.runtime.ir import DelegatedSegment, Stage
 from acltuner.runtime.lower import lower
 from acltuner.runtime.program import Program
 from acltuner.runtime.target import Target
+from acltuner.taskgen.int8 import Int8ConvNode, int8_conv_nodes
 
 
 @dataclass(frozen=True)
 class LoadedModel:
     """A model parsed once, to be compiled as often as needed: shapes static
-    and weights detached, as load_model_detached gives them.  Compiling
-    leaves both as they are."""
+    and weights detached, as load_model_detached gives them, and its int8
+    convolutions (int8_nodes).  Compiling leaves them as they are."""
     model: onnx.ModelProto
     weights: dict[str, np.ndarray]
+    int8: list[Int8ConvNode] = field(default_factory=list)
+
+
+def int8_nodes(path: str | os.PathLike, model: onnx.ModelProto,
+               weights: dict[str, np.ndarray]) -> list[Int8ConvNode]:
+    """The int8 convolutions of the model at `path`, loaded as `model` and
+    `weights`: read from the file as written, since loading folds their
+    int8 weights into floats.  Empty, and the file not read again, for a
+    model without quantization nodes."""
+    if not any(n.op_type == "DequantizeLinear" for n in model.graph.node):
+        return []
+    return int8_conv_nodes(read_onnx(Path(path)), OnnxGraph(model, weights))[0]
 
 
 def read_model(plan: Plan) -> LoadedModel:
     """The model `plan` names, at the plan's input shapes."""
-    return LoadedModel(*load_model_detached(plan.model_path, plan.input_shapes))
+    model, weights = load_model_detached(plan.model_path, plan.input_shapes)
+    return LoadedModel(model, weights, int8_nodes(plan.model_path, model, weights))
 
 
 def _configs(plan: Plan) -> dict[str, ExecConfig]:
@@ -51,7 +65,8 @@ def compile_plan(plan: Plan, model: LoadedModel, target: Target | None = None,
     native_only and balance: as in compile_model."""
     return compile_model(model.model, _configs(plan), plan_board(plan),
                          plan=plan, weights=dict(model.weights), engine=target,
-                         make_graph=backend, native_only=native_only, balance=balance)
+                         make_graph=backend, native_only=native_only, balance=balance,
+                         int8=model.int8)
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,7 @@ def lower_plan(plan: Plan, model: LoadedModel, target: Target | None = None, *,
     """`plan` (in memory) lowered on `model` for the plan's board and
     `target`'s engine (default: this process's); native_only: as in
     compile_model."""
-    stages, g = lower(model.model, _configs(plan), target, model.weights)
+    stages, g = lower(model.model, _configs(plan), target, model.weights, model.int8)
     if native_only:
         _refuse_delegated(stages)
     return LoweredPlan(model.model, stages, g, plan_board(plan), plan)
@@ -88,15 +103,17 @@ def compile_model(model: onnx.ModelProto, configs: dict[str, ExecConfig], board:
                   warnings: list[str] | None = None, plan: Plan | None = None,
                   weights: dict[str, np.ndarray] | None = None, *,
                   engine: Target | None = None, make_graph=Graph,
-                  native_only: bool = False, balance: str = "adaptive") -> Program:
+                  native_only: bool = False, balance: str = "adaptive",
+                  int8: list[Int8ConvNode] | None = None) -> Program:
     """`model` (shapes static and constants folded, as load_model returns it)
     with a config per Conv node name, for `engine` (default: this process's),
     its native stages built by make_graph(arena_floats, core_weights, workloads).
     With load_model_detached's model and weights, the weights dict is emptied:
     each weight is freed once packed.  native_only refuses, before building
     anything, a model with nodes that would run through onnxruntime.  balance:
-    as in Program ("adaptive" runs, "strict" measurements)."""
-    stages, g = lower(model, configs, engine, weights)
+    as in Program ("adaptive" runs, "strict" measurements).  int8: the
+    model's int8 convolutions (int8_nodes), run as such; without, in float."""
+    stages, g = lower(model, configs, engine, weights, int8)
     return _program(model, stages, g, board, warnings, plan, weights, make_graph, native_only,
                     balance)
 
@@ -157,8 +174,9 @@ def check(plan_path: str | os.PathLike, *, model: str | os.PathLike | None = Non
             raise PlanError(f"{plan_path}: node {n.node}: {len(n.config.core_weights)} core "
                             f"weights for board {target.name}, of {target.ncores} cores")
     onnx_model, weights = load_model_detached(plan.model_path, plan.input_shapes)
+    int8 = int8_nodes(plan.model_path, onnx_model, weights)
     try:  # lowering checks every config against its Conv
-        stages, g = lower(onnx_model, _configs(plan), engine, weights)
+        stages, g = lower(onnx_model, _configs(plan), engine, weights, int8)
     except ValueError as e:
         raise PlanError(f"{plan_path}: {e}") from None
     return CheckedPlan(plan, target, warnings, onnx_model, weights, stages, g)

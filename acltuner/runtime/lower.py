@@ -27,10 +27,12 @@ from acltuner.onnx.activation import DEFAULT_DOMAINS
 from acltuner.runtime import ops
 from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage, Op, Stage, Value
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
+from acltuner.runtime.ops import quant
 from acltuner.runtime.ops.registry import Action, shape
 from acltuner.runtime.target import Target, local_target
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
+from acltuner.taskgen.int8 import Int8ConvNode
 
 # The native graph API's largest rank.
 MAX_RANK = 6
@@ -46,6 +48,8 @@ class Lowering:
         self.stages: list[Stage] = []
         self.stage = NativeStage()
         self.producer: dict[str, NativeStage] = {}  # tensors computed natively, by stage
+        self.visited: set[str] = set()  # nodes lowered or delegated so far, by name
+        self.int8_convs: set[str] = set()  # Conv nodes lowered as conv_int8
 
     # Tensors of the current stage.
 
@@ -57,6 +61,10 @@ class Lowering:
         """`value` is tensor `name`, computed by this stage."""
         self.producer[name] = self.stage
         return self._register(name, value)
+
+    def produce(self, name: str, value: Value) -> Value:
+        """`value` is tensor `name`, computed by this stage (for ops/)."""
+        return self._produce(name, value)
 
     def _export(self, name: str) -> None:
         """Tensor `name` is needed on the host: the native stage computing it (if
@@ -144,6 +152,7 @@ class Lowering:
         self.stage = NativeStage()
 
     def delegate(self, nodes: list[onnx.NodeProto]) -> None:
+        quant.flush(self)  # uint8 tensors stay in this stage: their float forms still needed
         produced = {t for n in nodes for t in n.output if t}
         members = {id(n) for n in nodes}
         inputs: list[str] = []
@@ -208,6 +217,8 @@ def _static_float(g: OnnxGraph, t: str) -> bool:
 
 def _native_action(g: OnnxGraph, node: onnx.NodeProto):
     """How to lower a non-convolution node natively, or None to delegate it."""
+    if node.domain in DEFAULT_DOMAINS and node.op_type in quant.OPS:
+        return quant.action(g, node)  # uint8 tensors: not the float check below
     handler = ops.HANDLERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
     if handler is None:
         return None
@@ -246,10 +257,14 @@ def pattern_actions(g: OnnxGraph, model: onnx.ModelProto, claimed: set[str]
 
 def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
           target: Target | None = None,
-          weights: dict[str, np.ndarray] | None = None) -> tuple[list[Stage], OnnxGraph]:
+          weights: dict[str, np.ndarray] | None = None,
+          int8: list[Int8ConvNode] | None = None) -> tuple[list[Stage], OnnxGraph]:
     """The stages running `model` (simplified, shapes inferred) with conv configs by
     node name on `target` (default: this process's engine), and the model's
-    tensors (types, constants) they refer to (weights: as OnnxGraph's)."""
+    tensors (types, constants) they refer to (weights: as OnnxGraph's).
+    int8: the model's int8 convolutions (taskgen.int8, read from the model
+    as written, whose int8 weights loading folded into floats), run as
+    conv_int8 on their config's split; without, they run in float."""
     low = Lowering(model, target or local_target(), weights)
     convs, _ = conv_nodes(model, weights)  # non-2-D convolutions have no handler: delegated
     missing = [c.name for c in convs if c.name not in configs]
@@ -259,12 +274,21 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
     # A fused convolution, or a chain of nodes a pattern covers, is lowered
     # where its last node was: by then its other inputs (a residual) have
     # been computed too.
-    chains = {([c.name, *c.fused])[-1]: ([c.name, *c.fused],
-                                          _conv_action(c, configs[c.name], low.target))
-              for c in convs}
+    int8_by_conv = {q.name: q for q in int8 or []}
+    chains: dict[str, tuple[list[str], Action]] = {}
+    for c in convs:
+        q8 = int8_by_conv.get(c.name)
+        names = quant.int8_chain(low.g, c, q8) if q8 is not None else None
+        if q8 is not None and names is not None:
+            chains[names[-1]] = names, quant.int8_conv_action(low.g, c, q8, configs[c.name])
+            low.int8_convs.add(c.name)
+        else:
+            chains[([c.name, *c.fused])[-1]] = ([c.name, *c.fused],
+                                                _conv_action(c, configs[c.name], low.target))
     chains.update(pattern_actions(low.g, model, {n for names, _ in chains.values()
                                                  for n in names}))
     at_end = {last: action for last, (_, action) in chains.items()}
+    members = {last: names for last, (names, _) in chains.items()}
     absorbed = {name for names, _ in chains.values() for name in names[:-1]}
     pending: list[onnx.NodeProto] = []
     for node in model.graph.node:
@@ -277,8 +301,10 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
             continue
         if pending:
             low.delegate(pending)
+            low.visited.update(node_name(n) for n in pending)
             pending = []
         action(low)
+        low.visited.update(members.get(name, [name]))
     if pending:
         low.delegate(pending)
     return low.finish(), low.g

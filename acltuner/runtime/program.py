@@ -40,6 +40,10 @@ class NativeRunner:
 
     def __init__(self, stage: NativeStage, core_weights: tuple[int, ...], workloads: int,
                  make_graph=Graph, balance: str = "adaptive", release: bool = True):
+        crossing = [name for name, v in [*stage.imports.items(), *stage.exports.items()] if v.u8]
+        if crossing:  # lowering keeps uint8 tensors inside their stage (ops/quant.py)
+            raise AssertionError(f"uint8 tensor(s) {', '.join(crossing)} cross a native stage's "
+                                 f"boundary")
         self.arena_floats = plan_arena(stage)
         self.graph = make_graph(self.arena_floats, core_weights, workloads)
         self.graph.set_balance(balance)

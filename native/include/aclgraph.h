@@ -70,7 +70,10 @@ float *acl_graph_arena(acl_graph *g);
     X(GATHER, gather, 1, 1, ACL_GATHER_ATTRS)                  \
     X(SLICE, slice, 1, 1, ACL_SLICE_ATTRS)                     \
     X(LSTM, lstm, 3, 3, ACL_LSTM_ATTRS)                        \
-    X(LAYER_NORM, layer_norm, 3, 3, ACL_LAYER_NORM_ATTRS)
+    X(LAYER_NORM, layer_norm, 3, 3, ACL_LAYER_NORM_ATTRS)      \
+    X(QUANTIZE, quantize, 1, 1, ACL_QUANTIZE_ATTRS)            \
+    X(DEQUANTIZE, dequantize, 1, 1, ACL_QUANTIZE_ATTRS)        \
+    X(CONV_INT8, conv_int8, 1, 1, ACL_CONV_INT8_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -237,6 +240,44 @@ float *acl_graph_arena(acl_graph *g);
  * variance as the mean of the centred squares (two passes, no E[x^2] -
  * E[x]^2 cancellation), summed in blocks and pairs; out must not overlap x. */
 #define ACL_LAYER_NORM_ATTRS(F, S) F(S, FLOAT, epsilon, 0)
+
+/* ---- uint8 tensors ---------------------------------------------------------
+ * The operations below read or write quantized tensors: uint8 values, one
+ * byte each, in the same arena.  Such a tensor's offset is in floats like
+ * every tensor's (its bytes start at arena + offset floats) and its dims
+ * count bytes, so it takes a quarter of a float tensor's room.  A real value
+ * r is held as q = r / scale + zero_point, one scale and zero point per
+ * tensor. */
+
+/* quantize: float x -> uint8 out of x's dims, as ONNX QuantizeLinear and
+ * onnxruntime compute it: q = saturate(round_half_even(x / scale) +
+ * zero_point) (a division, not a multiplication by 1 / scale, so that
+ * results match onnxruntime's bit for bit; NaN gives zero_point's floor 0).
+ * dequantize: uint8 x -> float out, (x - zero_point) * scale.  scale > 0 and
+ * finite, 0 <= zero_point <= 255. */
+#define ACL_QUANTIZE_ATTRS(F, S) F(S, FLOAT, scale, 0) F(S, INT, zero_point, 0)
+
+/* An int8 convolution: uint8 NHWC x (x_scale, x_zero_point) and int8
+ * weights with per-output-channel scales -> uint8 NHWC out (y_scale,
+ * y_zero_point), as onnxruntime's QLinearConv computes it:
+ *   out = saturate(round_half_even(acc * (x_scale * w_scale[o] / y_scale)) + y_zero_point)
+ * with acc = sum (x - x_zero_point) * w + bias[o] exact in integers (padding
+ * taps hold x_zero_point, the real 0).  shape's act may be none, relu or clip
+ * (act_min, act_max), applied as a clamp of the uint8 result (their real
+ * bounds quantized with y's scale); has_residual must be 0.  weight: oc x
+ * (c/group) x kh x kw (OIHW) int8 values carried as floats (exact: a
+ * launcher's request carries them as base64 floats, like every weight),
+ * packed now; bias: oc int32 in units of x_scale * w_scale[o], or none;
+ * w_scale: oc floats, or one for every channel.  ukernel: an int8 GEMM
+ * micro-kernel (gemm_int8/int8.h), empty for the fastest this CPU runs;
+ * core_weights/workloads: this convolution's own split, as for conv.  A
+ * depthwise shape (one input and one output channel per group) runs a
+ * direct loop instead of the GEMM. */
+#define ACL_CONV_INT8_ATTRS(F, S)                                                        \
+    F(S, CONV_SHAPE, shape, 0) F(S, STRING, ukernel, 0) F(S, INTS, core_weights, 0)     \
+    F(S, INT, workloads, 0) F(S, FLOATS, weight, 0) F(S, INTS, bias, 0)                 \
+    F(S, FLOAT, x_scale, 0) F(S, INT, x_zero_point, 0) F(S, FLOATS, w_scale, 0)        \
+    F(S, FLOAT, y_scale, 0) F(S, INT, y_zero_point, 0)
 
 /* The math ops number on from the activations. */
 enum acl_unary_math {

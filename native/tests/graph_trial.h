@@ -103,4 +103,10 @@ void shared_b_case(void);
 void shared_workspace_case(void);
 void check_errors(void);
 
+/* ---- the cases: test_graph_int8.c (uint8 tensors, checked exactly) ---- */
+
+void quantize_case(int big);
+void conv_int8_case(int big);
+void check_int8_errors(void);
+
 #endif

@@ -4,7 +4,7 @@
  *
  *   test_graph [--cases N] [--seed S]   closes with "N passed, N failed"
  *
- * The cases are in test_graph_{elementwise,layout,linear}.c, their trials in
+ * The cases are in test_graph_{elementwise,layout,linear,int8}.c, their trials in
  * graph_trial.c (graph_trial.h says how a case is checked).
  */
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static void (*const op_cases[])(int big) = {
     unary_case,  affine_case,         binary_case,     pool_case,         global_average_pool_case,
     concat_case, transpose_case,      pad_case,        softmax_case,      lrn_case,
     matmul_case, conv_case,           resize_case,     batch_matmul_case, gather_case,
-    slice_case,  gather_shuffle_case, layer_norm_case,
+    slice_case,  gather_shuffle_case, layer_norm_case, quantize_case,     conv_int8_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 
@@ -35,6 +35,7 @@ int main(int argc, char **argv)
         }
     }
     check_errors();
+    check_int8_errors();
     accuracy_case();
     chain_case();
     shared_b_case();

@@ -71,6 +71,13 @@ int acl_gemm_int8_check(const acl_ukernel_int8 *uk, int k);
  * with the error set when K is out of range or memory runs out. */
 int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, int lda,
                   const void *packed_b, int32_t *c, int ldc);
+/* Bytes of the packed A panels acl_gemm_int8_scratch needs for M x K. */
+size_t acl_gemm_int8_packed_a_bytes(const acl_ukernel_int8 *uk, int m, int k);
+/* acl_gemm_int8 packing A into the caller's a_packed (packed_a_bytes long),
+ * for callers that run it many times and may allocate nothing (a graph's
+ * int8 convolution, per worker); K must have passed acl_gemm_int8_check. */
+void acl_gemm_int8_scratch(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
+                           int lda, const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed);
 /* The column sums in a packed B, N of them, for the zero-point epilogue. */
 void acl_gemm_int8_column_sums(const acl_ukernel_int8 *uk, int n, int k, const void *packed_b,
                                int32_t *sums);

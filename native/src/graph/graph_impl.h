@@ -11,6 +11,7 @@
 #define ACL_GRAPH_IMPL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "aclgraph.h"
 #include "gemm.h"
@@ -80,6 +81,9 @@ const char *graph_dims_str(int rank, const int *dims, char *buf);
  * *count receives its element count. */
 int graph_check_tensor(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
                        size_t *count);
+/* graph_check_tensor for a uint8 tensor (aclgraph.h): its dims count bytes. */
+int graph_check_tensor_u8(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                          size_t *count);
 /* graph_check_tensor, plus an exact rank (rank < 0: any). */
 int graph_check_ranked(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
                        int rank, size_t *count);
@@ -90,6 +94,10 @@ int graph_check_dims(const char *op, const char *what, const acl_tensor *t, int 
  * (same_ok) may write over an input of exactly the output's region and dims. */
 int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what,
                          const acl_tensor *in, int same_ok);
+/* The same for tensors of any element size (4: float, 1: uint8), compared
+ * in bytes; no overlap at all is allowed. */
+int graph_check_disjoint_bytes(const char *op, const acl_tensor *out, size_t out_elem,
+                               const char *what, const acl_tensor *in, size_t in_elem);
 /* The input and output of an operation whose output has its input's dims:
  * both checked, the output's dims, and their overlap (in place where same_ok);
  * *count receives their element count. */
@@ -103,6 +111,12 @@ int graph_check_scale_shift(const acl_graph *g, const char *op, const acl_tensor
 static inline float *graph_ptr(const acl_graph *g, const acl_tensor *t)
 {
     return g->arena + t->offset;
+}
+
+/* The bytes of a uint8 tensor (aclgraph.h). */
+static inline uint8_t *graph_ptr_u8(const acl_graph *g, const acl_tensor *t)
+{
+    return (uint8_t *)(void *)(g->arena + t->offset);
 }
 
 /* An INTS or FLOATS attribute holds exactly `want` values. */

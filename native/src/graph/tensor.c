@@ -29,8 +29,10 @@ int graph_fail_in(const char *op)
     return acl_fail("%s: %s", op, reason);
 }
 
-int graph_check_tensor(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
-                       size_t *count)
+/* elem_bytes: 4 for float tensors, 1 for uint8 ones, which take a quarter
+ * of the floats (rounded up) from their offset on. */
+static int check_extent(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                        size_t elem_bytes, size_t *count)
 {
     if (!t) return acl_fail("%s: no %s tensor given", op, what);
     if (t->rank < 0 || t->rank > ACL_MAX_RANK)
@@ -44,16 +46,30 @@ int graph_check_tensor(const acl_graph *g, const char *op, const char *what, con
             return acl_fail("%s: %s has dims %s; every dim must be >= 1", op, what,
                             graph_dims_str(t->rank, t->dims, dims));
         n *= (size_t)t->dims[i];
-        if (n > g->arena_floats || n > INT_MAX) break;
+        if (n > g->arena_floats * sizeof(float) || n > INT_MAX) break;
     }
     if (n > INT_MAX)
         return acl_fail("%s: %s %s has over %d elements, which is not supported", op, what,
                         graph_dims_str(t->rank, t->dims, dims), INT_MAX);
-    if (n > g->arena_floats || t->offset > g->arena_floats - n)
-        return acl_fail("%s: %s %s at offset %zu runs past the end of the arena (%zu floats)", op,
-                        what, graph_dims_str(t->rank, t->dims, dims), t->offset, g->arena_floats);
+    const size_t floats = (n * elem_bytes + sizeof(float) - 1) / sizeof(float);
+    if (floats > g->arena_floats || t->offset > g->arena_floats - floats)
+        return acl_fail("%s: %s %s%s at offset %zu runs past the end of the arena (%zu floats)", op,
+                        what, elem_bytes == 1 ? "uint8 " : "",
+                        graph_dims_str(t->rank, t->dims, dims), t->offset, g->arena_floats);
     *count = n;
     return 0;
+}
+
+int graph_check_tensor(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                       size_t *count)
+{
+    return check_extent(g, op, what, t, sizeof(float), count);
+}
+
+int graph_check_tensor_u8(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
+                          size_t *count)
+{
+    return check_extent(g, op, what, t, 1, count);
 }
 
 int graph_check_ranked(const acl_graph *g, const char *op, const char *what, const acl_tensor *t,
@@ -91,6 +107,24 @@ int graph_check_disjoint(const char *op, const acl_tensor *out, const char *what
                     same_ok ? "; only an input of the output's exact region and dims may be "
                               "written in place"
                             : "");
+}
+
+/* A tensor's extent in bytes from the arena's start. */
+static void byte_range(const acl_tensor *t, size_t elem_bytes, size_t *begin, size_t *end)
+{
+    *begin = t->offset * sizeof(float);
+    *end = *begin + graph_volume(t->dims, 0, t->rank) * elem_bytes;
+}
+
+int graph_check_disjoint_bytes(const char *op, const acl_tensor *out, size_t out_elem,
+                               const char *what, const acl_tensor *in, size_t in_elem)
+{
+    size_t o0, o1, i0, i1;
+    byte_range(out, out_elem, &o0, &o1);
+    byte_range(in, in_elem, &i0, &i1);
+    if (o1 <= i0 || i1 <= o0) return 0;
+    return acl_fail("%s: the output (bytes [%zu, %zu)) overlaps %s (bytes [%zu, %zu))", op, o0, o1,
+                    what, i0, i1);
 }
 
 int graph_check_like_input(const acl_graph *g, const char *op, const acl_tensor *in,

@@ -1,0 +1,219 @@
+"""Quantized tensors at run time: QDQ models' QuantizeLinear and
+DequantizeLinear as the native quantize / dequantize operations, and their
+int8 convolutions (taskgen.int8's pattern: DQ(x), DQ(w), [DQ(b)] -> Conv ->
+[Relu | Clip] -> Q) as conv_int8 operations.
+
+A QuantizeLinear's uint8 output stays in the arena (Value.u8) when every
+reader is a DequantizeLinear.  The int8 convolution reads that uint8 tensor
+itself and writes its own output's QuantizeLinear tensor, so a chain of int8
+convolutions never goes through float: the DequantizeLinear between two of
+them is not run at all (lazy: only a reader that needs floats, an Add, a
+pool, the model's output, has it run).  Where a native stage ends before a
+delegated segment, every DequantizeLinear of its uint8 tensors that a later
+node may still read is run then, and a later int8 convolution quantizes
+that float tensor back, which gives the same bytes: (q - z) * s / s rounds
+back to q - z exactly for |q - z| <= 255.
+
+Delegation stays possible for the rest: a QuantizeLinear with another
+reader, per-axis or int8 activations, a model output in uint8.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from acltuner.engine.config import ExecConfig
+from acltuner.onnx.activation import is_op
+from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name
+from acltuner.runtime.ir import Buffer, Deferred, Value
+from acltuner.runtime.layout import NHWC
+from acltuner.runtime.ops.registry import Action
+from acltuner.taskgen.int8 import Int8ConvNode
+
+if TYPE_CHECKING:
+    from acltuner.runtime.lower import Lowering
+
+OPS = ("QuantizeLinear", "DequantizeLinear")
+MAX_RANK = 6  # the native graph API's
+
+
+def scalar_quantization(g: OnnxGraph, node: onnx.NodeProto) -> tuple[float, int] | None:
+    """(scale, zero point) of a Q or DQ node with one constant float scale
+    and a uint8 zero point (absent: 0); None for any other form."""
+    scale, zp = ([*node.input, "", ""][1:3])
+    if scale not in g.constants or (zp and zp not in g.constants):
+        return None
+    s = np.asarray(g.constants[scale])
+    z = np.asarray(g.constants[zp]) if zp else np.zeros((), np.uint8)
+    if s.size != 1 or z.size != 1 or z.dtype != np.uint8 or s.dtype.kind != "f":
+        return None
+    value = float(s.reshape(()))
+    return (value, int(z.reshape(()))) if math.isfinite(value) and value > 0 else None
+
+
+def _static(g: OnnxGraph, t: str, elem_type: int) -> bool:
+    tt = g.types.get(t)
+    dims = g.static_shape(t)
+    return (tt is not None and tt.elem_type == elem_type and dims is not None
+            and len(dims) <= MAX_RANK)
+
+
+def native_quantize(g: OnnxGraph, node: onnx.NodeProto | None) -> bool:
+    """A QuantizeLinear whose uint8 output can stay in the arena: read by
+    DequantizeLinear nodes only, none of it a model output."""
+    if not is_op(node, "QuantizeLinear") or scalar_quantization(g, node) is None:
+        return False
+    out = node.output[0]
+    readers = g.consumers.get(out, [])
+    return (out not in g.outputs and bool(readers) and _static(g, out, TensorProto.UINT8)
+            and all(is_op(r, "DequantizeLinear") and scalar_quantization(g, r) is not None
+                    for r in readers))
+
+
+def _new_u8(low: Lowering, name: str | None, shape: tuple[int, ...], perm) -> Value:
+    value = Value(Buffer(-(-math.prod(shape) // 4)), tuple(shape), tuple(perm), u8=True)
+    return value if name is None else low.produce(name, value)
+
+
+def _u8_value(low: Lowering, name: str) -> Value | None:
+    return next((v for v in low.stage.values.get(name, []) if v.u8), None)
+
+
+def dequantize(low: Lowering, node: onnx.NodeProto) -> None:
+    """Runs DequantizeLinear `node` now, in the current stage."""
+    q = _u8_value(low, node.input[0])
+    assert q is not None, f"{node_name(node)}: its uint8 input is not in this native stage"
+    scale, zp = scalar_quantization(low.g, node) or (1.0, 0)
+    out = low.new(node.output[0], q.shape, q.perm)
+    low.emit("dequantize", node_name(node), "dequantize", {"x": q, "out": out}, scale=scale,
+             zero_point=zp)
+
+
+def action(g: OnnxGraph, node: onnx.NodeProto) -> Action | None:
+    """How to lower a QuantizeLinear or DequantizeLinear, or None to delegate it."""
+    if is_op(node, "QuantizeLinear"):
+        return _quantize_action(g, node) if native_quantize(g, node) and \
+            _static(g, node.input[0], TensorProto.FLOAT) else None
+    # A DequantizeLinear of a constant was folded when the model was loaded.
+    if is_op(node, "DequantizeLinear") and native_quantize(g, g.producer.get(node.input[0])):
+        return _dequantize_action(g, node)
+    return None
+
+
+def _quantize_action(g: OnnxGraph, node: onnx.NodeProto) -> Action:
+    scale, zp = scalar_quantization(g, node) or (1.0, 0)
+
+    def lower(low: Lowering) -> None:
+        x = low.get(node.input[0])
+        out = _new_u8(low, node.output[0], x.shape, x.perm)
+        low.emit("quantize", node_name(node), "quantize", {"x": x, "out": out}, scale=scale,
+                 zero_point=zp)
+    return lower
+
+
+def _dequantize_action(g: OnnxGraph, node: onnx.NodeProto) -> Action:
+    readers = [node_name(r) for r in g.consumers.get(node.output[0], [])]
+
+    def lower(low: Lowering) -> None:
+        if node.output[0] in low.producer:
+            return  # run already, at the end of an earlier stage (flush)
+        if node.output[0] not in g.outputs and readers and \
+                all(r in low.int8_convs for r in readers):
+            return  # the int8 convolutions read the uint8 tensor itself
+        dequantize(low, node)
+    return lower
+
+
+def flush(low: Lowering) -> None:
+    """Before the current native stage ends: every DequantizeLinear of its
+    uint8 tensors that has not run and has a reader still to come runs now,
+    since the uint8 tensor stays behind in this stage's arena."""
+    for name, values in list(low.stage.values.items()):
+        if not any(v.u8 for v in values):
+            continue
+        for dq in low.g.consumers.get(name, []):
+            out = dq.output[0]
+            later = [r for r in low.g.consumers.get(out, []) if node_name(r) not in low.visited]
+            if out not in low.producer and (later or out in low.g.outputs):
+                dequantize(low, dq)
+
+
+# ---- int8 convolutions ---------------------------------------------------------------
+
+def int8_chain(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode) -> list[str] | None:
+    """The nodes an int8 convolution replaces in the loaded model (the Conv,
+    its fused Relu or Clip, the QuantizeLinear), or None when the loaded
+    model's fusion differs from the int8 pattern's (a residual Add...) or
+    the tensors around it cannot stay uint8."""
+    dq_x = g.producer.get(conv.input)
+    quantize = g.producer.get(q8.output_name)
+    if (q8.pattern != "qdq" or conv.residual or conv.shape.transposed or conv.affine is not None
+            or not is_op(dq_x, "DequantizeLinear") or dq_x.input[0] != q8.input_name
+            or not native_quantize(g, g.producer.get(q8.input_name))
+            or not native_quantize(g, quantize) or quantize is None):
+        return None
+    scales = [q8.input.scale, q8.weight.scale, q8.output.scale]
+    if not all(np.all(np.isfinite(s)) and np.all(s > 0) for s in scales):
+        return None  # conv_int8 would refuse them: the float convolution runs it as written
+    chain = [conv.name, *conv.fused, node_name(quantize)]
+    return chain if set(chain) <= {*q8.nodes} else None
+
+
+def _algorithm(q8: Int8ConvNode) -> str:
+    """The engine's choice (conv_int8.h), for profiles."""
+    s = q8.shape
+    if s.c // s.group == 1 and s.oc // s.group == 1:
+        return "depthwise"
+    pointwise = s.kh == s.kw == s.stride_h == s.stride_w == 1 and \
+        not (s.pad_top or s.pad_left or s.pad_bottom or s.pad_right)
+    return "pointwise" if pointwise else "im2col"
+
+
+def conv_int8_attrs(q8: Int8ConvNode, config: ExecConfig) -> dict:
+    """conv_int8's attributes (aclgraph.h): the weights as floats holding
+    int8 values, converted when built (Deferred) so that one exists at a time."""
+    w = q8.weight_q
+    return {"shape": q8.shape, "ukernel": "", "core_weights": config.core_weights,
+            "workloads": config.workloads,
+            "weight": Deferred(lambda: w.astype(np.float32), w.size * 4),
+            "bias": None if q8.bias_q is None else [int(b) for b in q8.bias_q],
+            "x_scale": float(q8.input.scale.reshape(())),
+            "x_zero_point": int(q8.input.zero_point.reshape(())),
+            "w_scale": q8.weight.scale.astype(np.float32).reshape(-1),
+            "y_scale": float(q8.output.scale.reshape(())),
+            "y_zero_point": int(q8.output.zero_point.reshape(()))}
+
+
+def _u8_input(low: Lowering, dq_x: onnx.NodeProto) -> Value:
+    """The convolution's uint8 NHWC input: the QuantizeLinear's tensor of this
+    stage, or its float form (an earlier stage's) quantized back."""
+    name = dq_x.input[0]
+    found = next((v for v in low.stage.values.get(name, []) if v.u8 and v.perm == NHWC), None)
+    if found is not None:
+        return found
+    if dq_x.output[0] not in low.producer and _u8_value(low, name) is not None:
+        dequantize(low, dq_x)  # held in another layout here: through float, once
+    x = low.get(dq_x.output[0], NHWC)
+    scale, zp = scalar_quantization(low.g, dq_x) or (1.0, 0)
+    out = _new_u8(low, None, x.shape, NHWC)
+    low.emit("quantize", node_name(dq_x), "quantize (back to uint8)", {"x": x, "out": out},
+             scale=scale, zero_point=zp)
+    low.stage.values.setdefault(name, []).append(out)
+    return out
+
+
+def int8_conv_action(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode,
+                     config: ExecConfig) -> Action:
+    dq_x = g.producer[conv.input]
+
+    def lower(low: Lowering) -> None:
+        x = _u8_input(low, dq_x)
+        n, oh, ow, oc = q8.shape.output_shape
+        out = _new_u8(low, q8.output_name, (n, oc, oh, ow), NHWC)
+        low.emit("conv_int8", conv.name, f"conv int8 {_algorithm(q8)}", {"x": x, "out": out},
+                 **conv_int8_attrs(q8, config))
+    return lower

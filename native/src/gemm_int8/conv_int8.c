@@ -1,0 +1,425 @@
+/* int8 convolutions (conv_int8.h): packing at create, the three algorithms'
+ * runs.  Work is cut along output pixels only (blocks of them for the GEMM
+ * algorithms, output rows for depthwise), and every output value is summed
+ * in one fixed order whatever the split, so every core split gives the same
+ * bytes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_int8.h"
+#include "int8.h"
+#include "internal.h"
+#include "pool.h"
+#include "requant.h"
+
+/* A block's im2col rows fill about this many bytes (half of a 128 KB L2 slice
+ * leaves room for the packed B panels streaming past)... */
+#define BLOCK_BYTES (64 * 1024)
+/* ...but never fewer pixels than this, so each B panel serves several A panels. */
+#define MIN_BLOCK_PIXELS 64
+#define SCRATCH_ALIGN 64
+/* Depthwise: the sums of a run of output pixels, requantised together,
+ * take about this many bytes (L1). */
+#define DW_ACC_BYTES (16 * 1024)
+
+enum { ALGO_POINTWISE, ALGO_IM2COL, ALGO_DEPTHWISE };
+static const char *const algo_names[] = {"pointwise", "im2col", "depthwise"};
+
+struct acl_conv_int8 {
+    acl_conv_shape s;
+    int oh, ow, m;         /* m: output pixels, n * oh * ow */
+    int cg, ocg, taps, k;  /* per group: input and output channels; k = taps * cg */
+    int algo;
+    const acl_ukernel_int8 *uk;   /* NULL for depthwise */
+    uint8_t *packed;              /* GEMM: group after group, group_bytes each */
+    size_t group_bytes;
+    int32_t *dw_weight;           /* depthwise: [tap][c] */
+    uint8_t *dw_pad;              /* depthwise: c bytes of za, what a padding tap reads */
+    int32_t *colsum;              /* oc: each output channel's weight sum */
+    float *scale;                 /* oc: x_scale * w_scale[o] / y_scale */
+    int32_t *bias;                /* oc, or NULL */
+    int32_t za, zc;
+    uint8_t lo, hi;               /* the fused activation as a uint8 range */
+    int block_cap;                /* GEMM: most output pixels in one block, a multiple of MR */
+    int dw_pixels;                /* depthwise: output pixels of a row summed at once */
+    int workers;                  /* scratch slices reserved */
+    size_t cols_bytes, acc_bytes, apack_bytes, worker_bytes;  /* one worker's slice */
+};
+
+static size_t align_up(size_t n) { return (n + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1); }
+
+static int round_up(int a, int b) { return acl_div_up(a, b) * b; }
+
+/* A real bound quantised with the output's scale, as a uint8 clamp. */
+static uint8_t quantize_bound(float real, float scale, int zero_point)
+{
+    const float q = fminf(fmaxf(real / scale, -512.0f), 512.0f);
+    const int v = (int)nearbyintf(q) + zero_point;
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+static int check_shape(const acl_conv_shape *s)
+{
+    if (acl_conv_check(s, "reference", NULL) != 0) return -1;
+    if (s->transposed) return acl_fail("a transposed convolution has no int8 algorithm");
+    if (s->has_residual)
+        return acl_fail("a residual Add is not fused into an int8 convolution (has_residual=1)");
+    if (s->act != ACL_ACT_NONE && s->act != ACL_ACT_RELU && s->act != ACL_ACT_CLIP)
+        return acl_fail("activation %d cannot be fused into an int8 convolution (none, relu "
+                        "and clip can: they are clamps of the uint8 output)",
+                        s->act);
+    return 0;
+}
+
+static int check_quant(const acl_conv_shape *s, const acl_conv_int8_quant *q)
+{
+    if (!(q->x_scale > 0.0f) || !isfinite(q->x_scale) || !(q->y_scale > 0.0f) ||
+        !isfinite(q->y_scale))
+        return acl_fail("x_scale and y_scale must be positive and finite, got %g and %g",
+                        (double)q->x_scale, (double)q->y_scale);
+    if (q->x_zero_point < 0 || q->x_zero_point > 255 || q->y_zero_point < 0 ||
+        q->y_zero_point > 255)
+        return acl_fail("x_zero_point and y_zero_point must be 0..255 (uint8), got %d and %d",
+                        q->x_zero_point, q->y_zero_point);
+    if (!q->w_scale || (q->w_scale_count != 1 && q->w_scale_count != (size_t)s->oc))
+        return acl_fail("w_scale must hold 1 or oc = %d values, got %zu", s->oc,
+                        q->w_scale ? q->w_scale_count : 0);
+    for (size_t i = 0; i < q->w_scale_count; i++)
+        if (!(q->w_scale[i] > 0.0f) || !isfinite(q->w_scale[i]))
+            return acl_fail("w_scale[%zu] = %g: weight scales must be positive and finite", i,
+                            (double)q->w_scale[i]);
+    return 0;
+}
+
+/* weight (OIHW floats) -> int8 in [group][tap][Cg] rows, one per output channel. */
+static int int8_weights(const acl_conv_int8 *c, const float *weight, int8_t *rows)
+{
+    for (int o = 0; o < c->s.oc; o++)
+        for (int ci = 0; ci < c->cg; ci++)
+            for (int t = 0; t < c->taps; t++) {
+                const size_t i = ((size_t)o * c->cg + ci) * c->taps + t;
+                const float v = weight[i];
+                if (!(v >= -128.0f && v <= 127.0f) || v != nearbyintf(v))
+                    return acl_fail("weight[%zu] = %g is not an int8 value", i, (double)v);
+                rows[((size_t)o * c->taps + t) * c->cg + ci] = (int8_t)v;
+            }
+    return 0;
+}
+
+/* The GEMM algorithms: each group's B (K x ocg, row k = tap * Cg + ci) packed. */
+static int pack_gemm(acl_conv_int8 *c, const int8_t *rows)
+{
+    const int k = c->k, ocg = c->ocg;
+    c->group_bytes = acl_gemm_int8_packed_b_size(c->uk, k, ocg);
+    c->packed = acl_alloc(c->group_bytes * (size_t)c->s.group);
+    int8_t *b = acl_alloc((size_t)k * ocg);
+    int rc = c->packed && b ? 0 : -1;
+    for (int g = 0; rc == 0 && g < c->s.group; g++) {
+        for (int j = 0; j < ocg; j++)
+            for (int kk = 0; kk < k; kk++)
+                b[(size_t)kk * ocg + j] = rows[((size_t)g * ocg + j) * k + kk];
+        uint8_t *packed = c->packed + (size_t)g * c->group_bytes;
+        acl_gemm_int8_pack_b(c->uk, k, ocg, b, ocg, packed);
+        acl_gemm_int8_column_sums(c->uk, ocg, k, packed, c->colsum + (size_t)g * ocg);
+    }
+    acl_free(b);
+    return rc;
+}
+
+/* Depthwise: the weights as int32 [tap][c], so the channel loop is a plain
+ * int32 multiply-add the compiler vectorises. */
+static int pack_depthwise(acl_conv_int8 *c, const int8_t *rows)
+{
+    const int ch = c->s.oc;
+    c->dw_weight = acl_alloc((size_t)c->taps * ch * sizeof(int32_t));
+    c->dw_pad = acl_alloc((size_t)ch);
+    if (!c->dw_weight || !c->dw_pad) return -1;
+    memset(c->dw_pad, c->za, (size_t)ch);
+    for (int o = 0; o < ch; o++) {
+        c->colsum[o] = 0;
+        for (int t = 0; t < c->taps; t++) {
+            c->dw_weight[(size_t)t * ch + o] = rows[(size_t)o * c->taps + t];
+            c->colsum[o] += rows[(size_t)o * c->taps + t];
+        }
+    }
+    return 0;
+}
+
+static int pick_kernel(acl_conv_int8 *c, const char *ukernel)
+{
+    if (ukernel && *ukernel) {
+        c->uk = acl_int8_ukernel_find(ukernel);
+        if (!c->uk)
+            return acl_fail("int8 micro-kernel '%s' is unknown or this CPU cannot run it", ukernel);
+    } else {
+        const acl_ukernel_int8 *const *list;
+        if (acl_int8_ukernels_available(&list) < 1)
+            return acl_fail("this CPU runs no int8 micro-kernel");
+        c->uk = list[0];  /* fastest first */
+    }
+    return acl_gemm_int8_check(c->uk, c->k);
+}
+
+/* Per-worker scratch: im2col rows, int32 sums and a packed A panel. */
+static void plan_scratch(acl_conv_int8 *c)
+{
+    c->workers = acl_cpu_count();
+    if (c->algo == ALGO_DEPTHWISE) {
+        c->dw_pixels = acl_min(c->ow, acl_max(1, DW_ACC_BYTES / (int)(c->s.oc * sizeof(int32_t))));
+        c->acc_bytes = align_up((size_t)c->dw_pixels * c->s.oc * sizeof(int32_t));
+        /* After the sums: a pixel's tap pointers. */
+        c->worker_bytes = c->acc_bytes + align_up((size_t)c->taps * sizeof(const uint8_t *));
+        return;
+    }
+    const int mr = c->uk->mr, row = c->k * c->s.group;
+    c->block_cap =
+        acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_BYTES / row), mr), round_up(c->m, mr));
+    c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
+    c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
+    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->k));
+    c->worker_bytes = c->cols_bytes + c->acc_bytes + c->apack_bytes;
+}
+
+static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
+                 const float *weight, const acl_conv_int8_quant *q)
+{
+    if (check_shape(s) != 0 || check_quant(s, q) != 0) return -1;
+    c->s = *s;
+    acl_conv_out_size(s, &c->oh, &c->ow);
+    c->m = s->n * c->oh * c->ow;
+    c->cg = s->c / s->group;
+    c->ocg = s->oc / s->group;
+    c->taps = s->kh * s->kw;
+    c->k = c->taps * c->cg;
+    c->za = q->x_zero_point;
+    c->zc = q->y_zero_point;
+    c->lo = s->act == ACL_ACT_NONE   ? 0
+            : s->act == ACL_ACT_RELU ? (uint8_t)c->zc
+                                     : quantize_bound(s->act_min, q->y_scale, c->zc);
+    c->hi = s->act == ACL_ACT_CLIP ? quantize_bound(s->act_max, q->y_scale, c->zc) : 255;
+    if (c->cg == 1 && c->ocg == 1) c->algo = ALGO_DEPTHWISE;
+    else if (s->kh == 1 && s->kw == 1 && s->stride_h == 1 && s->stride_w == 1 && !s->pad_top &&
+             !s->pad_left && !s->pad_bottom && !s->pad_right)
+        c->algo = ALGO_POINTWISE;
+    else c->algo = ALGO_IM2COL;
+    if (c->algo != ALGO_DEPTHWISE && pick_kernel(c, ukernel) != 0) return -1;
+    c->colsum = acl_alloc((size_t)s->oc * sizeof(int32_t));
+    c->scale = acl_alloc((size_t)s->oc * sizeof(float));
+    if (!c->colsum || !c->scale) return -1;
+    /* In float and in this order, as onnxruntime's QLinearConv folds them. */
+    for (int o = 0; o < s->oc; o++)
+        c->scale[o] = q->x_scale * q->w_scale[q->w_scale_count == 1 ? 0 : o] / q->y_scale;
+    if (q->bias) {
+        if (!(c->bias = acl_alloc((size_t)s->oc * sizeof(int32_t)))) return -1;
+        for (int o = 0; o < s->oc; o++) c->bias[o] = q->bias[o];
+    }
+    int8_t *rows = acl_alloc((size_t)s->oc * c->k);
+    int rc = rows ? int8_weights(c, weight, rows) : -1;
+    if (rc == 0) rc = c->algo == ALGO_DEPTHWISE ? pack_depthwise(c, rows) : pack_gemm(c, rows);
+    acl_free(rows);
+    if (rc == 0) plan_scratch(c);
+    return rc;
+}
+
+int acl_conv_int8_create(const acl_conv_shape *s, const char *ukernel, const float *weight,
+                         const acl_conv_int8_quant *q, acl_conv_int8 **out)
+{
+    *out = NULL;
+    acl_conv_int8 *c = calloc(1, sizeof *c);
+    if (!c) return acl_fail("out of memory creating an int8 convolution");
+    if (setup(c, s, ukernel, weight, q) != 0) {
+        acl_conv_int8_destroy(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+void acl_conv_int8_destroy(acl_conv_int8 *c)
+{
+    if (!c) return;
+    acl_free(c->packed);
+    acl_free(c->dw_weight);
+    acl_free(c->dw_pad);
+    acl_free(c->colsum);
+    acl_free(c->scale);
+    acl_free(c->bias);
+    free(c);
+}
+
+size_t acl_conv_int8_scratch_bytes(const acl_conv_int8 *c)
+{
+    return c->worker_bytes * (size_t)c->workers;
+}
+
+const char *acl_conv_int8_algorithm(const acl_conv_int8 *c) { return algo_names[c->algo]; }
+
+const char *acl_conv_int8_ukernel(const acl_conv_int8 *c) { return c->uk ? c->uk->name : ""; }
+
+/* ---- runs ---------------------------------------------------------------------- */
+
+typedef struct {
+    const acl_conv_int8 *c;
+    const uint8_t *x;
+    uint8_t *y;
+    uint8_t *scratch;
+    int rows, units;  /* blocks or output rows, cut into units */
+    int block;        /* GEMM: output pixels per block */
+} run_ctx;
+
+/* Output pixel p's receptive field into dst ([group][tap][Cg]), padding at za. */
+static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t *dst)
+{
+    const acl_conv_shape *s = &c->s;
+    const int ox = p % c->ow, oy = p / c->ow % c->oh, b = p / (c->ow * c->oh);
+    const int ix0 = ox * s->stride_w - s->pad_left;
+    if (s->group == 1 && s->dil_w == 1) {
+        /* A kernel row's taps are one run of kw * C bytes in NHWC: one copy
+         * per kernel row, not per tap (a first layer's taps are 3 bytes). */
+        const int lo = acl_min(s->kw, acl_max(0, -ix0)),
+                  hi = acl_max(lo, acl_min(s->kw, s->w - ix0));
+        const size_t ch = (size_t)s->c;
+        for (int ky = 0; ky < s->kh; ky++, dst += s->kw * ch) {
+            const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+            if (iy < 0 || iy >= s->h) {
+                memset(dst, c->za, s->kw * ch);
+                continue;
+            }
+            if (lo) memset(dst, c->za, lo * ch);
+            memcpy(dst + lo * ch, x + ((size_t)(b * s->h + iy) * s->w + ix0 + lo) * ch,
+                   (hi - lo) * ch);
+            if (hi < s->kw) memset(dst + hi * ch, c->za, (s->kw - hi) * ch);
+        }
+        return;
+    }
+    for (int g = 0; g < s->group; g++)
+        for (int ky = 0; ky < s->kh; ky++) {
+            const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+            for (int kx = 0; kx < s->kw; kx++, dst += c->cg) {
+                const int ix = ix0 + kx * s->dil_w;
+                if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) memset(dst, c->za, (size_t)c->cg);
+                else
+                    memcpy(dst, x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c + g * c->cg,
+                           (size_t)c->cg);
+            }
+        }
+}
+
+static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
+{
+    const acl_conv_int8 *c = r->c;
+    const int row = c->k * c->s.group, oc = c->s.oc;
+    uint8_t *cols = slice;
+    int32_t *acc = (int32_t *)(void *)(slice + c->cols_bytes);
+    uint8_t *apack = slice + c->cols_bytes + c->acc_bytes;
+    for (int blk = begin; blk < end; blk++) {
+        const int p0 = blk * r->block, p1 = acl_min(c->m, p0 + r->block), rows = p1 - p0;
+        const uint8_t *a;
+        int lda;
+        if (c->algo == ALGO_POINTWISE) {
+            a = r->x + (size_t)p0 * c->s.c;  /* 1x1 unstrided: the pixels are the rows */
+            lda = c->s.c;
+        } else {
+            for (int p = p0; p < p1; p++) copy_pixel(c, r->x, p, cols + (size_t)(p - p0) * row);
+            a = cols;
+            lda = row;
+        }
+        for (int g = 0; g < c->s.group; g++) {
+            const int o0 = g * c->ocg;
+            acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->k,
+                                  a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
+                                  c->packed + (size_t)g * c->group_bytes, acc, c->ocg, apack);
+            const acl_requant rq = {
+                c->scale + o0, c->bias ? c->bias + o0 : NULL, c->colsum + o0, c->za, c->zc, c->lo,
+                c->hi};
+            acl_requantize_u8(&rq, rows, c->ocg, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
+        }
+    }
+}
+
+/* Where output pixel (b, oy, ox) reads each tap's channels: its input
+ * pixel, or the row of za bytes for a padding tap (which the epilogue's
+ * - za * colsum then cancels), so the sums below need no branch. */
+static void dw_taps(const acl_conv_int8 *c, const uint8_t *x, int b, int oy, int ox,
+                    const uint8_t **taps)
+{
+    const acl_conv_shape *s = &c->s;
+    for (int ky = 0; ky < s->kh; ky++) {
+        const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+        for (int kx = 0; kx < s->kw; kx++) {
+            const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
+            *taps++ = iy < 0 || iy >= s->h || ix < 0 || ix >= s->w
+                          ? c->dw_pad
+                          : x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c;
+        }
+    }
+}
+
+/* out[i] += x[i] * w[i] over one tap's channels; restrict, so that the loop
+ * is vectorised (zero-extending loads, whole vectors) with no run-time
+ * alias check. */
+static inline void dw_tap(int32_t *restrict out, const uint8_t *restrict x,
+                          const int32_t *restrict w, int ch)
+{
+    for (int i = 0; i < ch; i++) out[i] += (int32_t)x[i] * w[i];
+}
+
+/* One pixel's sums, out[ch], tap after tap over all its channels. */
+static void dw_pixel(const acl_conv_int8 *c, const uint8_t *const *taps, int32_t *out)
+{
+    const int ch = c->s.c;
+    memset(out, 0, (size_t)ch * sizeof *out);
+    for (int t = 0; t < c->taps; t++) dw_tap(out, taps[t], c->dw_weight + (size_t)t * ch, ch);
+}
+
+/* Output rows [begin, end) (of n * oh), up to dw_pixels pixels of a row at
+ * a time: each pixel summed, then the run requantised at once. */
+static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
+{
+    const acl_conv_int8 *c = r->c;
+    const int ch = c->s.c, run = c->dw_pixels;
+    int32_t *acc = (int32_t *)(void *)slice;
+    const uint8_t **taps = (const uint8_t **)(void *)(slice + c->acc_bytes);
+    const acl_requant rq = {c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi};
+    for (int orow = begin; orow < end; orow++) {
+        const int b = orow / c->oh, oy = orow % c->oh;
+        for (int ox0 = 0; ox0 < c->ow; ox0 += run) {
+            const int pixels = acl_min(run, c->ow - ox0);
+            for (int p = 0; p < pixels; p++) {
+                dw_taps(c, r->x, b, oy, ox0 + p, taps);
+                dw_pixel(c, taps, acc + (size_t)p * ch);
+            }
+            acl_requantize_u8(&rq, pixels, ch, acc, ch, r->y + ((size_t)orow * c->ow + ox0) * ch,
+                              ch);
+        }
+    }
+}
+
+static void run_units(void *arg, int unit_begin, int unit_end, int worker)
+{
+    const run_ctx *r = arg;
+    const int begin = (int)((long long)unit_begin * r->rows / r->units);
+    const int end = (int)((long long)unit_end * r->rows / r->units);
+    if (begin >= end) return;
+    uint8_t *slice = r->scratch + (size_t)worker * r->c->worker_bytes;
+    if (r->c->algo == ALGO_DEPTHWISE) depthwise_rows(r, begin, end, slice);
+    else gemm_blocks(r, begin, end, slice);
+}
+
+int acl_conv_int8_run(const acl_conv_int8 *c, const acl_exec *ex, const uint8_t *x, uint8_t *y,
+                      void *scratch)
+{
+    if (acl_exec_active(ex) > c->workers)
+        return acl_fail("the int8 convolution has scratch for %d workers, the split uses %d",
+                        c->workers, acl_exec_active(ex));
+    run_ctx r = {c, x, y, scratch, 0, 0, 0};
+    if (c->algo == ALGO_DEPTHWISE) r.rows = c->s.n * c->oh;
+    else {
+        /* Enough blocks for every workload, none larger than the buffers. */
+        r.block = acl_min(c->block_cap, round_up(acl_div_up(c->m, ex->workloads), c->uk->mr));
+        r.rows = acl_div_up(c->m, r.block);
+    }
+    r.units = acl_min(ex->workloads, r.rows);
+    return acl_parallel(ex, r.units, run_units, &r);
+}

@@ -1,0 +1,95 @@
+/* quantize and dequantize: float <-> uint8 tensors of the same dims, split
+ * over the flat range (aclgraph.h gives the arithmetic). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "graph_impl.h"
+
+typedef struct {
+    const void *x;
+    void *y;
+    float scale;
+    int zero_point;
+} quant_params;
+
+static void quantize_rows(const void *arg, size_t begin, size_t end)
+{
+    const quant_params *p = arg;
+    /* Locals, restrict: a uint8 store may alias anything, and the compiler
+     * would reload p's fields every element rather than vectorise. */
+    const float *restrict x = p->x;
+    uint8_t *restrict y = p->y;
+    const float scale = p->scale;
+    const int zp = p->zero_point;
+    /* Clamped in the scaled domain first (to the integers that land on 0 and
+     * 255), as onnxruntime does: a NaN fails the first comparison and takes
+     * the low bound, so the conversion to int is defined for every input.
+     * Comparisons, not fmaxf / fminf, which GCC does not vectorise. */
+    const float lo = (float)-zp, hi = (float)(255 - zp);
+    for (size_t i = begin; i < end; i++) {
+        float v = x[i] / scale;
+        v = v > lo ? v : lo;
+        v = v < hi ? v : hi;
+        y[i] = (uint8_t)((int)nearbyintf(v) + zp);
+    }
+}
+
+static void dequantize_rows(const void *arg, size_t begin, size_t end)
+{
+    const quant_params *p = arg;
+    const uint8_t *restrict x = p->x;
+    float *restrict y = p->y;
+    const float scale = p->scale;
+    const int zp = p->zero_point;
+    for (size_t i = begin; i < end; i++) y[i] = (float)((int)x[i] - zp) * scale;
+}
+
+typedef struct {
+    quant_params q;
+    graph_rows_fn rows;
+    size_t count;
+} quant_node;
+
+static int quant_run(const void *arg, const acl_exec *ex)
+{
+    const quant_node *n = arg;
+    return graph_parallel(ex, n->count, 1, n->rows, &n->q);
+}
+
+/* x is float and out uint8 (quantize), or the other way round. */
+static int add_quant(acl_graph *g, const char *op, float scale, int zero_point,
+                     const acl_tensor *in, const acl_tensor *out, int to_u8)
+{
+    size_t count, out_count;
+    const int rc = to_u8 ? graph_check_tensor(g, op, "input", in, &count) ||
+                               graph_check_tensor_u8(g, op, "output", out, &out_count)
+                         : graph_check_tensor_u8(g, op, "input", in, &count) ||
+                               graph_check_tensor(g, op, "output", out, &out_count);
+    if (rc != 0 || graph_check_dims(op, "output", out, in->rank, in->dims) != 0 ||
+        graph_check_disjoint_bytes(op, out, to_u8 ? 1 : 4, "the input", in, to_u8 ? 4 : 1) != 0)
+        return -1;
+    if (!(scale > 0.0f) || !isfinite(scale))
+        return acl_fail("%s: scale must be positive and finite, got %g", op, (double)scale);
+    if (zero_point < 0 || zero_point > 255)
+        return acl_fail("%s: zero_point must be 0..255 (uint8), got %d", op, zero_point);
+    quant_node *n = malloc(sizeof *n);
+    if (!n) return acl_fail("%s: out of memory", op);
+    n->q =
+        (quant_params){to_u8 ? (const void *)graph_ptr(g, in) : graph_ptr_u8(g, in),
+                       to_u8 ? (void *)graph_ptr_u8(g, out) : graph_ptr(g, out), scale, zero_point};
+    n->rows = to_u8 ? quantize_rows : dequantize_rows;
+    n->count = count;
+    return graph_add(g, quant_run, NULL, n);
+}
+
+int graph_op_quantize(acl_graph *g, const acl_quantize_attrs *a, int nin, const acl_tensor *ins,
+                      const acl_tensor *out)
+{
+    return add_quant(g, "quantize", a->scale, a->zero_point, ins, out, 1);
+}
+
+int graph_op_dequantize(acl_graph *g, const acl_dequantize_attrs *a, int nin, const acl_tensor *ins,
+                        const acl_tensor *out)
+{
+    return add_quant(g, "dequantize", a->scale, a->zero_point, ins, out, 0);
+}

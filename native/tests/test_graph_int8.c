@@ -1,0 +1,346 @@
+/* The graph suite's uint8 operations: quantize, dequantize and conv_int8
+ * against naive loops, exactly (integer sums, and the same float roundings
+ * onnxruntime makes: a division for quantize, acc * (x_scale * w_scale /
+ * y_scale) for the requantisation), the same bytes under every exec config,
+ * and their one-line errors.  uint8 tensors sit in the float arena as
+ * aclgraph.h lays them out: offsets in floats, dims in bytes. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_int8/int8.h"
+#include "graph_trial.h"
+
+static void fail(const char *desc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(const char *desc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(desc, fmt, ap);
+    va_end(ap);
+}
+
+/* Floats of the arena a uint8 tensor of n bytes takes. */
+static size_t u8_floats(size_t n) { return (n + 3) / 4; }
+
+static uint8_t *bytes_at(void *arena, const acl_tensor *t)
+{
+    return (uint8_t *)arena + t->offset * sizeof(float);
+}
+
+/* Builds the one-node program under every config: the first run's arena must
+ * be `expected` byte for byte, and so must every other config's. */
+static void run_exact(const char *desc, size_t arena, const float *init, const float *expected,
+                      add_fn add, const void *spec)
+{
+    int ok = 1;
+    for (int i = 0; ok && i < NCONFIGS; i++) {
+        if (configs[i].ncores > acl_cpu_count()) continue;
+        acl_graph *g;
+        if (acl_graph_create(arena, &configs[i], &g) != 0) {
+            fail(desc, "create: %s", acl_last_error());
+            return;
+        }
+        memcpy(acl_graph_arena(g), init, arena * sizeof(float));
+        if (add(g, spec, &configs[i]) != 0 || acl_graph_run(g, NULL) != 0) {
+            fail(desc, "config %d: %s", i, acl_last_error());
+            ok = 0;
+        } else {
+            const uint8_t *got = (const uint8_t *)acl_graph_arena(g),
+                          *want = (const uint8_t *)expected;
+            for (size_t b = 0; ok && b < arena * sizeof(float); b++)
+                if (got[b] != want[b]) {
+                    fail(desc, "config %d: arena byte %zu is %d, expected %d", i, b, got[b],
+                         want[b]);
+                    ok = 0;
+                }
+        }
+        acl_graph_destroy(g);
+    }
+    passed += ok;
+}
+
+/* Round half to even, written out: the reference does not lean on nearbyint. */
+static double round_even(double v)
+{
+    const double f = floor(v), d = v - f;
+    if (d > 0.5) return f + 1.0;
+    if (d < 0.5) return f;
+    return fmod(f, 2.0) == 0.0 ? f : f + 1.0;
+}
+
+static uint8_t saturate(double v, int lo, int hi)
+{
+    return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+/* ---- quantize / dequantize ------------------------------------------------------ */
+
+typedef struct {
+    acl_tensor in, out;
+    float scale;
+    int zero_point, to_u8;
+} quant_spec;
+
+static int add_quant(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const quant_spec *s = spec;
+    const acl_quantize_attrs q = {s->scale, s->zero_point};
+    const acl_dequantize_attrs d = {s->scale, s->zero_point};
+    return s->to_u8 ? acl_graph_add(g, ACL_OP_QUANTIZE, &q, 1, &s->in, &s->out)
+                    : acl_graph_add(g, ACL_OP_DEQUANTIZE, &d, 1, &s->in, &s->out);
+}
+
+void quantize_case(int big)
+{
+    int dims[3];
+    random_dims(3, big, dims);
+    const size_t n = volume(3, dims);
+    quant_spec s = {
+        .scale = (float)rnd(1, 1000) / 4096.0f, .zero_point = rnd(0, 255), .to_u8 = rnd(0, 1)};
+    s.in = (acl_tensor){(size_t)rnd(0, 5), 3, {dims[0], dims[1], dims[2]}};
+    const size_t in_floats = s.to_u8 ? n : u8_floats(n);
+    s.out = s.in;
+    s.out.offset = s.in.offset + in_floats + (size_t)rnd(0, 5);
+    const size_t arena = s.out.offset + (s.to_u8 ? u8_floats(n) : n) + (size_t)rnd(1, 4);
+    float *init = malloc(arena * sizeof(float)), *expected = malloc(arena * sizeof(float));
+    fill_random(init, arena, 1.0f);
+    if (s.to_u8) {
+        /* Values on the rounding ties (k + 1/2 steps) and far past both ends. */
+        float *x = init + s.in.offset;
+        for (size_t i = 0; i < n; i++)
+            x[i] = rnd(0, 3) == 0 ? ((float)rnd(-300, 300) + 0.5f) * s.scale
+                                  : 200.0f * s.scale * rnd_float();
+    } else {
+        for (size_t i = 0; i < n; i++) bytes_at(init, &s.in)[i] = (uint8_t)rnd(0, 255);
+    }
+    memcpy(expected, init, arena * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        if (s.to_u8) {
+            const float v = init[s.in.offset + i] / s.scale;  /* in float, as the engine */
+            bytes_at(expected, &s.out)[i] = saturate(round_even(v) + s.zero_point, 0, 255);
+        } else {
+            expected[s.out.offset + i] = (float)(bytes_at(init, &s.in)[i] - s.zero_point) * s.scale;
+        }
+    }
+    char desc[128];
+    snprintf(desc, sizeof desc, "%s %s scale %g zp %d", s.to_u8 ? "quantize" : "dequantize",
+             dims_str(3, dims), (double)s.scale, s.zero_point);
+    run_exact(desc, arena, init, expected, add_quant, &s);
+    free(init);
+    free(expected);
+}
+
+/* ---- conv_int8 ------------------------------------------------------------------- */
+
+typedef struct {
+    acl_conv_shape shape;
+    acl_tensor in, out;
+    const char *ukernel;
+    float *w, *w_scale, x_scale, y_scale;
+    int *bias, x_zp, y_zp, w_scales;
+} qconv_spec;
+
+static int add_qconv(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const qconv_spec *s = spec;
+    const int oc = s->shape.oc;
+    const size_t wn = (size_t)oc * (s->shape.c / s->shape.group) * s->shape.kh * s->shape.kw;
+    const acl_conv_int8_attrs a = {.shape = s->shape,
+                                   .ukernel = s->ukernel,
+                                   .core_weights = ex->weights,
+                                   .core_weights_count = ex->ncores,
+                                   .workloads = ex->workloads,
+                                   .weight = s->w,
+                                   .weight_count = wn,
+                                   .bias = s->bias,
+                                   .bias_count = s->bias ? oc : 0,
+                                   .x_scale = s->x_scale,
+                                   .x_zero_point = s->x_zp,
+                                   .w_scale = s->w_scale,
+                                   .w_scale_count = (size_t)s->w_scales,
+                                   .y_scale = s->y_scale,
+                                   .y_zero_point = s->y_zp};
+    return acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &s->in, &s->out);
+}
+
+/* out[...] by int64 sums over every tap, padding at the zero point. */
+static void qconv_reference(const qconv_spec *s, const uint8_t *x, uint8_t *y, int oh, int ow)
+{
+    const acl_conv_shape *sh = &s->shape;
+    const int cg = sh->c / sh->group, ocg = sh->oc / sh->group;
+    int lo = 0, hi = 255;
+    if (sh->act == ACL_ACT_RELU) lo = s->y_zp;
+    if (sh->act == ACL_ACT_CLIP) {
+        lo = (int)saturate(round_even(sh->act_min / s->y_scale) + s->y_zp, 0, 255);
+        hi = (int)saturate(round_even(sh->act_max / s->y_scale) + s->y_zp, 0, 255);
+    }
+    for (int b = 0; b < sh->n; b++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++)
+                for (int o = 0; o < sh->oc; o++) {
+                    const int g = o / ocg;
+                    int64_t acc = s->bias ? s->bias[o] : 0;
+                    for (int ci = 0; ci < cg; ci++)
+                        for (int ky = 0; ky < sh->kh; ky++)
+                            for (int kx = 0; kx < sh->kw; kx++) {
+                                const int iy = oy * sh->stride_h - sh->pad_top + ky * sh->dil_h;
+                                const int ix = ox * sh->stride_w - sh->pad_left + kx * sh->dil_w;
+                                if (iy < 0 || iy >= sh->h || ix < 0 || ix >= sh->w) continue;
+                                const int xv = x[((size_t)(b * sh->h + iy) * sh->w + ix) * sh->c +
+                                                 g * cg + ci];
+                                const int wv =
+                                    (int)s->w[(((size_t)o * cg + ci) * sh->kh + ky) * sh->kw + kx];
+                                acc += (int64_t)(xv - s->x_zp) * wv;
+                            }
+                    const float scale =
+                        s->x_scale * s->w_scale[s->w_scales == 1 ? 0 : o] / s->y_scale;
+                    const float v = (float)acc * scale;
+                    y[((size_t)(b * oh + oy) * ow + ox) * sh->oc + o] =
+                        saturate(round_even(v) + s->y_zp, lo, hi);
+                }
+}
+
+static void random_qconv_shape(acl_conv_shape *sh, int big)
+{
+    *sh = (acl_conv_shape){.n = rnd(1, 2),
+                           .h = rnd(1, big ? 20 : 9),
+                           .w = rnd(1, big ? 20 : 9),
+                           .kh = rnd(1, 3),
+                           .kw = rnd(1, 3),
+                           .stride_h = rnd(1, 2),
+                           .stride_w = rnd(1, 2),
+                           .dil_h = rnd(1, 2),
+                           .dil_w = 1,
+                           .group = 1,
+                           .act = rnd(0, 2),
+                           .act_min = -0.3f,
+                           .act_max = 0.4f};
+    if (rnd(0, 2) == 0) sh->kh = sh->kw = 1, sh->stride_h = sh->stride_w = 1;  /* pointwise */
+    sh->pad_top = rnd(0, sh->kh / 2 + 1);
+    sh->pad_bottom = rnd(0, sh->kh / 2);
+    sh->pad_left = sh->pad_right = sh->kw / 2;
+    const int kind = rnd(0, 3);
+    if (kind == 0) { /* depthwise */
+        sh->group = sh->c = sh->oc = rnd(1, big ? 40 : 20);
+    } else if (kind == 1) { /* grouped, several channels a group */
+        sh->group = rnd(2, 3);
+        sh->c = sh->group * rnd(1, 6);
+        sh->oc = sh->group * rnd(1, 12);
+    } else {
+        sh->c = rnd(1, big ? 70 : 24);
+        sh->oc = rnd(1, big ? 70 : 40);
+    }
+}
+
+void conv_int8_case(int big)
+{
+    qconv_spec s = {.x_scale = (float)rnd(1, 100) / 512.0f,
+                    .y_scale = (float)rnd(1, 100) / 64.0f,
+                    .x_zp = rnd(0, 255),
+                    .y_zp = rnd(0, 255)};
+    acl_conv_shape *sh = &s.shape;
+    random_qconv_shape(sh, big);
+    int oh, ow;
+    if (acl_conv_out_size(sh, &oh, &ow) != 0) return;
+    const acl_ukernel_int8 *const *kernels;
+    const int nk = acl_int8_ukernels_available(&kernels);
+    s.ukernel = nk ? kernels[rnd(0, nk - 1)]->name : "";
+    const size_t wn = (size_t)sh->oc * (sh->c / sh->group) * sh->kh * sh->kw;
+    s.w = malloc(wn * sizeof(float));
+    for (size_t i = 0; i < wn; i++) s.w[i] = (float)rnd(-128, 127);
+    s.w_scales = rnd(0, 3) == 0 ? 1 : sh->oc;
+    s.w_scale = malloc((size_t)s.w_scales * sizeof(float));
+    for (int i = 0; i < s.w_scales; i++) s.w_scale[i] = (float)rnd(1, 200) / 16384.0f;
+    if (rnd(0, 3) != 0) {
+        s.bias = malloc((size_t)sh->oc * sizeof(int));
+        for (int i = 0; i < sh->oc; i++) s.bias[i] = rnd(-20000, 20000);
+    }
+    const int in[4] = {sh->n, sh->h, sh->w, sh->c}, out[4] = {sh->n, oh, ow, sh->oc};
+    const size_t nin = volume(4, in), nout = volume(4, out);
+    s.in = (acl_tensor){(size_t)rnd(0, 5), 4, {in[0], in[1], in[2], in[3]}};
+    s.out = (acl_tensor){
+        s.in.offset + u8_floats(nin) + (size_t)rnd(0, 5), 4, {out[0], out[1], out[2], out[3]}};
+    const size_t arena = s.out.offset + u8_floats(nout) + (size_t)rnd(1, 4);
+    float *init = malloc(arena * sizeof(float)), *expected = malloc(arena * sizeof(float));
+    fill_random(init, arena, 1.0f);
+    for (size_t i = 0; i < nin; i++) bytes_at(init, &s.in)[i] = (uint8_t)rnd(0, 255);
+    memcpy(expected, init, arena * sizeof(float));
+    qconv_reference(&s, bytes_at(init, &s.in), bytes_at(expected, &s.out), oh, ow);
+    char desc[256];
+    snprintf(desc, sizeof desc, "conv_int8 %s %s -> %s k%dx%d s%d d%d g%d act %d zp %d/%d",
+             s.ukernel, dims_str(4, in), dims_str(4, out), sh->kh, sh->kw, sh->stride_h, sh->dil_h,
+             sh->group, sh->act, s.x_zp, s.y_zp);
+    run_exact(desc, arena, init, expected, add_qconv, &s);
+    free(init);
+    free(expected);
+    free(s.w);
+    free(s.w_scale);
+    free(s.bias);
+}
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+static void expect(int rc, const char *part)
+{
+    const char *msg = acl_last_error();
+    check(rc != 0 && strstr(msg, part) && !strchr(msg, '\n'),
+          "expected an error mentioning '%s', got rc %d '%s'", part, rc, msg);
+}
+
+void check_int8_errors(void)
+{
+    acl_graph *g;
+    if (acl_graph_create(1000, &configs[0], &g) != 0) {
+        check(0, "creating the error-case program: %s", acl_last_error());
+        return;
+    }
+    const acl_tensor f = {0, 1, {100}}, q = {100, 1, {100}}, q_far = {990, 1, {100}};
+    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){0.0f, 0}, 1, &f, &q),
+           "quantize: scale must be positive");
+    expect(acl_graph_add(g, ACL_OP_DEQUANTIZE, &(acl_dequantize_attrs){1.0f, 256}, 1, &q, &f),
+           "dequantize: zero_point must be 0..255");
+    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){1.0f, 0}, 1, &f, &q_far),
+           "quantize: output uint8 [100] at offset 990 runs past the end");
+    /* 100 bytes at float 10 end inside the 100 floats from 0. */
+    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){1.0f, 0}, 1, &f,
+                         &(acl_tensor){10, 1, {100}}),
+           "quantize: the output (bytes [40, 140)) overlaps the input");
+    acl_conv_shape sh = conv3x3_shape(4, 4, 8, 8, 1);
+    sh.act = ACL_ACT_SIGMOID;
+    float w[8 * 8 * 9] = {0}, ws[1] = {0.1f};
+    acl_conv_int8_attrs a = {.shape = sh,
+                             .core_weights = configs[0].weights,
+                             .core_weights_count = 1,
+                             .workloads = 1,
+                             .weight = w,
+                             .weight_count = 8 * 8 * 9,
+                             .x_scale = 1.0f,
+                             .w_scale = ws,
+                             .w_scale_count = 1,
+                             .y_scale = 1.0f};
+    const acl_tensor x = {0, 4, {1, 4, 4, 8}}, y = {100, 4, {1, 4, 4, 8}};
+    expect(acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &x, &y),
+           "conv_int8: activation 4 cannot be fused");
+    a.shape.act = ACL_ACT_NONE;
+    w[5] = 0.5f;
+    expect(acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &x, &y),
+           "conv_int8: weight[5] = 0.5 is not an int8 value");
+    w[5] = 0.0f;
+    a.ukernel = "9x9c9-interleaved-none";
+    expect(acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &x, &y),
+           "'9x9c9-interleaved-none' is unknown");
+    a.ukernel = NULL;
+    a.w_scale_count = 3;
+    expect(acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &x, &y), "w_scale must hold 1 or oc = 8");
+    a.w_scale_count = 1;
+    const acl_tensor y_bad = {100, 4, {1, 4, 4, 9}};
+    expect(acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &x, &y_bad), "conv_int8: output has dims");
+    check(acl_graph_add(g, ACL_OP_CONV_INT8, &a, 1, &x, &y) == 0 && acl_graph_node_count(g) == 1,
+          "a valid conv_int8 after the failed ones: %s", acl_last_error());
+    acl_graph_destroy(g);
+}

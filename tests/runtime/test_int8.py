@@ -1,0 +1,285 @@
+"""Quantized models at run time: small float models quantized with
+onnxruntime's quantize_static (QDQ, per-channel int8 weights, uint8
+activations, a random calibration set) run natively, their convolutions as
+conv_int8 and every QuantizeLinear / DequantizeLinear a native operation, and
+agree with onnxruntime's own int8 session.
+
+The bound, in steps of the output's quantization (its DequantizeLinear's
+scale): at most one step.  Why it holds:
+  - conv_int8 computes what onnxruntime's QLinearConv (which its optimiser
+    makes of DQ -> Conv -> Q) computes: exact integer sums, the per-channel
+    scale x_scale * w_scale / y_scale in float, acc * scale rounded to
+    nearest even; quantize is QuantizeLinear's division and rounding.  So a
+    model of convolutions alone gives the same bytes (the tests see 0 steps);
+  - an Add between quantized tensors runs in float here (dequantize, add,
+    quantize), where onnxruntime fuses it into QLinearAdd, which folds the
+    scales differently: a sum landing within a float rounding of a
+    half-step may round to the neighbouring step.  The model with a residual
+    Add ends on it, so that step is the output's, not amplified by a later
+    convolution.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+from acltuner.armnn_default import armnn_default
+from acltuner.board.registry import load_board
+from acltuner.engine import native
+from acltuner.engine.graph import Graph
+from acltuner.engine.launcher import LauncherClient
+from acltuner.engine.launcher_graph import LauncherGraph
+from acltuner.onnx.graph import conv_nodes
+from acltuner.onnx.model import load_model_detached
+from acltuner.runtime import compile_model
+from acltuner.runtime.load import int8_nodes
+from acltuner.taskgen.tasks import signature
+
+BOARD = load_board("split-host")
+SHAPE = (1, 8, 12, 12)
+
+
+class _Calibration(CalibrationDataReader):
+    def __init__(self, name: str, shape: tuple[int, ...], seed: int):
+        rng = np.random.default_rng(seed)
+        self._batches = iter([{name: rng.standard_normal(shape).astype(np.float32)}
+                              for _ in range(8)])
+
+    def get_next(self):
+        return next(self._batches, None)
+
+
+class _Model:
+    """A float model built node by node, its weights random."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.shape = SHAPE
+
+    def conv(self, x: str, cin: int, cout: int, k: int, *, group: int = 1, stride: int = 1,
+             pads: tuple[int, int, int, int] | None = None) -> str:
+        name = f"conv{len(self.nodes)}"
+        w = self.rng.normal(0, 1 / np.sqrt(cin // group * k * k), (cout, cin // group, k, k))
+        self.inits += [numpy_helper.from_array(w.astype(np.float32), f"{name}_w"),
+                       numpy_helper.from_array(self.rng.normal(0, 0.1, cout).astype(np.float32),
+                                               f"{name}_b")]
+        p = pads if pads is not None else (k // 2,) * 4
+        self.nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name],
+                                           name=name, group=group, strides=[stride, stride],
+                                           pads=list(p), kernel_shape=[k, k]))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], **attrs) -> str:
+        name = f"{op_type.lower()}{len(self.nodes)}"
+        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attrs))
+        return name
+
+    def quantized(self, tmp_path, outputs: list[str], **extra) -> str:
+        """The model saved, quantized as users do, and that file's path."""
+        graph = helper.make_graph(
+            self.nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, self.shape)],
+            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+            self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        onnx.save(model, tmp_path / "float.onnx")
+        quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "int8.onnx"),
+                        _Calibration("x", self.shape, 1), quant_format=QuantFormat.QDQ,
+                        per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8, extra_options=extra)
+        return str(tmp_path / "int8.onnx")
+
+
+def _configs(model: onnx.ModelProto, weights) -> dict:
+    ukernels = [uk.__dict__ for uk in native.ukernels()]
+    clusters = [list(c.cpus) for c in BOARD.clusters]
+    speeds = [c.capacity or c.max_freq_mhz for c in BOARD.clusters]
+    return {c.name: armnn_default(signature(c.shape), clusters, speeds, BOARD.ncores, ukernels,
+                                  native.isa(), native.uses_ukernel, native.check)
+            for c in conv_nodes(model, weights)[0]}
+
+
+def _output_steps(path: str, seed: int = 3):
+    """The native program and, per output, the largest difference from
+    onnxruntime's int8 session in steps of that output's quantization."""
+    model, weights = load_model_detached(path, None)
+    int8 = int8_nodes(path, model, weights)
+    program = compile_model(model, _configs(model, weights), BOARD, weights=weights, int8=int8)
+    x = np.random.default_rng(seed).standard_normal(SHAPE).astype(np.float32) * 1.5
+    ours = program.run({"x": x})
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    theirs = dict(zip([o.name for o in session.get_outputs()], session.run(None, {"x": x})))
+    raw = onnx.load(path)
+    scales = {n.output[0]: numpy_helper.to_array(next(i for i in raw.graph.initializer
+                                                      if i.name == n.input[1]))
+              for n in raw.graph.node if n.op_type == "DequantizeLinear"}
+    # An output no DequantizeLinear makes (a float op's): its plain difference.
+    steps = {name: float(np.abs(ours[name] - theirs[name]).max() / scales.get(name, 1.0))
+             for name in ours}
+    return program, steps
+
+
+def _kinds(program) -> list[str]:
+    program.run({"x": np.zeros(SHAPE, np.float32)})
+    return [e.op for e in program.last_profile]
+
+
+def _check(program, steps: dict[str, float], convs: int, bound: float = 0.0) -> None:
+    """No Q/DQ node (nor any other) delegated, every convolution int8, and
+    the outputs within `bound` steps (a float rounding's slack)."""
+    assert program.delegated == []
+    kinds = _kinds(program)
+    assert kinds.count("conv_int8") == convs and "conv" not in kinds, kinds
+    for name, s in steps.items():
+        assert s <= bound + 1e-3, f"output {name}: {s} quantization steps from onnxruntime's"
+
+
+@pytest.mark.parametrize("case", ["3x3", "1x1", "stride2", "pads", "depthwise", "grouped"])
+def test_single_convolution_matches_onnxruntime(tmp_path, case):
+    m = _Model()
+    c = SHAPE[1]
+    if case == "3x3":
+        y = m.conv("x", c, 16, 3)
+    elif case == "1x1":
+        y = m.conv("x", c, 24, 1)
+    elif case == "stride2":
+        y = m.conv("x", c, 16, 3, stride=2, pads=(0, 0, 0, 0))
+    elif case == "pads":
+        y = m.conv("x", c, 16, 3, pads=(2, 0, 1, 2))
+    elif case == "depthwise":
+        y = m.conv("x", c, c, 3, group=c)
+    else:
+        y = m.conv("x", c, 16, 3, group=2)
+    program, steps = _output_steps(m.quantized(tmp_path, [y]))
+    _check(program, steps, convs=1)
+
+
+def test_relu_removed_by_the_quantizer(tmp_path):
+    """quantize_static folds a Relu into its output's range: the int8
+    convolution's output clamps at the zero point as onnxruntime's does."""
+    m = _Model()
+    y = m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])
+    program, steps = _output_steps(m.quantized(tmp_path, [y]))
+    _check(program, steps, convs=1)
+
+
+@pytest.mark.parametrize("act", ["Relu", "Clip"])
+def test_fused_relu_and_clip_kept_in_the_model(tmp_path, act):
+    """DQ -> Conv -> Relu | Clip -> Q (the activation kept between the Conv
+    and its QuantizeLinear): fused into conv_int8 as a uint8 clamp."""
+    m = _Model()
+    conv = m.conv("x", SHAPE[1], 16, 3)
+    if act == "Relu":
+        y = m.op("Relu", [conv])
+    else:
+        m.inits += [numpy_helper.from_array(np.float32(-0.2), "lo"),
+                    numpy_helper.from_array(np.float32(0.3), "hi")]
+        y = m.op("Clip", [conv, "lo", "hi"])
+    path = m.quantized(tmp_path, [y], QDQKeepRemovableActivations=True)
+    # The quantizer gives the activation's input no QuantizeLinear of its
+    # own: take the pair it put between the Conv and the activation out.
+    model = onnx.load(path)
+    between = [n for n in model.graph.node if conv in n.input and n.op_type == "QuantizeLinear"]
+    if between:
+        q = between[0]
+        dq = next(n for n in model.graph.node if q.output[0] in n.input)
+        for n in model.graph.node:
+            n.input[:] = [conv if t == dq.output[0] else t for t in n.input]
+        model.graph.node.remove(q)
+        model.graph.node.remove(dq)
+        onnx.save(model, path)
+    act_node = next(n for n in onnx.load(path).graph.node if n.op_type == act)
+    assert act_node.input[0] == conv
+    program, steps = _output_steps(path)
+    _check(program, steps, convs=1)
+    assert not any(k == "unary" for k in _kinds(program))  # the activation was fused
+
+
+def test_two_convolutions_stay_uint8_between(tmp_path):
+    """The tensor between two int8 convolutions is never dequantized: its
+    DequantizeLinear does not run."""
+    m = _Model()
+    y = m.conv(m.conv("x", SHAPE[1], 16, 3), 16, 12, 3, stride=2)
+    program, steps = _output_steps(m.quantized(tmp_path, [y]))
+    _check(program, steps, convs=2)
+    kinds = _kinds(program)
+    assert kinds.count("dequantize") == 1 and kinds.count("quantize") == 1, kinds
+
+
+def test_residual_add(tmp_path):
+    """A residual Add runs in float between a dequantize of each input and a
+    quantize of its sum: one step of slack (the module's docstring)."""
+    m = _Model()
+    a = m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])
+    b = m.conv(a, 16, 16, 3, group=16)
+    y = m.op("Add", [a, b])
+    program, steps = _output_steps(m.quantized(tmp_path, [y]))
+    _check(program, steps, convs=2, bound=1.0)
+    assert "binary" in _kinds(program)
+
+
+def test_stage_boundary_keeps_int8(tmp_path):
+    """A node run by onnxruntime (Floor) between a quantized tensor and the
+    int8 convolution reading it: the tensor's float form is left for the
+    next stage, which quantizes it back (the same bytes), and no Q/DQ node
+    is delegated."""
+    m = _Model()
+    a = m.conv("x", SHAPE[1], 16, 3)
+    floor = m.op("Floor", [a])
+    y = m.conv(a, 16, 8, 1)
+    path = m.quantized(tmp_path, [floor, y])
+    program, steps = _output_steps(path)
+    delegated = [op for d in program.delegated for op in d.op_types]
+    assert delegated == ["Floor"]
+    assert _kinds(program).count("conv_int8") == 2
+    assert steps[y] == 0.0
+
+
+def test_runs_inside_the_launcher(tmp_path):
+    """The same program built in a launcher (its graph requests carry the
+    int8 weights as base64 floats) gives the in-process program's bytes."""
+    m = _Model()
+    a = m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])
+    y = m.op("Add", [a, m.conv(a, 16, 16, 3, group=16)])
+    path = m.quantized(tmp_path, [y])
+    x = np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)
+    outputs = []
+    with LauncherClient() as client:
+        for make_graph in (Graph, functools.partial(LauncherGraph, client)):
+            model, weights = load_model_detached(path, None)
+            program = compile_model(model, _configs(model, weights), BOARD, weights=weights,
+                                    int8=int8_nodes(path, model, weights), make_graph=make_graph)
+            outputs.append(program.run({"x": x})[y])
+    assert np.array_equal(outputs[0], outputs[1])
+
+
+def test_weight_scale_of_zero_runs_in_float(tmp_path):
+    """A weight scale conv_int8 would refuse (0: a channel of zero weights,
+    as some tools write it) leaves that convolution in float, as written:
+    nothing delegated, and the result still onnxruntime's."""
+    m = _Model()
+    y = m.conv(m.conv("x", SHAPE[1], 16, 3), 16, 8, 1)
+    path = m.quantized(tmp_path, [y])
+    model = onnx.load(path)
+    first = next(n for n in model.graph.node if n.op_type == "Conv")
+    dq_w = next(n for n in model.graph.node if n.output[0] == first.input[1])
+    scale = next(i for i in model.graph.initializer if i.name == dq_w.input[1])
+    values = numpy_helper.to_array(scale).copy()
+    values[3] = 0.0
+    scale.CopyFrom(numpy_helper.from_array(values, scale.name))
+    onnx.save(model, path)
+    program, steps = _output_steps(path)
+    assert program.delegated == []
+    kinds = _kinds(program)
+    assert kinds.count("conv") == 1 and kinds.count("conv_int8") == 1, kinds
+    assert steps[y] <= 1.0 + 1e-3  # the float convolution's output quantized: one step

@@ -30,6 +30,7 @@ struct acl_conv_int8 {
     acl_conv_shape s;
     int oh, ow, m;         /* m: output pixels, n * oh * ow */
     int cg, ocg, taps, k;  /* per group: input and output channels; k = taps * cg */
+    int kg;                /* the K the GEMM is given (kgemm_of) */
     int algo;
     const acl_ukernel_int8 *uk;   /* NULL for depthwise */
     uint8_t *packed;              /* GEMM: group after group, group_bytes each */
@@ -172,13 +173,23 @@ static void plan_scratch(acl_conv_int8 *c)
         c->worker_bytes = c->acc_bytes + align_up((size_t)c->taps * sizeof(const uint8_t *));
         return;
     }
-    const int mr = c->uk->mr, row = c->k * c->s.group;
+    const int mr = c->uk->mr, row = c->kg * c->s.group;
     c->block_cap =
         acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_BYTES / row), mr), round_up(c->m, mr));
     c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
     c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
-    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->k));
+    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->kg));
     c->worker_bytes = c->cols_bytes + c->acc_bytes + c->apack_bytes;
+}
+
+/* k, except for a rows kernel's one-group im2col: k rounded up to KR, the
+ * im2col rows padded to match (at za, which meets B's zero padding), so
+ * that they hold whole K groups and the GEMM reads them in place rather
+ * than copying every row (a first layer's K = 147). */
+static int kgemm_of(const acl_conv_int8 *c)
+{
+    return c->algo == ALGO_IM2COL && c->s.group == 1 && c->uk->rows_fn ? round_up(c->k, c->uk->kr)
+                                                                         : c->k;
 }
 
 static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
@@ -204,6 +215,7 @@ static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
         c->algo = ALGO_POINTWISE;
     else c->algo = ALGO_IM2COL;
     if (c->algo != ALGO_DEPTHWISE && pick_kernel(c, ukernel) != 0) return -1;
+    c->kg = c->algo == ALGO_DEPTHWISE ? c->k : kgemm_of(c);
     c->colsum = acl_alloc((size_t)s->oc * sizeof(int32_t));
     c->scale = acl_alloc((size_t)s->oc * sizeof(float));
     if (!c->colsum || !c->scale) return -1;
@@ -291,6 +303,7 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
                    (hi - lo) * ch);
             if (hi < s->kw) memset(dst + hi * ch, c->za, (s->kw - hi) * ch);
         }
+        if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
         return;
     }
     for (int g = 0; g < s->group; g++)
@@ -304,12 +317,13 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
                            (size_t)c->cg);
             }
         }
+    if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
 }
 
 static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
 {
     const acl_conv_int8 *c = r->c;
-    const int row = c->k * c->s.group, oc = c->s.oc;
+    const int row = c->kg * c->s.group, oc = c->s.oc;
     uint8_t *cols = slice;
     int32_t *acc = (int32_t *)(void *)(slice + c->cols_bytes);
     uint8_t *apack = slice + c->cols_bytes + c->acc_bytes;
@@ -327,7 +341,7 @@ static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
         }
         for (int g = 0; g < c->s.group; g++) {
             const int o0 = g * c->ocg;
-            acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->k,
+            acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->kg,
                                   a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
                                   c->packed + (size_t)g * c->group_bytes, acc, c->ocg, apack);
             const acl_requant rq = {

@@ -12,8 +12,14 @@
 
 #include "int8.h"
 
+#ifdef TILE_ROWS
+/* A read in place: row r of the tile at a + r * lda (int8.h's rows kernels). */
+#define A_QUAD(r, g) (a + (r) * lda + (g) * 4)
+ACL_UKR_INT8_ROWS(TILE_NAME)
+#else
 #define A_QUAD(r, g) (a + (g) * MR * 4 + (r) * 4)
 ACL_UKR_INT8(TILE_NAME)
+#endif
 {
     const int8_t *b = (const int8_t *)(b_panel + 16 * NB);
     __m512i acc[MR][NB];

@@ -206,10 +206,9 @@ static void plan_scratch(acl_conv_int8 *c)
     if (c->algo == ALGO_DEPTHWISE) {
         /* A run's finished sums (every channel block's), then its pixels'
          * tap pointers and the output row's input rows. */
-        c->acc_bytes =
-            align_up((size_t)DW_RUN * round_up(c->s.oc, DW_BLOCK) * sizeof(int32_t));
-        c->worker_bytes = c->acc_bytes +
-                          align_up((size_t)(DW_RUN * c->taps + c->s.kh) * sizeof(const uint8_t *));
+        c->acc_bytes = align_up((size_t)DW_RUN * round_up(c->s.oc, DW_BLOCK) * sizeof(int32_t));
+        c->worker_bytes =
+            c->acc_bytes + align_up((size_t)(DW_RUN * c->taps + c->s.kh) * sizeof(const uint8_t *));
         return;
     }
     const int mr = c->uk->mr, row = c->kg * c->s.group;
@@ -228,7 +227,7 @@ static void plan_scratch(acl_conv_int8 *c)
 static int kgemm_of(const acl_conv_int8 *c)
 {
     return c->algo == ALGO_IM2COL && c->s.group == 1 && c->uk->rows_fn ? round_up(c->k, c->uk->kr)
-                                                                         : c->k;
+                                                                       : c->k;
 }
 
 static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
@@ -482,10 +481,9 @@ static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
     const acl_conv_int8 *c = r->c;
     const int ch = c->s.c, ntaps = c->taps, ldacc = round_up(ch, DW_BLOCK);
     int32_t *acc = (int32_t *)(void *)slice;
-    const acl_requant rq = c->dw_folded
-                               ? (acl_requant){c->scale, NULL, c->colsum, 0, c->zc, c->lo, c->hi}
-                               : (acl_requant){c->scale, c->bias, c->colsum, c->za, c->zc, c->lo,
-                                               c->hi};
+    const acl_requant rq =
+        c->dw_folded ? (acl_requant){c->scale, NULL, c->colsum, 0, c->zc, c->lo, c->hi}
+                     : (acl_requant){c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi};
     const uint8_t **taps = (const uint8_t **)(void *)(slice + c->acc_bytes);
     const uint8_t **in_rows = taps + DW_RUN * ntaps;
     const acl_conv_shape *s = &c->s;
@@ -493,8 +491,7 @@ static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
         const int b = orow / c->oh, oy = orow % c->oh;
         for (int ky = 0; ky < s->kh; ky++) {
             const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-            in_rows[ky] =
-                iy < 0 || iy >= s->h ? NULL : r->x + (size_t)(b * s->h + iy) * s->w * ch;
+            in_rows[ky] = iy < 0 || iy >= s->h ? NULL : r->x + (size_t)(b * s->h + iy) * s->w * ch;
         }
         for (int ox0 = 0; ox0 < c->ow; ox0 += DW_RUN) {
             const int pixels = acl_min(DW_RUN, c->ow - ox0);
@@ -503,8 +500,8 @@ static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
             for (int o0 = 0; o0 < ch; o0 += DW_BLOCK) {
                 const int len = acl_min(DW_BLOCK, ch - o0);
                 dw_run(taps, ntaps, pixels, o0, len,
-                       c->dw_weight + (size_t)(o0 / DW_BLOCK) * ntaps * DW_BLOCK,
-                       c->dw_start + o0, acc + o0, ldacc);
+                       c->dw_weight + (size_t)(o0 / DW_BLOCK) * ntaps * DW_BLOCK, c->dw_start + o0,
+                       acc + o0, ldacc);
             }
             acl_requantize_u8(&rq, pixels, ch, acc, ldacc, y, ch);
         }

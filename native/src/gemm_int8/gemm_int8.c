@@ -116,8 +116,8 @@ int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t
  * and a full tile of rows; otherwise (K no multiple of KR, the last rows)
  * those rows are first copied into a_packed as rows of KR * kgroups bytes,
  * zero-padded. */
-static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
-                      size_t lda, const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
+static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, size_t lda,
+                      const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
 {
     const int mr = uk->mr, nr = uk->nr;
     const size_t kgroups = kgroups_of(uk, k), kpad = kgroups * uk->kr;
@@ -135,8 +135,8 @@ static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uin
         const int32_t *b_panel = panel_of(uk, k, packed_b, j0 / nr);
         for (int i0 = 0; i0 < m; i0 += mr) {
             const int rows = m - i0 < mr ? m - i0 : mr;
-            const uint8_t *a_tile = i0 < copied ? a + (size_t)i0 * lda
-                                                : a_packed + (size_t)(i0 - copied) * kpad;
+            const uint8_t *a_tile =
+                i0 < copied ? a + (size_t)i0 * lda : a_packed + (size_t)(i0 - copied) * kpad;
             const size_t stride = i0 < copied ? lda : kpad;
             int32_t *tile = c + (size_t)i0 * ldc + j0;
             if (rows == mr && cols == nr) {

@@ -49,6 +49,7 @@ struct acl_conv_int8 {
     int32_t *dw_start;            /* depthwise: what its sums start from (pack_depthwise) */
     uint8_t *dw_pad;              /* depthwise: c bytes of za, what a padding tap reads */
     int32_t *colsum;              /* oc: each output channel's weight sum */
+    int32_t *offset;              /* GEMM: oc, bias - za * colsum where int32 holds it, or NULL */
     float *scale;                 /* oc: x_scale * w_scale[o] / y_scale */
     int32_t *bias;                /* oc, or NULL */
     int32_t za, zc;
@@ -184,6 +185,22 @@ static int depthwise_start(acl_conv_int8 *c)
     return 0;
 }
 
+/* The GEMM epilogue's bias - za * colsum in int32 (requant.h's offset) where
+ * no sum, |sum| <= K * 255 * 128, plus it can leave int32: the epilogue then
+ * adds it in int32 rather than in int64, ResNet-18's layers everywhere. */
+static int gemm_offset(acl_conv_int8 *c)
+{
+    const int64_t room = INT32_MAX - (int64_t)c->k * 255 * 128;
+    for (int o = 0; o < c->s.oc; o++) {
+        const int64_t v = (c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o];
+        if (v > room || v < -room) return 0;
+    }
+    if (!(c->offset = acl_alloc((size_t)c->s.oc * sizeof(int32_t)))) return -1;
+    for (int o = 0; o < c->s.oc; o++)
+        c->offset[o] = (int32_t)((c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o]);
+    return 0;
+}
+
 static int pick_kernel(acl_conv_int8 *c, const char *ukernel)
 {
     if (ukernel && *ukernel) {
@@ -268,6 +285,7 @@ static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
     int rc = rows ? int8_weights(c, weight, rows) : -1;
     if (rc == 0) rc = c->algo == ALGO_DEPTHWISE ? pack_depthwise(c, rows) : pack_gemm(c, rows);
     if (rc == 0 && c->algo == ALGO_DEPTHWISE) rc = depthwise_start(c);
+    if (rc == 0 && c->algo != ALGO_DEPTHWISE) rc = gemm_offset(c);
     acl_free(rows);
     if (rc == 0) plan_scratch(c);
     return rc;
@@ -295,6 +313,7 @@ void acl_conv_int8_destroy(acl_conv_int8 *c)
     acl_free(c->dw_start);
     acl_free(c->dw_pad);
     acl_free(c->colsum);
+    acl_free(c->offset);
     acl_free(c->scale);
     acl_free(c->bias);
     free(c);
@@ -384,9 +403,10 @@ static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
             acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->kg,
                                   a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
                                   c->packed + (size_t)g * c->group_bytes, acc, c->ocg, apack);
-            const acl_requant rq = {
-                c->scale + o0, c->bias ? c->bias + o0 : NULL, c->colsum + o0, c->za, c->zc, c->lo,
-                c->hi};
+            const acl_requant rq = {c->scale + o0,  c->bias ? c->bias + o0 : NULL,
+                                    c->colsum + o0, c->za,
+                                    c->zc,          c->lo,
+                                    c->hi,          c->offset ? c->offset + o0 : NULL};
             acl_requantize_u8(&rq, rows, c->ocg, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
         }
     }
@@ -482,8 +502,9 @@ static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
     const int ch = c->s.c, ntaps = c->taps, ldacc = round_up(ch, DW_BLOCK);
     int32_t *acc = (int32_t *)(void *)slice;
     const acl_requant rq =
-        c->dw_folded ? (acl_requant){c->scale, NULL, c->colsum, 0, c->zc, c->lo, c->hi}
-                     : (acl_requant){c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi};
+        c->dw_folded
+            ? (acl_requant){c->scale, NULL, c->colsum, 0, c->zc, c->lo, c->hi, NULL}
+            : (acl_requant){c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi, NULL};
     const uint8_t **taps = (const uint8_t **)(void *)(slice + c->acc_bytes);
     const uint8_t **in_rows = taps + DW_RUN * ntaps;
     const acl_conv_shape *s = &c->s;

@@ -14,6 +14,19 @@ void acl_requantize_u8(const acl_requant *rq, int m, int n, const int32_t *acc, 
     const float *restrict scale = rq->scale;
     const int32_t *restrict colsum = rq->colsum, *restrict bias = rq->bias;
     const int64_t za = rq->a_zero_point;
+    if (rq->offset) {
+        /* int32 throughout: twice the lanes of the int64 sum below. */
+        const int32_t *restrict offset = rq->offset;
+        for (int i = 0; i < m; i++) {
+            const int32_t *restrict row = acc + (size_t)i * ldacc;
+            uint8_t *restrict dst = out + (size_t)i * ldo;
+            for (int j = 0; j < n; j++) {
+                const float q = nearbyintf((float)(row[j] + offset[j]) * scale[j]) + zc;
+                dst[j] = (uint8_t)(q < lo ? lo : q > hi ? hi : q);
+            }
+        }
+        return;
+    }
     if (za == 0 && !bias) {
         /* The sums alone (the depthwise convolution folds the rest into
          * them): int32 straight to float, as many lanes at a time as floats,

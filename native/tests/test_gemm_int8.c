@@ -111,6 +111,15 @@ static void test_requantize(void)
               "requantize (%d - 6 + 6) * 0.5 + 10 in [10, 200]: %d, "
               "expected %d",
               acc[j], out[j], want_relu[j]);
+    /* The same through an int32 offset (bias - za * colsum = 0), which
+     * takes the place of all three. */
+    int32_t offset[16] = {0};
+    rq.offset = offset, rq.bias = NULL, rq.a_zero_point = 77;
+    acl_requantize_u8(&rq, 1, n, acc, n, out, n);
+    for (int j = 0; j < n; j++)
+        check(out[j] == want_relu[j],
+              "requantize (%d + 0) * 0.5 + 10 in [10, 200]: %d, expected %d", acc[j], out[j],
+              want_relu[j]);
 }
 
 int main(void)

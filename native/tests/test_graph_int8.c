@@ -258,7 +258,13 @@ void conv_int8_case(int big)
     for (int i = 0; i < s.w_scales; i++) s.w_scale[i] = (float)rnd(1, 200) / 16384.0f;
     if (rnd(0, 3) != 0) {
         s.bias = malloc((size_t)sh->oc * sizeof(int));
-        for (int i = 0; i < sh->oc; i++) s.bias[i] = rnd(-20000, 20000);
+        /* Now and then biases near int32's bound: a depthwise convolution
+         * whose sums could then overflow int32 leaves bias - za * colsum to
+         * the epilogue rather than starting its sums from it. */
+        const int huge = rnd(0, 3) == 0;
+        for (int i = 0; i < sh->oc; i++)
+            s.bias[i] = huge && rnd(0, 3) == 0 ? (rnd(0, 1) ? 1 : -1) * (INT32_MAX - rnd(0, 10))
+                                               : rnd(-20000, 20000);
     }
     const int in[4] = {sh->n, sh->h, sh->w, sh->c}, out[4] = {sh->n, oh, ow, sh->oc};
     const size_t nin = volume(4, in), nout = volume(4, out);

@@ -4,6 +4,9 @@
  * in one fixed order whatever the split, so every core split gives the same
  * bytes. */
 #include <math.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,9 +22,16 @@
 /* ...but never fewer pixels than this, so each B panel serves several A panels. */
 #define MIN_BLOCK_PIXELS 64
 #define SCRATCH_ALIGN 64
-/* Depthwise: the sums of a run of output pixels, requantised together,
- * take about this many bytes (L1). */
-#define DW_ACC_BYTES (16 * 1024)
+/* Depthwise: channels in blocks of DW_BLOCK int32 lanes (one AVX-512
+ * register, two AVX2 or four NEON ones), DW_RUN output pixels' sums of a
+ * block kept in registers while the taps go by, as the fp32
+ * depthwise_channel_block does: each input vector is loaded once per tap
+ * and pixel, each weight vector once per tap and run, and nothing but the
+ * finished sums goes through memory. */
+#define DW_BLOCK 16
+#define DW_RUN 8
+typedef int32_t dw_vec __attribute__((vector_size(DW_BLOCK * sizeof(int32_t))));
+typedef uint8_t dw_bytes __attribute__((vector_size(DW_BLOCK)));
 
 enum { ALGO_POINTWISE, ALGO_IM2COL, ALGO_DEPTHWISE };
 static const char *const algo_names[] = {"pointwise", "im2col", "depthwise"};
@@ -30,20 +40,23 @@ struct acl_conv_int8 {
     acl_conv_shape s;
     int oh, ow, m;         /* m: output pixels, n * oh * ow */
     int cg, ocg, taps, k;  /* per group: input and output channels; k = taps * cg */
+    int kg;                /* the K the GEMM is given (kgemm_of) */
     int algo;
     const acl_ukernel_int8 *uk;   /* NULL for depthwise */
     uint8_t *packed;              /* GEMM: group after group, group_bytes each */
     size_t group_bytes;
-    int32_t *dw_weight;           /* depthwise: [tap][c] */
+    int32_t *dw_weight;           /* depthwise: [block][tap][DW_BLOCK], zero-padded */
+    int32_t *dw_start;            /* depthwise: what its sums start from (pack_depthwise) */
     uint8_t *dw_pad;              /* depthwise: c bytes of za, what a padding tap reads */
     int32_t *colsum;              /* oc: each output channel's weight sum */
+    int32_t *offset;              /* GEMM: oc, bias - za * colsum where int32 holds it, or NULL */
     float *scale;                 /* oc: x_scale * w_scale[o] / y_scale */
     int32_t *bias;                /* oc, or NULL */
     int32_t za, zc;
     uint8_t lo, hi;               /* the fused activation as a uint8 range */
     int block_cap;                /* GEMM: most output pixels in one block, a multiple of MR */
-    int dw_pixels;                /* depthwise: output pixels of a row summed at once */
     int workers;                  /* scratch slices reserved */
+    int dw_folded;                /* depthwise: dw_start holds bias - za * colsum */
     size_t cols_bytes, acc_bytes, apack_bytes, worker_bytes;  /* one worker's slice */
 };
 
@@ -127,22 +140,64 @@ static int pack_gemm(acl_conv_int8 *c, const int8_t *rows)
     return rc;
 }
 
-/* Depthwise: the weights as int32 [tap][c], so the channel loop is a plain
- * int32 multiply-add the compiler vectorises. */
+/* Depthwise: the weights as int32, a block of DW_BLOCK channels' taps after
+ * each other ([block][tap][lane]), the last block zero-padded, so each
+ * tap's weights are one aligned vector; dw_pad, what a padding tap reads,
+ * is za over whole blocks. */
 static int pack_depthwise(acl_conv_int8 *c, const int8_t *rows)
 {
-    const int ch = c->s.oc;
-    c->dw_weight = acl_alloc((size_t)c->taps * ch * sizeof(int32_t));
-    c->dw_pad = acl_alloc((size_t)ch);
+    const int ch = c->s.oc, padded = round_up(ch, DW_BLOCK);
+    c->dw_weight = acl_alloc((size_t)c->taps * padded * sizeof(int32_t));
+    c->dw_pad = acl_alloc((size_t)padded);
     if (!c->dw_weight || !c->dw_pad) return -1;
-    memset(c->dw_pad, c->za, (size_t)ch);
+    memset(c->dw_pad, c->za, (size_t)padded);
+    memset(c->dw_weight, 0, (size_t)c->taps * padded * sizeof(int32_t));
     for (int o = 0; o < ch; o++) {
         c->colsum[o] = 0;
+        int32_t *w = c->dw_weight + (size_t)(o / DW_BLOCK) * c->taps * DW_BLOCK + o % DW_BLOCK;
         for (int t = 0; t < c->taps; t++) {
-            c->dw_weight[(size_t)t * ch + o] = rows[(size_t)o * c->taps + t];
+            w[(size_t)t * DW_BLOCK] = rows[(size_t)o * c->taps + t];
             c->colsum[o] += rows[(size_t)o * c->taps + t];
         }
     }
+    return 0;
+}
+
+/* A depthwise convolution's sums start from bias - za * colsum, which the
+ * epilogue would add in int64 otherwise; its requantisation then converts
+ * them from int32 straight away (requant.c), the same float.  Where the start
+ * and taps * 255 * 128 could overflow int32, they start from 0 and the
+ * epilogue does it all. */
+static int depthwise_start(acl_conv_int8 *c)
+{
+    const int ch = c->s.oc, padded = round_up(ch, DW_BLOCK);
+    if (!(c->dw_start = acl_alloc((size_t)padded * sizeof(int32_t)))) return -1;
+    memset(c->dw_start, 0, (size_t)padded * sizeof(int32_t));
+    const int64_t room = INT32_MAX - (int64_t)c->taps * 255 * 128;
+    int fits = 1;
+    for (int o = 0; o < ch; o++) {
+        const int64_t v = (c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o];
+        fits &= v <= room && v >= -room;
+    }
+    for (int o = 0; fits && o < ch; o++)
+        c->dw_start[o] = (int32_t)((c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o]);
+    c->dw_folded = fits;
+    return 0;
+}
+
+/* The GEMM epilogue's bias - za * colsum in int32 (requant.h's offset) where
+ * no sum, |sum| <= K * 255 * 128, plus it can leave int32: the epilogue then
+ * adds it in int32 rather than in int64, ResNet-18's layers everywhere. */
+static int gemm_offset(acl_conv_int8 *c)
+{
+    const int64_t room = INT32_MAX - (int64_t)c->k * 255 * 128;
+    for (int o = 0; o < c->s.oc; o++) {
+        const int64_t v = (c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o];
+        if (v > room || v < -room) return 0;
+    }
+    if (!(c->offset = acl_alloc((size_t)c->s.oc * sizeof(int32_t)))) return -1;
+    for (int o = 0; o < c->s.oc; o++)
+        c->offset[o] = (int32_t)((c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o]);
     return 0;
 }
 
@@ -166,19 +221,30 @@ static void plan_scratch(acl_conv_int8 *c)
 {
     c->workers = acl_cpu_count();
     if (c->algo == ALGO_DEPTHWISE) {
-        c->dw_pixels = acl_min(c->ow, acl_max(1, DW_ACC_BYTES / (int)(c->s.oc * sizeof(int32_t))));
-        c->acc_bytes = align_up((size_t)c->dw_pixels * c->s.oc * sizeof(int32_t));
-        /* After the sums: a pixel's tap pointers. */
-        c->worker_bytes = c->acc_bytes + align_up((size_t)c->taps * sizeof(const uint8_t *));
+        /* A run's finished sums (every channel block's), then its pixels'
+         * tap pointers and the output row's input rows. */
+        c->acc_bytes = align_up((size_t)DW_RUN * round_up(c->s.oc, DW_BLOCK) * sizeof(int32_t));
+        c->worker_bytes =
+            c->acc_bytes + align_up((size_t)(DW_RUN * c->taps + c->s.kh) * sizeof(const uint8_t *));
         return;
     }
-    const int mr = c->uk->mr, row = c->k * c->s.group;
+    const int mr = c->uk->mr, row = c->kg * c->s.group;
     c->block_cap =
         acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_BYTES / row), mr), round_up(c->m, mr));
     c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
     c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
-    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->k));
+    c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->kg));
     c->worker_bytes = c->cols_bytes + c->acc_bytes + c->apack_bytes;
+}
+
+/* k, except for a rows kernel's one-group im2col: k rounded up to KR, the
+ * im2col rows padded to match (at za, which meets B's zero padding), so
+ * that they hold whole K groups and the GEMM reads them in place rather
+ * than copying every row (a first layer's K = 147). */
+static int kgemm_of(const acl_conv_int8 *c)
+{
+    return c->algo == ALGO_IM2COL && c->s.group == 1 && c->uk->rows_fn ? round_up(c->k, c->uk->kr)
+                                                                       : c->k;
 }
 
 static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
@@ -204,6 +270,7 @@ static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
         c->algo = ALGO_POINTWISE;
     else c->algo = ALGO_IM2COL;
     if (c->algo != ALGO_DEPTHWISE && pick_kernel(c, ukernel) != 0) return -1;
+    c->kg = c->algo == ALGO_DEPTHWISE ? c->k : kgemm_of(c);
     c->colsum = acl_alloc((size_t)s->oc * sizeof(int32_t));
     c->scale = acl_alloc((size_t)s->oc * sizeof(float));
     if (!c->colsum || !c->scale) return -1;
@@ -217,6 +284,8 @@ static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
     int8_t *rows = acl_alloc((size_t)s->oc * c->k);
     int rc = rows ? int8_weights(c, weight, rows) : -1;
     if (rc == 0) rc = c->algo == ALGO_DEPTHWISE ? pack_depthwise(c, rows) : pack_gemm(c, rows);
+    if (rc == 0 && c->algo == ALGO_DEPTHWISE) rc = depthwise_start(c);
+    if (rc == 0 && c->algo != ALGO_DEPTHWISE) rc = gemm_offset(c);
     acl_free(rows);
     if (rc == 0) plan_scratch(c);
     return rc;
@@ -241,8 +310,10 @@ void acl_conv_int8_destroy(acl_conv_int8 *c)
     if (!c) return;
     acl_free(c->packed);
     acl_free(c->dw_weight);
+    acl_free(c->dw_start);
     acl_free(c->dw_pad);
     acl_free(c->colsum);
+    acl_free(c->offset);
     acl_free(c->scale);
     acl_free(c->bias);
     free(c);
@@ -291,6 +362,7 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
                    (hi - lo) * ch);
             if (hi < s->kw) memset(dst + hi * ch, c->za, (s->kw - hi) * ch);
         }
+        if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
         return;
     }
     for (int g = 0; g < s->group; g++)
@@ -304,12 +376,13 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
                            (size_t)c->cg);
             }
         }
+    if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
 }
 
 static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
 {
     const acl_conv_int8 *c = r->c;
-    const int row = c->k * c->s.group, oc = c->s.oc;
+    const int row = c->kg * c->s.group, oc = c->s.oc;
     uint8_t *cols = slice;
     int32_t *acc = (int32_t *)(void *)(slice + c->cols_bytes);
     uint8_t *apack = slice + c->cols_bytes + c->acc_bytes;
@@ -327,71 +400,131 @@ static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
         }
         for (int g = 0; g < c->s.group; g++) {
             const int o0 = g * c->ocg;
-            acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->k,
+            acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->kg,
                                   a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
                                   c->packed + (size_t)g * c->group_bytes, acc, c->ocg, apack);
-            const acl_requant rq = {
-                c->scale + o0, c->bias ? c->bias + o0 : NULL, c->colsum + o0, c->za, c->zc, c->lo,
-                c->hi};
+            const acl_requant rq = {c->scale + o0,  c->bias ? c->bias + o0 : NULL,
+                                    c->colsum + o0, c->za,
+                                    c->zc,          c->lo,
+                                    c->hi,          c->offset ? c->offset + o0 : NULL};
             acl_requantize_u8(&rq, rows, c->ocg, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
         }
     }
 }
 
-/* Where output pixel (b, oy, ox) reads each tap's channels: its input
- * pixel, or the row of za bytes for a padding tap (which the epilogue's
- * - za * colsum then cancels), so the sums below need no branch. */
-static void dw_taps(const acl_conv_int8 *c, const uint8_t *x, int b, int oy, int ox,
+/* Where output pixel ox of the row whose input rows are rows[ky] (NULL
+ * outside the input) reads each tap's channels: its input pixel, or the
+ * row of za bytes for a padding tap (which the epilogue's - za * colsum
+ * then cancels), so the sums below need no branch.  A pixel whose taps all
+ * lie inside the row's width skips the column checks: finding the pointers
+ * with them cost more than the sums of a 32-channel map. */
+static void dw_taps(const acl_conv_int8 *c, const uint8_t *const *rows, int ox,
                     const uint8_t **taps)
 {
     const acl_conv_shape *s = &c->s;
-    for (int ky = 0; ky < s->kh; ky++) {
-        const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
-        for (int kx = 0; kx < s->kw; kx++) {
-            const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
-            *taps++ = iy < 0 || iy >= s->h || ix < 0 || ix >= s->w
-                          ? c->dw_pad
-                          : x + ((size_t)(b * s->h + iy) * s->w + ix) * s->c;
-        }
+    const int ix0 = ox * s->stride_w - s->pad_left;
+    const size_t ch = (size_t)s->c;
+    if (ix0 >= 0 && ix0 + (s->kw - 1) * s->dil_w < s->w) {
+        for (int ky = 0; ky < s->kh; ky++)
+            for (int kx = 0; kx < s->kw; kx++)
+                *taps++ = rows[ky] ? rows[ky] + (size_t)(ix0 + kx * s->dil_w) * ch : c->dw_pad;
+        return;
     }
+    for (int ky = 0; ky < s->kh; ky++)
+        for (int kx = 0; kx < s->kw; kx++) {
+            const int ix = ix0 + kx * s->dil_w;
+            *taps++ = rows[ky] && ix >= 0 && ix < s->w ? rows[ky] + (size_t)ix * ch : c->dw_pad;
+        }
 }
 
-/* out[i] += x[i] * w[i] over one tap's channels; restrict, so that the loop
- * is vectorised (zero-extending loads, whole vectors) with no run-time
- * alias check. */
-static inline void dw_tap(int32_t *restrict out, const uint8_t *restrict x,
-                          const int32_t *restrict w, int ch)
+/* 16 bytes widened to int32 lanes.  GCC turns __builtin_convertvector of
+ * bytes into a byte-by-byte extraction (slower than the whole direct loop
+ * was), so x86 says vpmovzxbd itself. */
+static inline dw_vec dw_widen(const uint8_t *p)
 {
-    for (int i = 0; i < ch; i++) out[i] += (int32_t)x[i] * w[i];
+    dw_vec out;
+#if defined(__AVX512F__)
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    memcpy(&out, &v, sizeof out);
+#elif defined(__AVX2__)
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    const __m256i hi =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p + 8)));
+    memcpy(&out, &lo, sizeof lo);
+    memcpy((char *)&out + sizeof lo, &hi, sizeof hi);
+#else
+    dw_bytes v;
+    memcpy(&v, p, sizeof v);
+    out = __builtin_convertvector(v, dw_vec);
+#endif
+    return out;
 }
 
-/* One pixel's sums, out[ch], tap after tap over all its channels. */
-static void dw_pixel(const acl_conv_int8 *c, const uint8_t *const *taps, int32_t *out)
+/* DW_BLOCK channels' bytes from p widened to int32; a partial last block
+ * (len < DW_BLOCK) reads only its len bytes, so no load runs past the
+ * tensor, and its other lanes meet zero weights. */
+static inline dw_vec dw_load(const uint8_t *p, int len)
 {
-    const int ch = c->s.c;
-    memset(out, 0, (size_t)ch * sizeof *out);
-    for (int t = 0; t < c->taps; t++) dw_tap(out, taps[t], c->dw_weight + (size_t)t * ch, ch);
+    if (len == DW_BLOCK) return dw_widen(p);
+    uint8_t v[DW_BLOCK] = {0};
+    memcpy(v, p, (size_t)len);
+    return dw_widen(v);
 }
 
-/* Output rows [begin, end) (of n * oh), up to dw_pixels pixels of a row at
- * a time: each pixel summed, then the run requantised at once. */
+/* The sums of `pixels` (<= DW_RUN) output pixels for the channel block at
+ * o0, whose tap pointers are taps[p * ntaps + t], into acc[p * ldacc + lane]. */
+static inline void dw_run(const uint8_t *const *taps, int ntaps, int pixels, int o0, int len,
+                          const int32_t *w, const int32_t *start, int32_t *acc, int ldacc)
+{
+    dw_vec sum[DW_RUN], first;
+    memcpy(&first, start, sizeof first);
+#pragma GCC unroll 8
+    for (int p = 0; p < DW_RUN; p++) sum[p] = first;
+    for (int t = 0; t < ntaps; t++) {
+        dw_vec wv;
+        memcpy(&wv, w + (size_t)t * DW_BLOCK, sizeof wv);
+#pragma GCC unroll 8
+        for (int p = 0; p < DW_RUN; p++)
+            if (p < pixels) sum[p] += dw_load(taps[p * ntaps + t] + o0, len) * wv;
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < DW_RUN; p++)
+        if (p < pixels) memcpy(acc + (size_t)p * ldacc, &sum[p], sizeof sum[p]);
+}
+
+/* Output rows [begin, end) (of n * oh): DW_RUN pixels of a row at a time,
+ * their tap pointers found once, every channel block summed, then the run
+ * requantised at once (a call per block of 16 channels cost more than the
+ * sums). */
 static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
 {
     const acl_conv_int8 *c = r->c;
-    const int ch = c->s.c, run = c->dw_pixels;
+    const int ch = c->s.c, ntaps = c->taps, ldacc = round_up(ch, DW_BLOCK);
     int32_t *acc = (int32_t *)(void *)slice;
+    const acl_requant rq =
+        c->dw_folded
+            ? (acl_requant){c->scale, NULL, c->colsum, 0, c->zc, c->lo, c->hi, NULL}
+            : (acl_requant){c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi, NULL};
     const uint8_t **taps = (const uint8_t **)(void *)(slice + c->acc_bytes);
-    const acl_requant rq = {c->scale, c->bias, c->colsum, c->za, c->zc, c->lo, c->hi};
+    const uint8_t **in_rows = taps + DW_RUN * ntaps;
+    const acl_conv_shape *s = &c->s;
     for (int orow = begin; orow < end; orow++) {
         const int b = orow / c->oh, oy = orow % c->oh;
-        for (int ox0 = 0; ox0 < c->ow; ox0 += run) {
-            const int pixels = acl_min(run, c->ow - ox0);
-            for (int p = 0; p < pixels; p++) {
-                dw_taps(c, r->x, b, oy, ox0 + p, taps);
-                dw_pixel(c, taps, acc + (size_t)p * ch);
+        for (int ky = 0; ky < s->kh; ky++) {
+            const int iy = oy * s->stride_h - s->pad_top + ky * s->dil_h;
+            in_rows[ky] = iy < 0 || iy >= s->h ? NULL : r->x + (size_t)(b * s->h + iy) * s->w * ch;
+        }
+        for (int ox0 = 0; ox0 < c->ow; ox0 += DW_RUN) {
+            const int pixels = acl_min(DW_RUN, c->ow - ox0);
+            for (int p = 0; p < pixels; p++) dw_taps(c, in_rows, ox0 + p, taps + p * ntaps);
+            uint8_t *y = r->y + ((size_t)orow * c->ow + ox0) * ch;
+            for (int o0 = 0; o0 < ch; o0 += DW_BLOCK) {
+                const int len = acl_min(DW_BLOCK, ch - o0);
+                dw_run(taps, ntaps, pixels, o0, len,
+                       c->dw_weight + (size_t)(o0 / DW_BLOCK) * ntaps * DW_BLOCK, c->dw_start + o0,
+                       acc + o0, ldacc);
             }
-            acl_requantize_u8(&rq, pixels, ch, acc, ch, r->y + ((size_t)orow * c->ow + ox0) * ch,
-                              ch);
+            acl_requantize_u8(&rq, pixels, ch, acc, ldacc, y, ch);
         }
     }
 }

@@ -7,8 +7,10 @@
  *   im2col     any other kernel: each worker copies a block of output
  *              pixels' receptive fields into rows ([group][tap][Cg], padding
  *              taps at the input's zero point), then one GEMM per group;
- *   depthwise  one input and one output channel per group: a direct loop,
- *              per output pixel its taps outer and the channels inner.
+ *   depthwise  one input and one output channel per group: channels in
+ *              blocks of 16 int32 lanes, a run of 8 output pixels' sums in
+ *              registers while the taps go by (as fp32's
+ *              depthwise_channel_block), starting from bias - za * colsum.
  * Each requantises its int32 sums straight into the output (requant.h). */
 #ifndef ACL_CONV_INT8_H
 #define ACL_CONV_INT8_H

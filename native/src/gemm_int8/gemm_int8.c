@@ -112,10 +112,52 @@ int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t
  * meets all of them while it stays in L1/L2: B is read from memory once per
  * call, not once per MR rows (a 3x3 with 512 channels has 2.4 MB of packed
  * B). */
+/* A rows kernel's run: A read in place where its rows hold whole K groups
+ * and a full tile of rows; otherwise (K no multiple of KR, the last rows)
+ * those rows are first copied into a_packed as rows of KR * kgroups bytes,
+ * zero-padded. */
+static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, size_t lda,
+                      const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
+{
+    const int mr = uk->mr, nr = uk->nr;
+    const size_t kgroups = kgroups_of(uk, k), kpad = kgroups * uk->kr;
+    /* Rows [copied, m) are read from a_packed (from row `copied` on). */
+    const int copied = (size_t)k == kpad ? m / mr * mr : 0;
+    const int padded = acl_div_up(m, mr) * mr;
+    if (copied < padded) {
+        memset(a_packed, 0, (size_t)(padded - copied) * kpad);
+        for (int i = copied; i < m; i++)
+            memcpy(a_packed + (size_t)(i - copied) * kpad, a + (size_t)i * lda, (size_t)k);
+    }
+    int32_t edge[ACL_INT8_MAX_TILE];
+    for (int j0 = 0; j0 < n; j0 += nr) {
+        const int cols = n - j0 < nr ? n - j0 : nr;
+        const int32_t *b_panel = panel_of(uk, k, packed_b, j0 / nr);
+        for (int i0 = 0; i0 < m; i0 += mr) {
+            const int rows = m - i0 < mr ? m - i0 : mr;
+            const uint8_t *a_tile =
+                i0 < copied ? a + (size_t)i0 * lda : a_packed + (size_t)(i0 - copied) * kpad;
+            const size_t stride = i0 < copied ? lda : kpad;
+            int32_t *tile = c + (size_t)i0 * ldc + j0;
+            if (rows == mr && cols == nr) {
+                uk->rows_fn(kgroups, a_tile, stride, b_panel, tile, ldc);
+                continue;
+            }
+            uk->rows_fn(kgroups, a_tile, stride, b_panel, edge, nr);
+            for (int i = 0; i < rows; i++)
+                memcpy(tile + (size_t)i * ldc, edge + (size_t)i * nr, cols * sizeof *tile);
+        }
+    }
+}
+
 void acl_gemm_int8_scratch(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
                            int lda, const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
 {
     const int mr = uk->mr, nr = uk->nr;
+    if (uk->rows_fn) {
+        gemm_rows(uk, m, n, k, a, (size_t)lda, packed_b, c, ldc, a_packed);
+        return;
+    }
     const size_t kgroups = kgroups_of(uk, k), panel = kgroups * mr * uk->kr;
     int32_t edge[ACL_INT8_MAX_TILE];
     for (int i0 = 0; i0 < m; i0 += mr)

@@ -43,11 +43,25 @@ typedef void (*acl_ukr_int8_fn)(size_t kgroups, const uint8_t *a_packed, const i
 #define ACL_UKR_INT8(name) \
     void name(size_t kgroups, const uint8_t *a, const int32_t *b_panel, int32_t *c, size_t ldc)
 
+/* A rows kernel reads A in place instead, row r of the tile at a + r * lda,
+ * KR * kgroups bytes of it (so the macro-kernel copies a row only where K is
+ * no multiple of KR, or the tile would run past the last row): it spares
+ * the packing pass, a copy of every A byte that cost the im2col layers about
+ * a third of their GEMM time. */
+typedef void (*acl_ukr_int8_rows_fn)(size_t kgroups, const uint8_t *a, size_t lda,
+                                     const int32_t *b_panel, int32_t *c, size_t ldc);
+#define ACL_UKR_INT8_ROWS(name)                                                           \
+    void name(size_t kgroups, const uint8_t *a, size_t lda, const int32_t *b_panel, int32_t *c, \
+              size_t ldc)
+
 typedef struct {
-    const char *name;  /* "MRxNRcKR-interleaved-isa", e.g. "8x16c4-interleaved-avx512vnni" */
+    /* "MRxNRcKR-interleaved-isa" (packed A) or "MRxNRcKR-rows-isa" (A in place),
+     * e.g. "8x16c4-interleaved-avx512vnni" */
+    const char *name;
     const char *isa;   /* "avx512vnni", "avx2", "neon", "neondot" */
     int mr, nr, kr;
-    acl_ukr_int8_fn fn;
+    acl_ukr_int8_fn fn;            /* an interleaved kernel, or NULL */
+    acl_ukr_int8_rows_fn rows_fn;  /* a rows kernel, or NULL */
 } acl_ukernel_int8;
 
 #define ACL_INT8_MAX_MR 16

@@ -20,6 +20,10 @@ typedef struct {
     int32_t c_zero_point;
     /* A fused ReLU or Clip as a quantised range: out in [lo, hi] of 0..255 */
     uint8_t lo, hi;
+    /* N, or NULL: bias[n] - za * colsum[n] in int32, for a caller that has
+     * checked that no sum plus it can leave int32; then used in their stead,
+     * the sum and it added in int32 (the same value, so the same float). */
+    const int32_t *offset;
 } acl_requant;
 
 /* out (M x N, row stride ldo) from acc (M x N, row stride ldacc). */

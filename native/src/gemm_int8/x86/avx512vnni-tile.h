@@ -1,0 +1,47 @@
+/* The body of every vpdpbusd kernel, for an MR x (16 * NB) tile: included by
+ * each kernel's file with MR, NB and the kernel's name defined.  vpdpbusd
+ * multiplies 4 unsigned bytes of one operand by 4 signed bytes of the other
+ * and adds the 4 products to an int32 lane, exactly: u8 x s8 is int8.h's
+ * contract without any correction.  Per K group, NB B vectors (16 columns
+ * each) are loaded once and each row's 4 A bytes broadcast once, for MR * NB
+ * vpdpbusd.  A wider tile than 8x16 is what reaches the instruction's peak:
+ * MR * NB independent accumulators cover its latency at two per cycle, and
+ * each load feeds more of them. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "int8.h"
+
+#ifdef TILE_ROWS
+/* A read in place: row r of the tile at a + r * lda (int8.h's rows kernels). */
+#define A_QUAD(r, g) (a + (r) * lda + (g) * 4)
+ACL_UKR_INT8_ROWS(TILE_NAME)
+#else
+#define A_QUAD(r, g) (a + (g) * MR * 4 + (r) * 4)
+ACL_UKR_INT8(TILE_NAME)
+#endif
+{
+    const int8_t *b = (const int8_t *)(b_panel + 16 * NB);
+    __m512i acc[MR][NB];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; j++) acc[r][j] = _mm512_setzero_si512();
+    for (size_t g = 0; g < kgroups; g++, b += NB * 64) {
+        __m512i vb[NB];
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; j++) vb[j] = _mm512_loadu_si512(b + j * 64);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; r++) {
+            int32_t quad;
+            memcpy(&quad, A_QUAD(r, g), sizeof quad);
+            const __m512i va = _mm512_set1_epi32(quad);
+#pragma GCC unroll 4
+            for (int j = 0; j < NB; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], va, vb[j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; j++) _mm512_storeu_si512(c + r * ldc + j * 16, acc[r][j]);
+}

@@ -466,6 +466,14 @@ static inline dw_vec dw_widen(const uint8_t *p)
 static inline dw_vec dw_load(const uint8_t *p, int len)
 {
     if (len == DW_BLOCK) return dw_widen(p);
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    /* One masked load: the copy below, a library call per pixel and tap,
+     * made GhostNet's 8-channel 3x3 on 112x112 take 1.4 ms. */
+    const __m512i w = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((__mmask16)((1u << len) - 1), p));
+    dw_vec out;
+    memcpy(&out, &w, sizeof out);
+    return out;
+#endif
     uint8_t v[DW_BLOCK] = {0};
     memcpy(v, p, (size_t)len);
     return dw_widen(v);

@@ -30,18 +30,19 @@
 #endif
 
 #define INT8_SYMBOL(mr, nr, kr, isa) acl_ukr_int8_##mr##x##nr##c##kr##_##isa
-#define INT8_DECLARE(M, N, K, ISA)                                                          \
+/* Both kinds of kernel: its tile within the macro-kernel's bounds, and the
+ * kernel declared with its kind's signature. */
+#define INT8_TILE_DECLARE(M, N, fn_type, symbol)                                             \
     _Static_assert(M <= ACL_INT8_MAX_MR && M * N <= ACL_INT8_MAX_TILE,                    \
                    #M "x" #N " exceeds the macro-kernel's tile bounds");                   \
-    extern __typeof__(*(acl_ukr_int8_fn)0) INT8_SYMBOL(M, N, K, ISA);
+    extern __typeof__(*(fn_type)0) symbol;
+#define INT8_DECLARE(M, N, K, ISA) INT8_TILE_DECLARE(M, N, acl_ukr_int8_fn, INT8_SYMBOL(M, N, K, ISA))
 #define INT8_ENTRY(M, N, K, ISA) \
     {.name = #M "x" #N "c" #K "-interleaved-" #ISA, .isa = #ISA, .mr = M, .nr = N, .kr = K, \
      .fn = INT8_SYMBOL(M, N, K, ISA)},
 #define INT8_ROWS_SYMBOL(mr, nr, kr, isa) acl_ukr_int8_##mr##x##nr##c##kr##_rows_##isa
-#define INT8_ROWS_DECLARE(M, N, K, ISA)                                                     \
-    _Static_assert(M <= ACL_INT8_MAX_MR && M * N <= ACL_INT8_MAX_TILE,                    \
-                   #M "x" #N " exceeds the macro-kernel's tile bounds");                   \
-    extern __typeof__(*(acl_ukr_int8_rows_fn)0) INT8_ROWS_SYMBOL(M, N, K, ISA);
+#define INT8_ROWS_DECLARE(M, N, K, ISA) \
+    INT8_TILE_DECLARE(M, N, acl_ukr_int8_rows_fn, INT8_ROWS_SYMBOL(M, N, K, ISA))
 #define INT8_ROWS_ENTRY(M, N, K, ISA) \
     {.name = #M "x" #N "c" #K "-rows-" #ISA, .isa = #ISA, .mr = M, .nr = N, .kr = K, \
      .rows_fn = INT8_ROWS_SYMBOL(M, N, K, ISA)},

@@ -6,6 +6,7 @@ test) can be turned into an engine convolution.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -115,6 +116,44 @@ def conv_shape(node: onnx.NodeProto, x_shape: Sequence[int], w_shape: Sequence[i
                          out_pad_w=opw, **epilogue)
     except ValueError as e:
         raise ConvAttributeError(f"{op} node '{name}': {e}") from None
+
+
+def _live_taps(size: int, out: int, stride: int, dilation: int, pad: int, kernel: int
+               ) -> list[int]:
+    """The taps along one axis that read the input for some output position:
+    tap i reads input rows i * dilation - pad + [0, (out - 1) * stride], a
+    window sliding with i, so the live taps are one run."""
+    last = (out - 1) * stride
+    return [i for i in range(kernel) if i * dilation - pad + last >= 0 and i * dilation - pad < size]
+
+
+def drop_padding_taps(shape: ConvShape, weight: np.ndarray) -> tuple[ConvShape, np.ndarray]:
+    """A convolution without the kernel rows and columns that read only
+    padding, with its padding cut to match: the same output, fewer taps.
+    DeepLab's ASPP runs 3x3 convolutions at rates 24 and 36 on a 24x24 map,
+    whose outer taps never touch it: 1x1 convolutions doing 9x the work.  An
+    axis whose cut would need a negative pad is kept whole."""
+    if shape.transposed:
+        return shape, weight
+    oh, ow = shape.out_hw
+    cut: dict = {}
+    kept = [slice(None), slice(None)]
+    for i, (size, out, stride, dil, before, after, k, axis) in enumerate((
+            (shape.h, oh, shape.stride_h, shape.dil_h, "pad_top", "pad_bottom", shape.kh, "h"),
+            (shape.w, ow, shape.stride_w, shape.dil_w, "pad_left", "pad_right", shape.kw, "w"))):
+        live = _live_taps(size, out, stride, dil, getattr(shape, before), k)
+        if not live or len(live) == k:
+            continue
+        first, stop = live[0], live[-1] + 1
+        pads = getattr(shape, before) - first * dil, getattr(shape, after) - (k - stop) * dil
+        if min(pads) < 0:
+            continue
+        cut |= {f"k{axis}": stop - first, before: pads[0], after: pads[1],
+                f"dil_{axis}": dil if stop - first > 1 else 1}
+        kept[i] = slice(first, stop)
+    if not cut:
+        return shape, weight
+    return dataclasses.replace(shape, **cut), np.ascontiguousarray(weight[:, :, kept[0], kept[1]])
 
 
 def conv_model(shape: ConvShape, weight: np.ndarray, bias: np.ndarray | None) -> onnx.ModelProto:

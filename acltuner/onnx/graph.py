@@ -10,11 +10,12 @@ between them has no other consumer and is not a graph output:
   an activation the engine has (onnx/activation.py: Relu, Clip with
   constant bounds, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Mish, PRelu
   with one slope, and x * gate(x) for SiLU, HardSwish and Mish).
-Non-2-D and non-float32 convolutions, and those whose attributes give another
-output size than the model's (shape inference and onnxruntime disagreeing on a
-ConvTranspose's padding), are not tunable: they are listed as skipped rather
-than refused, because whole-model runs delegate every node the engine does
-not run to onnxruntime.
+Kernel rows and columns that read only padding are dropped
+(conv_attrs.drop_padding_taps).  Non-2-D and non-float32 convolutions, and
+those whose attributes give another output size than the model's (shape
+inference and onnxruntime disagreeing on a ConvTranspose's padding), are not
+tunable: they are listed as skipped rather than refused, because whole-model
+runs delegate every node the engine does not run to onnxruntime.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.engine.config import ConvShape
 from acltuner.onnx.activation import DEFAULT_DOMAINS, following_activation, is_op
-from acltuner.onnx.conv_attrs import conv_shape
+from acltuner.onnx.conv_attrs import conv_shape, drop_padding_taps
 from acltuner.onnx.errors import ModelError
 
 
@@ -224,6 +225,7 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     if declared is not None and list(declared) != given:
         return (f"{op} node '{name}': the model says its output is {list(declared)}, its "
                 f"attributes give {given}; not tunable (left to onnxruntime)")
+    base, weight = drop_padding_taps(base, weight.reshape(base.weight_shape))
     fused: list[str] = []
     out = node.output[0]
 

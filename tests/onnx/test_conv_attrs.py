@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from acltuner.onnx.conv_attrs import ConvAttributeError, conv_model, conv_shape
+from acltuner.onnx.conv_attrs import ConvAttributeError, conv_model, conv_shape, drop_padding_taps
 from tests.support.conv_oracle import ort_conv, reference_conv
 
 
@@ -86,3 +86,27 @@ def test_conv_transpose_weight_names_its_channels():
     with pytest.raises(ConvAttributeError, match="ConvTranspose node 'up1'.*3 input channels"):
         conv_shape(node, (1, 4, 8, 8), (3, 2, 3, 3))
     assert conv_shape(node, (1, 4, 8, 8), (4, 3, 3, 3)).oc == 6
+
+
+@pytest.mark.parametrize("size,kernel,stride,dilation,pads,kept", [
+    (24, 3, 1, 36, (36, 36, 36, 36), (1, 1)),  # DeepLab's ASPP at rate 36: the centre tap
+    (24, 3, 1, 24, (24, 24, 24, 24), (1, 3)),  # at 24 (the map is 25 wide)
+    (24, 3, 1, 12, (12, 12, 12, 12), (3, 3)),  # at 12 every tap reads the map somewhere
+    (6, 5, 1, 2, (4, 4, 4, 4), (5, 5)),        # a dilated depthwise 5x5 on a small map
+    (5, 5, 2, 3, (9, 2, 1, 7), (2, 3)),        # strided, pads unequal on every side
+    (6, 3, 1, 4, (4, 4, 0, 0), (2, 2)),        # padded on one side only
+    (4, 3, 1, 5, (5, 0, 2, 6), (3, 3)),        # a cut that would need negative pads
+    (7, 4, 3, 1, (3, 3, 3, 3), (4, 4)),        # even kernel, stride 3
+])
+def test_drop_padding_taps_keeps_the_output(size, kernel, stride, dilation, pads, kept):
+    node = helper.make_node("Conv", ["X", "W"], ["Y"], strides=[stride, stride],
+                            dilations=[dilation, dilation], pads=list(pads))
+    x = np.random.default_rng(0).uniform(-1, 1, (1, size, size + 1, 4)).astype(np.float32)
+    w = np.random.default_rng(1).uniform(-1, 1, (3, 4, kernel, kernel)).astype(np.float32)
+    shape = conv_shape(node, (1, 4, size, size + 1), w.shape)
+    cut, w_cut = drop_padding_taps(shape, w)
+    assert (cut.kh, cut.kw) == kept and cut.out_hw == shape.out_hw
+    assert w_cut.shape == cut.weight_shape
+    assert (cut.dil_h, cut.dil_w) == tuple(1 if k == 1 else dilation for k in kept)
+    np.testing.assert_allclose(reference_conv(cut, x, w_cut), reference_conv(shape, x, w),
+                               rtol=1e-5, atol=1e-5)

@@ -548,12 +548,25 @@ def _global_pools_1d_3d(b):
     return b.node("Add", [y, z], "out")
 
 
+def _aspp(b):
+    """DeepLab's ASPP in small: 3x3 convolutions at rates whose outer taps
+    read only padding (all of them at 12 on a 10x10 map, one row and column
+    at 6, padded on one side)."""
+    x = _features(b)
+    branches = []
+    for rate, pads in ((12, [12] * 4), (6, [12, 12, 0, 0]), (2, [2] * 4)):
+        w = b.constant(f"rate{rate}.weight", b.rng.normal(0, 0.3, (8, 8, 3, 3)))
+        branches.append(b.node("Conv", [x, w], f"rate{rate}", channels=8, kernel_shape=[3, 3],
+                               dilations=[rate, rate], pads=pads))
+    return b.node("Concat", branches, "cat", axis=1)
+
+
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min,
     _mean,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
-    _linear_epilogues, _global_pools_1d_3d, _log_softmax, _div_no_nan)}
+    _linear_epilogues, _global_pools_1d_3d, _log_softmax, _div_no_nan, _aspp)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11), "layer_norms": (_layer_norms, 17),
           "reductions_opset18": (_reductions_opset18, 18),
           **{f"split_opset{v}": (lambda b, v=v: _split(b, v), v) for v in (11, 13, 18)},

@@ -124,7 +124,7 @@ def _live_taps(size: int, out: int, stride: int, dilation: int, pad: int, kernel
     tap i reads input rows i * dilation - pad + [0, (out - 1) * stride], a
     window sliding with i, so the live taps are one run."""
     last = (out - 1) * stride
-    return [i for i in range(kernel) if i * dilation - pad + last >= 0 and i * dilation - pad < size]
+    return [i for i in range(kernel) if -last <= i * dilation - pad < size]
 
 
 def drop_padding_taps(shape: ConvShape, weight: np.ndarray) -> tuple[ConvShape, np.ndarray]:

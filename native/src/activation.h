@@ -80,9 +80,10 @@ static inline float acl_exp2_biased(float biased)
 
 /* e^x for x <= 0, as Softmax takes it (x less its row's max), e^-87 below
  * -87: x log2(e) rounded to n by adding 1.5 * 2^23 + 127, which gives 2^n
- * as well (acl_exp2_biased), and e^r by a degree-5 polynomial fitted to it on [-ln2/2, ln2/2].  Within 3 ulp
- * (measured 2.2) on [-87, 0]; twice as fast as acl_exp's clamps, rounding
- * and degree 7, which is most of a Softmax. */
+ * as well (acl_exp2_biased), and e^r by a degree-5 polynomial fitted to it
+ * on [-ln2/2, ln2/2].  Within 3 ulp (measured 2.2) on [-87, 0]; twice as
+ * fast as acl_exp's clamps, rounding and degree 7, which is most of a
+ * Softmax. */
 static inline float acl_exp_nonpositive(float x)
 {
     const float bias = 12582912.0f + 127.0f;

@@ -122,14 +122,17 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
 def matmul_ukernel(m: int, k: int, n: int, target: Target) -> str:
     """The micro-kernel of an M x K x N product of the graph (MatMul, Gemm,
     batched MatMul), whose A is an activation: ArmNN's GEMM kernel rule
-    (acltuner.armnn_default, as for a 1x1 convolution: a small-K kernel where
-    one runs it) without the interleaved kernels, which pack A at every run,
-    unless only they run it.  The graph's products are not tuned: over the
-    hybrid nets' MatMul shapes (`acltuner bench ops`, x86 AVX-512, 2026-11-26)
-    an interleaved pick took 1.0-2.0x the hybrid pick's time (MobileViT's
-    attention context 16x256x256x16: 0.31 -> 0.15 ms)."""
+    (acltuner.armnn_default, as for a 1x1 convolution) over the hybrid
+    kernels, unless only others run it.  The graph's products are not tuned:
+    over the hybrid nets' MatMul shapes (`acltuner bench ops`, x86 AVX-512,
+    2026-11-26) an interleaved pick, which packs A at every run, took 1.0-2.0x
+    the hybrid pick's time (MobileViT's attention context 16x256x256x16: 0.31
+    -> 0.15 ms); and the rule's small-K kernels, whose few accumulators do
+    little work per call at such a K, 1.3-1.5x (MobileViT's attention scores
+    16x256x16x256: 0.137 ms with 6x16-smallk, 0.092 with 8x32-hybrid; K = 4
+    to 16, N = 32 to 256 alike)."""
     as_conv = ConvShape(n=1, h=m, w=1, c=k, oc=n, kh=1, kw=1)
-    in_place = [uk for uk in target.ukernels if uk["style"] != "interleaved"]
+    in_place = [uk for uk in target.ukernels if uk["style"] == "hybrid"]
     ukernel = (armnn_ukernel(as_conv, "gemm1x1", in_place, target.isa, target.check)
                or armnn_ukernel(as_conv, "gemm1x1", list(target.ukernels), target.isa,
                                 target.check))

@@ -17,28 +17,41 @@ typedef struct {
     int log;
 } softmax_params;
 
+/* e^(x - shift) of FOLD_LANES floats at x, stored at y if `store`. */
+static inline __attribute__((always_inline)) fold_vec exp_vec(const float *x, fold_vec shift,
+                                                              float *y, int store)
+{
+    fold_vec v = fold_load(x) - shift;
+    for (int l = 0; l < FOLD_LANES; l++) v[l] = acl_exp_nonpositive(v[l]);
+    if (store) memcpy(y, &v, sizeof v);
+    return v;
+}
+
 /* The sum of e^(x[i] - max) over a row, each stored in y[i] if `store`:
- * FOLD_LANES sums in a vector, each of every FOLD_LANES-th term in order,
- * then the lanes pairwise, then the tail in order.  One pass that makes and
- * adds the exps; y may be the row x itself. */
+ * FOLD_LANES sums in each of four vectors, vector j of the row going to sum
+ * j % 4, the four added pairwise, then the lanes pairwise, then the tail in
+ * order.  One pass that makes and adds the exps; y may be the row x itself,
+ * and is left alone unless `store`.
+ * Four sums rather than one, so that the adds do not wait each for the one
+ * before (4% of a Softmax of 256-float rows). */
 static inline __attribute__((always_inline)) float exps(const float *x, float max, float *y,
                                                         size_t len, int store)
 {
     const size_t whole = len / FOLD_LANES * FOLD_LANES;
     const fold_vec shift = (fold_vec){0} + max;
-    fold_vec sums = {0};
-    for (size_t i = 0; i < whole; i += FOLD_LANES) {
-        fold_vec v = fold_load(x + i) - shift;
-        for (int l = 0; l < FOLD_LANES; l++) v[l] = acl_exp_nonpositive(v[l]);
-        if (store) memcpy(y + i, &v, sizeof v);
-        sums += v;
+    fold_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    size_t i = 0;
+    for (; i + 4 * FOLD_LANES <= whole; i += 4 * FOLD_LANES) {
+        s0 += exp_vec(x + i, shift, y + i, store);
+        s1 += exp_vec(x + i + FOLD_LANES, shift, y + i + FOLD_LANES, store);
+        s2 += exp_vec(x + i + 2 * FOLD_LANES, shift, y + i + 2 * FOLD_LANES, store);
+        s3 += exp_vec(x + i + 3 * FOLD_LANES, shift, y + i + 3 * FOLD_LANES, store);
     }
-    float lanes[FOLD_LANES];
-    memcpy(lanes, &sums, sizeof lanes);
-    for (int half = FOLD_LANES / 2; half >= 1; half /= 2)
-        for (int l = 0; l < half; l++) lanes[l] += lanes[l + half];
-    float sum = lanes[0];
-    for (size_t i = whole; i < len; i++) {
+    if (i < whole) s0 += exp_vec(x + i, shift, y + i, store), i += FOLD_LANES;
+    if (i < whole) s1 += exp_vec(x + i, shift, y + i, store), i += FOLD_LANES;
+    if (i < whole) s2 += exp_vec(x + i, shift, y + i, store), i += FOLD_LANES;
+    float sum = fold_lanes(ACL_REDUCE_SUM, (s0 + s1) + (s2 + s3));
+    for (; i < len; i++) {
         const float e = acl_exp_nonpositive(x[i] - max);
         if (store) y[i] = e;
         sum += e;
@@ -50,12 +63,20 @@ static void softmax_rows(const void *arg, size_t begin, size_t end)
 {
     const softmax_params *p = arg;
     const size_t len = p->len;
+    /* The next row's max is found before this row's exps, so that its chain
+     * of compares overlaps them; found just before its own exps, which wait
+     * for it, it held every row up (MobileViT's 4096 rows of 256 floats,
+     * two cores: 0.130 -> 0.101 ms; its model's Softmax nodes 0.60 -> 0.47
+     * ms).  That holds for an input in cache, as the node before leaves it;
+     * read from memory (evicted), it was 12% slower than the plain order. */
+    float next = fold_row(ACL_REDUCE_MAX, p->x + begin * len, len);
     for (size_t r = begin; r < end; r++) {
         const float *x = p->x + r * len;
         float *y = p->y + r * len;
-        const float max = fold_row(ACL_REDUCE_MAX, x, len);
+        const float max = next;
+        if (r + 1 < end) next = fold_row(ACL_REDUCE_MAX, x + len, len);
         if (p->log) {
-            const float log_sum = logf(exps(x, max, NULL, len, 0));
+            const float log_sum = logf(exps(x, max, y, len, 0));
             for (size_t i = 0; i < len; i++) y[i] = (x[i] - max) - log_sum;
             continue;
         }

@@ -18,6 +18,9 @@ from acltuner.cli import main
 from acltuner.engine.config import ConvShape
 from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import load_plan
+from acltuner.runtime.inputs import random_inputs
+from acltuner.runtime.measure import check
+from acltuner.runtime.remote import RemoteProgram
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.pins import EngineRules, parse_pin
 from acltuner.tuner.space import SearchSpace
@@ -132,6 +135,15 @@ def test_an_fp16_pin_under_qemu_cortex_a76_passes_the_fp16_check(tmp_path):
                                      client=client, records_path=str(tmp_path / "r.jsonl"),
                                      config=config, strategy="random", pinned=pinned,
                                      precision="fp16")
+        remote = RemoteProgram(tmp_path / "plan.json", client)
+        inputs = random_inputs(remote.program)
+        outputs = remote.run(inputs, repeat=1, warmup=0).outputs
     assert report.best.ukernel == FP16 and report.tuned_ms and report.default.ukernel != FP16
     saved = load_plan(tmp_path / "plan.json")
     assert saved.precision == "fp16" and saved.nodes[0].config.ukernel == FP16
+    # The plan runs its convolution in fp16: further from onnxruntime's fp32
+    # than fp32's rounding goes (about 1e-7), within fp16's bound
+    # (acl_fp16_error_bound(16) = 0.013 of each output's sum of magnitudes,
+    # a small multiple of max|y| here).
+    diff = check(str(model), inputs, outputs, 1.0, reference_timeout_s=60)
+    assert 1e-5 < diff.max_rel <= 0.05, diff

@@ -25,20 +25,24 @@ from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import HOST, load_board
 from acltuner.engine.config import ExecConfig
 from acltuner.one_line import OneLineError
+from acltuner.tuner.precision import PRECISIONS
 from acltuner.validate import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
                              versioned)
 
 # Version 2 added a node's optional `pinned`, version 3 the in-context check's
-# optional `in_context` and a node's `reverted`; older plans still load.  Plans
-# written since version 3 hold model.path relative to the plan's folder (older
-# ones an absolute path, which still loads).
-SCHEMA_VERSION = 3
+# optional `in_context` and a node's `reverted`, version 4 `precision` (the
+# micro-kernels tuning was allowed: fp32, or fp16 with `tune --precision
+# fp16`; fp32 when absent, as in every older plan); older plans still load.
+# Plans written since version 3 hold model.path relative to the plan's folder
+# (older ones an absolute path, which still loads).
+SCHEMA_VERSION = 4
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
-               "strategy", "tuning", "nodes", "in_context")
+               "strategy", "tuning", "nodes", "in_context", "precision")
 _NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned",
                 "reverted")
 # The fields each older version did not have yet.
-_LATER_FIELDS = {1: ("pinned", "reverted", "in_context"), 2: ("reverted", "in_context")}
+_LATER_FIELDS = {1: ("pinned", "reverted", "in_context", "precision"),
+                 2: ("reverted", "in_context", "precision"), 3: ("precision",)}
 _REVERTED_FIELDS = ("config", "tuned_ms", "why", "in_model_ms", "default_in_model_ms")
 # Why the in-context check sent a node back to its default config.
 REVERT_REASONS = {"node": "slower in the model than its default",
@@ -152,6 +156,9 @@ class Plan:
     board: Board | None = None
     # What the in-context check measured; None where it did not run.
     in_context: InContext | None = None
+    # The micro-kernels tuning could choose (tuner/precision.py): "fp32", or
+    # "fp16" where fp16 kernels were allowed.
+    precision: str = "fp32"
 
     def to_dict(self) -> dict:
         return {"schema_version": SCHEMA_VERSION,
@@ -164,7 +171,8 @@ class Plan:
                 "tuning": {"wall_s": self.tuning.wall_s, "tuner_s": self.tuning.tuner_s,
                            "measurements": self.tuning.measurements},
                 "nodes": [node.to_dict() for node in self.nodes],
-                **({"in_context": self.in_context.to_dict()} if self.in_context else {})}
+                **({"in_context": self.in_context.to_dict()} if self.in_context else {}),
+                "precision": self.precision}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "plan") -> "Plan":
@@ -266,7 +274,10 @@ def _parse(d: Any) -> Plan:
                 engine_version=engine_version, strategy=strategy, tuning=tuning, nodes=nodes,
                 created=created, board=description,
                 in_context=_parse_in_context(d["in_context"], "in_context")
-                if "in_context" in d else None)
+                if "in_context" in d else None,
+                precision=JSON.get(d, "precision", "", str, choices=PRECISIONS,
+                                   what=" or ".join(map(repr, PRECISIONS)))
+                if "precision" in d else "fp32")
 
 
 def plan_board(plan: Plan, override: str | os.PathLike | None = None) -> Board:

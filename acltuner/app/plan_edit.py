@@ -95,6 +95,7 @@ def edit_plan_file(plan_path: str, texts: Iterable[str], *, output_path: str | N
             warn(warning)
         taskset = generate_tasks(p.model_path, p.input_shapes)
         shapes = {name: t.shape for t in taskset.tasks for name in t.nodes}
-        edited = edit_plan(p, parsed, shapes, EngineRules.of(client), board.ncores)
+        edited = edit_plan(p, parsed, shapes, EngineRules.of(client, p.precision, board),
+                           board.ncores)
     save_plan(edited, output_path or plan_path)
     return [next(n for n in edited.nodes if n.node == s.node) for s in parsed]

@@ -20,6 +20,7 @@ from acltuner.plan import Plan, save_plan
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
 from acltuner.tuner.pins import EngineRules, Pin
+from acltuner.tuner.precision import check_precision
 from acltuner.tuner.records import default_records_path, tuning_lock
 from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
@@ -66,18 +67,20 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
              host: str | None = None, reporter: SessionReporter | None = None,
              pins: Sequence[Pin] = (), in_context: bool = True, members=None,
              scheduler: str | None = None, security=None,
-             transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
+             transfer: str = "auto", precision: str = "fp32") -> tuple[Plan, list[TaskReport]]:
     """in_context: check the tuned plan whole against the default one after
     tuning (check_in_context) and keep the faster (on one board only).
     members (farm.members.Member) or scheduler (tcp:// or tls://HOST:PORT):
     tune on a farm, embedded or of an existing Dask cluster, instead of one
-    launcher; security: the farm's Dask TLS (farm.cluster.farm_security)."""
+    launcher; security: the farm's Dask TLS (farm.cluster.farm_security); precision:
+    the micro-kernels it may choose, fp32 or fp16 (tuner/precision.py)."""
     reporter = reporter or SessionReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
     # Everything the user gave is checked before anything is reported or created.
     config = load_tuner_config(config_path, overrides)
     board = load_board(board_name)
+    check_precision(precision, board)
     shapes = parse_input_shapes(input_shapes)
     taskset = generate_tasks(model, shapes)
     records = Path(records_path) if records_path else default_records_path()
@@ -93,7 +96,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     with tuning_lock(records, reporter.records_busy), \
             _measuring(board, host, members, scheduler, config.measure.realtime,
                        reporter, security) as (client, tune_tasks, farm):
-        pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client))
+        pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client, precision, board))
         if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         where = host if farm is None else f"a farm of {len(farm.hellos)} members"
@@ -103,7 +106,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
         plan, reports = tune_model(taskset, plan_path, board=board, client=client,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
-                                   pinned=pinned, tune_tasks=tune_tasks, transfer=transfer)
+                                   pinned=pinned, tune_tasks=tune_tasks, transfer=transfer,
+                                   precision=precision)
         if strategy != "default":
             # onnxruntime runs here: beside a launcher that runs here natively.
             native_here = host is None and board.isa == host_isa()

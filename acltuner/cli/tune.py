@@ -14,6 +14,7 @@ from acltuner.cli.progress import Overall, Progress, farm_bars
 from acltuner.cli.records import DEFAULT_RECORDS
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
+from acltuner.tuner.precision import PRECISIONS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -77,9 +78,14 @@ if TYPE_CHECKING:
                    "transfer.min_tasks), a cost model trained on all of them (saved beside "
                    "the records as NAME.transfer.json) picks each task's first configs and "
                    "guides its search; off: every task starts from random picks.")
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True,
+              help="fp16: also offer the fp16 micro-kernels (Armv8.2-A FP16 arithmetic, for "
+                   "im2col and gemm1x1) on a board whose every cluster lists asimdhp; their "
+                   "outputs are checked against fp16's error bound, not fp32's, and the plan "
+                   "records the precision.")
 def tune(model, plan_path, board_name, trials, early_stopping, strategy, records_path,
          input_shapes, config_path, seed, host, hosts, farm_path, scheduler, tls_ca_file,
-         tls_cert, tls_key, pin_texts, pins_file, in_context, transfer):
+         tls_cert, tls_key, pin_texts, pins_file, in_context, transfer, precision):
     """Tune every convolution of MODEL.onnx on a board and write a plan.
 
     Each task (convolutions of one shape) is searched over algorithm x GEMM
@@ -132,6 +138,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
       acltuner tune model.onnx -o plan.json --board odroid-n2plus --hosts odroid1,odroid2
       acltuner tune model.onnx -o plan.json --farm farm.yaml
       acltuner tune model.onnx -o plan.json --pin conv1=im2col --pin 'kind=depthwise:depthwise_pixel'
+      acltuner tune model.onnx -o plan.json --board rk3588 --host rock5b --precision fp16
     """  # noqa: E501 (an example, one line in --help)
     from acltuner.farm.cluster import farm_security
     from acltuner.tuner.pins import load_pins, parse_pin
@@ -149,7 +156,7 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
                  input_shapes=input_shapes, config_path=config_path, seed=seed, host=host,
                  members=members, scheduler=scheduler, security=security,
                  reporter=_Printer(plan_path, verbosity()), pins=pins,
-                 in_context=in_context, transfer=transfer)
+                 in_context=in_context, transfer=transfer, precision=precision)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every measurement so far is in the records file; run the "
                    "same command again to resume", err=True)

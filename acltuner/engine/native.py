@@ -38,7 +38,8 @@ class _StageTimesC(ctypes.Structure):
 class _UkernelInfoC(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("isa", ctypes.c_char_p), ("style", ctypes.c_char_p),
                 ("mr", ctypes.c_int), ("nr", ctypes.c_int), ("kmin", ctypes.c_int),
-                ("kmax", ctypes.c_int), ("n_multiple", ctypes.c_int)]
+                ("kmax", ctypes.c_int), ("n_multiple", ctypes.c_int),
+                ("precision", ctypes.c_char_p)]
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class UkernelInfo:
     kmin: int
     kmax: int
     n_multiple: int
+    precision: str = "fp32"  # "fp16": an Armv8.2-A FP16 kernel (acl_ukernel_info)
 
 
 def native_dir() -> Path:
@@ -180,7 +182,8 @@ def ukernels() -> list[UkernelInfo]:
         info = _UkernelInfoC()
         ensure_ok(lib.acl_ukernel_get(i, ctypes.byref(info)))
         out.append(UkernelInfo(info.name.decode(), info.isa.decode(), info.style.decode(),
-                               info.mr, info.nr, info.kmin, info.kmax, info.n_multiple))
+                               info.mr, info.nr, info.kmin, info.kmax, info.n_multiple,
+                               info.precision.decode()))
     return out
 
 

@@ -18,7 +18,9 @@ from typing import Any
 import yaml
 
 from acltuner.armnn_default import armnn_ukernel
+from acltuner.board.model import Board
 from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.tuner.precision import allowed_ukernels
 from acltuner.validate import JSON, FieldError, at, parse_yaml
 
 PINS_SCHEMA_VERSION = 1
@@ -153,10 +155,14 @@ class EngineRules:
     check: Callable[[ConvShape, str, str | None], str | None]
 
     @classmethod
-    def of(cls, client) -> "EngineRules":
+    def of(cls, client, precision: str = "fp32", board: Board | None = None) -> "EngineRules":
+        """The engine's rules with the micro-kernels a tune at `precision`
+        may choose on `board` (precision.allowed_ukernels; fp32 needs no board)."""
         hello = client.hello_info
+        ukernels = allowed_ukernels({uk["name"]: uk for uk in hello["ukernels"]}, precision,
+                                    board)
         return cls({a["name"]: a["uses_ukernel"] for a in hello["algorithms"]},
-                   {uk["name"]: uk for uk in hello["ukernels"]}, hello["isa"], client.check)
+                   ukernels, hello["isa"], client.check)
 
     def config(self, shape: ConvShape, algorithm: str, ukernel: str | None,
                core_weights: Iterable[int], workloads: int) -> ExecConfig:

@@ -61,7 +61,8 @@ class TaskTuner:
 
     def __init__(self, board: Board, client: LauncherClient, store: RecordStore,
                  config: TunerConfig, strategy: str, seed: int = 0,
-                 reporter: TuneReporter | None = None, transfer: str = "auto"):
+                 reporter: TuneReporter | None = None, transfer: str = "auto",
+                 precision: str = "fp32"):
         if strategy not in TUNE_STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; one of "
                              f"{', '.join(TUNE_STRATEGIES)}")
@@ -69,7 +70,8 @@ class TaskTuner:
         self.config, self.strategy, self.seed = config, strategy, seed
         self.reporter = reporter or TuneReporter()
         self.engine = native.hello_engine_id(client.hello_info)
-        self.rules = EngineRules.of(client)
+        self.precision = precision
+        self.rules = EngineRules.of(client, precision, board)
         self.algorithms = list(self.rules.algorithms.items())
         self.ukernels = self.rules.ukernels
         self.clusters = [list(c.cpus) for c in board.clusters]
@@ -85,7 +87,11 @@ class TaskTuner:
         runner = runner or self.runner
         records = self.store.measured(self.board.fingerprint, self.engine, task.key,
                                       measure=runner.options)
-        return runner, self.default_config(task), {r.config: r.result() for r in records.values()}
+        # Configs of kernels this precision does not allow (an earlier fp16
+        # tune's) are not results of this one.
+        allowed = {r.config: r.result() for r in records.values()
+                   if r.config.ukernel is None or r.config.ukernel in self.ukernels}
+        return runner, self.default_config(task), allowed
 
     def tune(self, task: Task, label: str, runner: Runner | None = None) -> TaskReport:
         """runner: what measures this task (a farm gives each task its own,
@@ -219,7 +225,8 @@ def _time_of(config: ExecConfig, already: dict[ExecConfig, Result], measured) ->
 
 
 def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine: str,
-               strategy: str, input_shapes: dict, wall_s: float) -> Plan:
+               strategy: str, input_shapes: dict, wall_s: float,
+               precision: str = "fp32") -> Plan:
     report_of = {name: r for r in reports for name in r.task.nodes}
     nodes = []
     for node in taskset.conv_nodes:
@@ -234,7 +241,7 @@ def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine
                 input_shapes={k: tuple(v) for k, v in (input_shapes or {}).items()},
                 board_name=board.name, board_fingerprint=board.fingerprint,
                 engine_version=engine, strategy=strategy, tuning=tuning, nodes=tuple(nodes),
-                board=board)
+                board=board, precision=precision)
 
 
 def tune_unit(tuner: TaskTuner, task: Task, pin: PinnedNode | None, label: str,
@@ -260,18 +267,20 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
                reporter: TuneReporter | None = None,
                pinned: dict[str, PinnedNode] | None = None,
                tune_tasks=tune_in_order,
-               transfer: str = "auto") -> tuple[Plan, list[TaskReport]]:
+               transfer: str = "auto", precision: str = "fp32") -> tuple[Plan, list[TaskReport]]:
     """pinned: pin_nodes()'s, whose nodes are measured with their pin only;
     tune_tasks(tuner, units): how the units are tuned (on a farm: side by side),
-    their reports in order; transfer: auto or off (warm_start.py)."""
+    their reports in order; transfer: auto or off (warm_start.py); precision:
+    the micro-kernels it may choose (tuner/precision.py), which the plan records."""
     start = time.perf_counter()
     store = RecordStore(records_path)
-    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer)
+    tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer,
+                      precision)
     todo = units(taskset.tasks, pinned or {})
     if strategy != "default":  # which measures nothing
         tuner.reporter.planned([tuner.planned(task, pin) for task, pin in todo])
     reports = tune_tasks(tuner, todo)
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
-                      time.perf_counter() - start)
+                      time.perf_counter() - start, precision)
     save_plan(plan, plan_path)
     return plan, reports

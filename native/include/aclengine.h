@@ -196,10 +196,23 @@ typedef struct {
     int mr, nr;
     int kmin, kmax;     /* valid for kmin < K <= kmax; kmax == 0: unbounded */
     int n_multiple;     /* N must be a multiple of this */
+    /* "fp32", or "fp16": operands rounded to half precision and products
+     * summed in it (Armv8.2-A FP16), for im2col and gemm1x1 only, and only
+     * where reduced precision is allowed. */
+    const char *precision;
 } acl_ukernel_info;
 
 int acl_ukernel_count(void);
 int acl_ukernel_get(int i, acl_ukernel_info *out);
+
+/* How far an fp16 micro-kernel's output may be from the exact one: an output
+ * of K products is within acl_fp16_error_bound(K) x (sum_k |x w| + |bias| +
+ * |residual|), beyond fp32's own rounding.  Each operand is rounded to half
+ * precision (u = 2^-11) and a half-precision sum takes at most the GEMM's K
+ * block of products, one rounding per FMA (Higham's gamma_n), so (min(K,
+ * block) + 2) u; times 1.5, the steepest slope of an activation
+ * (hard_swish). */
+double acl_fp16_error_bound(int k);
 
 int acl_conv_out_size(const acl_conv_shape *s, int *oh, int *ow);
 

@@ -77,6 +77,8 @@ static int handle_hello(session *s, const json_value *request, json_writer *w)
         json_string(w, uk.isa);
         json_key(w, "style");
         json_string(w, uk.style);
+        json_key(w, "precision");
+        json_string(w, uk.precision);
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
             json_key(w, ints[k].key);
             json_int(w, ints[k].value);

@@ -14,7 +14,9 @@
 #include "repeat.h"
 #include "request.h"
 
-/* PROTOCOL.md: an output is correct when max|y - ref| / max|ref| <= 1e-4. */
+/* PROTOCOL.md: an output is correct when max|y - ref| / max|ref| <= 1e-4;
+ * an fp16 kernel's when each |y - ref| <= 1e-4 max|ref| plus its own bound,
+ * acl_fp16_error_bound(K) x the output's sum of magnitudes. */
 #define CORRECT_REL_ERR 1e-4
 
 #define DECLARE_INT(name) int name;
@@ -45,6 +47,7 @@ typedef struct {
     samples runs;
     machine_state before, after;
     double max_abs_err, max_rel_err;
+    int correct;
     float *output;  /* the first run's output, the one checked */
 } measurement;
 
@@ -124,17 +127,35 @@ static void samples_free(samples *s)
 /* Nanoseconds as an integer: a difference of two milliseconds-since-boot
  * doubles would carry rounding noise into every time. */
 
-static void compare_with_reference(const float *y, const float *ref, size_t n, measurement *m)
+/* magnitude: the task's, for an fp16 kernel whose outputs sum K products;
+ * NULL for an fp32 kernel. */
+static void compare_with_reference(const float *y, const float *ref, const float *magnitude, int k,
+                                   size_t n, measurement *m)
 {
     double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    const double fp16_bound = magnitude ? acl_fp16_error_bound(k) : 0;
+    m->correct = 1;
     for (size_t i = 0; i < n; i++) {
         double diff = y[i] == ref[i] ? 0 : fabs((double)y[i] - (double)ref[i]);
         if (isnan(diff)) diff = INFINITY;  /* a NaN must not compare as small */
         if (diff > worst) worst = diff;
-        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+        const double allowed =
+            CORRECT_REL_ERR * scale + (magnitude ? fp16_bound * magnitude[i] : 0);
+        if (!(diff <= allowed)) m->correct = 0;
     }
     m->max_abs_err = worst;
     m->max_rel_err = worst == 0 ? 0 : worst / scale;
+}
+
+static int ukernel_is_fp16(const char *name)
+{
+    acl_ukernel_info info;
+    for (int i = 0; name && i < acl_ukernel_count(); i++)
+        if (acl_ukernel_get(i, &info) == 0 && strcmp(info.name, name) == 0)
+            return strcmp(info.precision, "fp16") == 0;
+    return 0;
 }
 
 /* Cold-cache runs evict the caches with a one-row GEMM whose packed B is
@@ -281,9 +302,14 @@ static int measure(task *t, const measure_request *r, measurement *m)
     if (acl_conv_create(&t->shape, r->algorithm, r->ukernel, t->weight, t->bias, &conv))
         return request_fail("%s", acl_last_error());
     const float *ref = task_reference(t);
+    const float *magnitude = NULL;
+    if (ref && ukernel_is_fp16(r->ukernel) && !(magnitude = task_magnitude(t))) ref = NULL;
     int rc = ref ? run_repeats(t, conv, r, m) : -1;
     acl_conv_destroy(conv);
-    if (rc == 0) compare_with_reference(m->output, ref, t->output_floats, m);
+    const acl_conv_shape *s = &t->shape;
+    if (rc == 0)
+        compare_with_reference(m->output, ref, magnitude, s->c / s->group * s->kh * s->kw,
+                               t->output_floats, m);
     return rc;
 }
 
@@ -336,7 +362,7 @@ static int write_answer(json_writer *w, const task *t, const measure_request *r,
     json_number(w, median(s->post, s->count));
     json_object_end(w);
     json_key(w, "correct");
-    json_bool(w, m->max_rel_err <= CORRECT_REL_ERR);
+    json_bool(w, m->correct);
     json_key(w, "max_abs_err");
     json_number(w, m->max_abs_err);
     json_key(w, "max_rel_err");

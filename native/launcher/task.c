@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "task.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,12 +129,14 @@ void task_clear(task *t)
     free(t->input);
     free(t->residual);
     free(t->reference);
+    free(t->magnitude);
     *t = (task){0};
 }
 
 /* The reference runs once per task, on every CPU, since it is the slowest
  * algorithm and its output does not depend on the split. */
-static int run_reference(task *t, float *out)
+static int run_reference(const acl_conv_shape *shape, const float *weight, const float *bias,
+                         const float *input, const float *residual, float *out)
 {
     int ncpu = acl_cpu_count();
     int *weights = malloc((size_t)ncpu * sizeof *weights);
@@ -141,28 +144,67 @@ static int run_reference(task *t, float *out)
     for (int i = 0; i < ncpu; i++) weights[i] = 1;
     acl_exec ex = {.ncores = ncpu, .weights = weights, .workloads = ncpu};
     acl_conv *conv = NULL;
-    int rc = acl_conv_create(&t->shape, "reference", NULL, t->weight, t->bias, &conv);
-    if (rc == 0) rc = acl_conv_run(conv, &ex, t->input, t->residual, out, NULL);
+    int rc = acl_conv_create(shape, "reference", NULL, weight, bias, &conv);
+    if (rc == 0) rc = acl_conv_run(conv, &ex, input, residual, out, NULL);
     if (rc) request_fail("reference: %s", acl_last_error());
     if (conv) acl_conv_destroy(conv);
     free(weights);
     return rc;
 }
 
-const float *task_reference(task *t)
+/* The reference output into a new buffer; NULL with the error set. */
+static float *reference_of(const task *t, const acl_conv_shape *shape, const float *weight,
+                           const float *bias, const float *input, const float *residual)
 {
-    if (t->reference) return t->reference;
     float *out = alloc_floats(t->output_floats);
     if (!out) {
         request_fail("out of memory for the reference output (%zu floats)", t->output_floats);
         return NULL;
     }
-    if (run_reference(t, out)) {
+    if (run_reference(shape, weight, bias, input, residual, out)) {
         free(out);
         return NULL;
     }
-    t->reference = out;
     return out;
+}
+
+const float *task_reference(task *t)
+{
+    if (!t->reference)
+        t->reference = reference_of(t, &t->shape, t->weight, t->bias, t->input, t->residual);
+    return t->reference;
+}
+
+/* |v| in a new buffer (NULL for NULL v); *failed set when out of memory. */
+static float *magnitudes(const float *v, size_t n, int *failed)
+{
+    if (!v) return NULL;
+    float *a = alloc_floats(n);
+    if (!a) {
+        *failed = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) a[i] = fabsf(v[i]);
+    return a;
+}
+
+const float *task_magnitude(task *t)
+{
+    if (t->magnitude) return t->magnitude;
+    acl_conv_shape shape = t->shape;
+    shape.act = ACL_ACT_NONE;
+    int failed = 0;
+    float *w = magnitudes(t->weight, t->weight_floats, &failed);
+    float *b = magnitudes(t->bias, (size_t)shape.oc, &failed);
+    float *x = magnitudes(t->input, t->input_floats, &failed);
+    float *r = magnitudes(t->residual, t->output_floats, &failed);
+    if (failed) request_fail("out of memory for the tensors' magnitudes");
+    else t->magnitude = reference_of(t, &shape, w, b, x, r);
+    free(w);
+    free(b);
+    free(x);
+    free(r);
+    return t->magnitude;
 }
 
 long long task_flops(const task *t)

@@ -16,6 +16,7 @@ typedef struct {
     float *weight, *bias, *input;
     float *residual;   /* NULL unless shape.has_residual */
     float *reference;  /* NULL until task_reference() first computes it */
+    float *magnitude;  /* NULL until task_magnitude() first computes it */
 } task;
 
 /* Reads a load or check request's "shape" object; fields left out take
@@ -30,6 +31,11 @@ void task_clear(task *t);
 /* The output of algorithm "reference", computed on the first call; NULL with
  * request_error() set if the engine fails. */
 const float *task_reference(task *t);
+/* Per output, sum |x w| + |bias| + |residual|: the reference convolution of
+ * the tensors' magnitudes without the activation, which an fp16 kernel's
+ * error is bounded by (measure.c); computed on the first call, NULL with
+ * request_error() set if the engine fails. */
+const float *task_magnitude(task *t);
 
 long long task_flops(const task *t);
 

@@ -3,6 +3,9 @@
  * workloads, and the reasons given for unsupported combinations.
  *
  *   test_conv [--cases N] [--seed S]   the tests; closes with "N passed, N failed"
+ *   test_conv --fp16 [...]             only the fp16 micro-kernels' cases (qemu with
+ *                                      asimdhp runs the rest already under the
+ *                                      default CPU)
  *   test_conv --bench                  single-core timings of a ResNet-18 layer
  */
 #include <float.h>
@@ -141,10 +144,48 @@ typedef struct {
     size_t in_count, out_count, weight_count;
     float *x, *w, *bias, *residual, *expected;
     double expected_max;
+    float *magnitude; /* per output, sum |x w| + |bias| + |residual|; with fp16 kernels only */
 } problem;
 
 static const int one_core[] = {1};
 static const acl_exec single = {1, one_core, 1};
+
+/* NULL where none runs (a core without asimdhp, x86). */
+static const char *first_fp16_ukernel(void)
+{
+    static acl_ukernel_info info;
+    for (int k = 0; k < acl_ukernel_count(); k++)
+        if (acl_ukernel_get(k, &info) == 0 && strcmp(info.precision, "fp16") == 0) return info.name;
+    return NULL;
+}
+
+static float *absolute(const float *v, size_t count)
+{
+    if (!v) return NULL;
+    float *a = malloc((count ? count : 1) * sizeof *a);
+    for (size_t i = 0; i < count; i++) a[i] = fabsf(v[i]);
+    return a;
+}
+
+/* The reference convolution of |x|, |w|, |bias| and |residual| without the
+ * activation: every output's sum of magnitudes. */
+static int problem_magnitude(problem *p)
+{
+    acl_conv_shape s = p->s;
+    s.act = ACL_ACT_NONE;
+    float *x = absolute(p->x, p->in_count), *w = absolute(p->w, p->weight_count);
+    float *bias = absolute(p->bias, (size_t)s.oc), *res = absolute(p->residual, p->out_count);
+    p->magnitude = malloc((p->out_count ? p->out_count : 1) * sizeof(float));
+    acl_conv *ref;
+    int rc = acl_conv_create(&s, "reference", NULL, w, bias, &ref);
+    if (rc == 0) rc = acl_conv_run(ref, &single, x, res, p->magnitude, NULL);
+    if (rc == 0) acl_conv_destroy(ref);
+    free(x);
+    free(w);
+    free(bias);
+    free(res);
+    return rc;
+}
 
 static int problem_init(problem *p, const acl_conv_shape *s, int with_bias)
 {
@@ -169,6 +210,10 @@ static int problem_init(problem *p, const acl_conv_shape *s, int with_bias)
         return -1;
     }
     acl_conv_destroy(ref);
+    if (first_fp16_ukernel() && problem_magnitude(p) != 0) {
+        check(0, "reference of magnitudes: %s", acl_last_error());
+        return -1;
+    }
     /* A float running max: aarch64 gcc 12's vectorizer crashes on fmax of doubles here. */
     float max = 0.0f;
     for (size_t i = 0; i < p->out_count; i++)
@@ -184,6 +229,7 @@ static void problem_free(problem *p)
     free(p->bias);
     free(p->residual);
     free(p->expected);
+    free(p->magnitude);
 }
 
 /* ---- checking one algorithm + micro-kernel ---------------------------------- */
@@ -255,7 +301,24 @@ static int check_borrowed(const problem *p, const char *algorithm, const char *u
     return ok;
 }
 
-static void check_one(const problem *p, int algorithm_index, const char *ukernel)
+/* max|out - expected| / max|ref| for an fp32 kernel; for an fp16 one, the
+ * largest difference over TOLERANCE x max|ref| plus its own bound
+ * (acl_fp16_error_bound), in units of TOLERANCE, so both pass below it. */
+static double output_error(const problem *p, const float *out, int fp16)
+{
+    const double steps = acl_fp16_error_bound(p->s.c / p->s.group * p->s.kh * p->s.kw);
+    const double scale = fmax(p->expected_max, 1e-6);
+    double worst = 0.0;
+    for (size_t e = 0; e < p->out_count; e++) {
+        const double d = fabs((double)out[e] - p->expected[e]);
+        const double r =
+            fp16 ? TOLERANCE * d / (TOLERANCE * scale + steps * p->magnitude[e]) : d / scale;
+        worst = r > worst || r != r ? r : worst; /* a NaN sticks */
+    }
+    return worst;
+}
+
+static void check_one(const problem *p, int algorithm_index, const char *ukernel, int fp16)
 {
     const char *algorithm = acl_algorithm_name(algorithm_index);
     if (acl_conv_check(&p->s, algorithm, ukernel) != 0) return; /* unsupported: not a case */
@@ -275,17 +338,13 @@ static void check_one(const problem *p, int algorithm_index, const char *ukernel
             fail(p, algorithm, ukernel, "run: %s", acl_last_error());
             ok = 0;
         } else if (i == 0) {
-            double diff = 0.0;
-            for (size_t e = 0; e < p->out_count; e++) {
-                double d = fabs((double)out[e] - p->expected[e]);
-                diff = d > diff || d != d ? d : diff; /* a NaN sticks */
-            }
-            double scale = fmax(p->expected_max, 1e-6), rel = diff / scale;
+            const double rel = output_error(p, out, fp16);
             if (!(rel <= TOLERANCE)) {
-                fail(p, algorithm, ukernel, "max|diff| / max|ref| = %.3g", rel);
+                fail(p, algorithm, ukernel, "%s = %.3g",
+                     fp16 ? "TOLERANCE x |diff| / fp16 bound" : "max|diff| / max|ref|", rel);
                 ok = 0;
             }
-            if (algorithm_index < MAX_ALGORITHMS && rel > worst_error[algorithm_index])
+            if (!fp16 && algorithm_index < MAX_ALGORITHMS && rel > worst_error[algorithm_index])
                 worst_error[algorithm_index] = rel;
         } else if (memcmp(first, again, p->out_count * sizeof(float)) != 0) {
             fail(p, algorithm, ukernel, "output of exec config %d differs from config 0", i);
@@ -299,17 +358,22 @@ static void check_one(const problem *p, int algorithm_index, const char *ukernel
     acl_conv_destroy(conv);
 }
 
+static int only_fp16; /* --fp16 */
+static int fp16_cases; /* convolutions checked on an fp16 micro-kernel */
+
 static void check_all_algorithms(const problem *p)
 {
     for (int a = 0; a < acl_algorithm_count(); a++) {
         if (!acl_algorithm_uses_ukernel(acl_algorithm_name(a))) {
-            check_one(p, a, NULL);
+            if (!only_fp16) check_one(p, a, NULL, 0);
             continue;
         }
         for (int k = 0; k < acl_ukernel_count(); k++) {
             acl_ukernel_info info;
             acl_ukernel_get(k, &info);
-            check_one(p, a, info.name);
+            const int fp16 = strcmp(info.precision, "fp16") == 0;
+            if (fp16 || !only_fp16) check_one(p, a, info.name, fp16);
+            fp16_cases += fp16 && acl_conv_check(&p->s, acl_algorithm_name(a), info.name) == 0;
         }
     }
 }
@@ -462,6 +526,11 @@ static void check_rejections(void)
     EXPECT_REJECTED_WITH((s.transposed = 1, s.pad_top = s.pad_bottom = 9), "reference", NULL,
                          "leave no output");
     EXPECT_REJECTED_WITH(s.transposed = 2, "reference", NULL, "transposed must be 0 or 1");
+    const char *fp16 = first_fp16_ukernel();
+    if (fp16) {
+        expect_rejected(&base, "winograd_2x2_3x3", fp16, "computes in fp32 only");
+        EXPECT_REJECTED_WITH(s.transposed = 1, "deconv_col2im", fp16, "computes in fp32 only");
+    }
     check_run_rejections(&base);
 }
 
@@ -520,17 +589,20 @@ int main(int argc, char **argv)
     int cases = 300;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) return bench();
-        if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
+        if (strcmp(argv[i], "--fp16") == 0) only_fp16 = 1;
+        else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             rng_state = strtoull(argv[++i], NULL, 0);
         else {
-            fprintf(stderr, "usage: %s [--cases N] [--seed S] | --bench\n", argv[0]);
+            fprintf(stderr, "usage: %s [--fp16] [--cases N] [--seed S] | --bench\n", argv[0]);
             return 2;
         }
     }
     check_rejections();
-    run_wide_winograd_cases();
-    run_fused_winograd_cases();
+    if (!only_fp16) {
+        run_wide_winograd_cases();
+        run_fused_winograd_cases();
+    }
     for (int i = 0; i < cases; i++) {
         acl_conv_shape s;
         int oh, ow;
@@ -540,5 +612,6 @@ int main(int argc, char **argv)
     }
     for (int a = 0; a < acl_algorithm_count() && a < MAX_ALGORITHMS; a++)
         printf("  %-24s worst max|diff|/max|ref| %.2e\n", acl_algorithm_name(a), worst_error[a]);
+    printf("fp16 cases checked: %d\n", fp16_cases);
     return test_summary();
 }

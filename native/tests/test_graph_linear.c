@@ -34,11 +34,19 @@ static int add_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
     return acl_graph_add(g, ACL_OP_MATMUL, &a, 1, &s->in, &s->out);
 }
 
+/* A random fp32 micro-kernel: MatMul and BatchMatMul take no other, and an
+ * fp16 one's convolutions have their own bound (test_conv --fp16). */
+static void random_ukernel(acl_ukernel_info *info)
+{
+    do acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), info);
+    while (strcmp(info->precision, "fp32") != 0);
+}
+
 void matmul_case(int big)
 {
     acl_ukernel_info info;
     if (acl_ukernel_count() == 0) return;
-    acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
+    random_ukernel(&info);
     /* Any activation in the epilogue; clip's bounds ordered. */
     matmul_spec s = {.ukernel = info.name,
                      .act = rnd(0, ACL_ACT_COUNT - 1),
@@ -124,7 +132,7 @@ void batch_matmul_case(int big)
 {
     acl_ukernel_info info;
     if (acl_ukernel_count() == 0) return;
-    acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
+    random_ukernel(&info);
     bmm_spec s = {.ukernel = info.name, .rank = rnd(2, 5)};
     const int r = s.rank, m = big ? rnd(30, 90) : rnd(1, 20);
     const int k = rnd(info.kmin + 1, info.kmax ? info.kmax : info.kmin + 70);
@@ -255,7 +263,7 @@ static void pick_algorithm(conv_spec *s)
         const char *ukernel = NULL;
         acl_ukernel_info info;
         if (acl_algorithm_uses_ukernel(algorithm) && acl_ukernel_count() > 0) {
-            acl_ukernel_get(rnd(0, acl_ukernel_count() - 1), &info);
+            random_ukernel(&info);
             ukernel = info.name;
         }
         if (acl_conv_check(&s->shape, algorithm, ukernel) == 0) {

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.support.conv_oracle import random_tensors, reference_conv, rel_err
-from tests.support.engine_backends import QEMU, aarch64_launcher
+from tests.support.engine_backends import QEMU, aarch64_launcher_or_skip
 
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.engine.launcher import PROTOCOL_VERSION, LauncherClient, LauncherError, \
@@ -592,11 +592,7 @@ def assert_every_ukernel_correct(client: LauncherClient, isa: str,
 
 @pytest.mark.aarch64
 def test_aarch64_launcher_under_qemu():
-    path = aarch64_launcher()
-    if not path:
-        pytest.skip("no AArch64 launcher: set ACLTUNER_AARCH64_LAUNCHER or install "
-                    "gcc-aarch64-linux-gnu and qemu-user")
-    with LauncherClient(QEMU + [path], timeout_s=120) as c:
+    with LauncherClient(QEMU + [aarch64_launcher_or_skip()], timeout_s=120) as c:
         assert c.hello_info["isa"] == "neon"
         assert_every_ukernel_correct(c, "neon", (1, 1))
         # The eviction GEMM runs on a NEON micro-kernel too.

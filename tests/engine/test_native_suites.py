@@ -59,10 +59,33 @@ def test_aarch64_int8_suite_under_qemu(cpu, dotprod):
     assert "ran 4x16c1-interleaved-neon" in out, out
 
 
+# Cortex-A53 lacks fp16 arithmetic (asimdhp); Cortex-A76 and qemu's max CPU
+# have it.  test_gemm checks the fp16 kernel against float64 with its bound and
+# exactly on small integers; test_conv --fp16 runs im2col and gemm1x1 on it
+# (the rest of test_conv runs under the default CPU, which lacks it).
+FP16_KERNEL = "8x24-interleaved-neonfp16"
+
+
+@pytest.mark.aarch64
+@pytest.mark.parametrize("cpu, fp16", [("cortex-a53", False), ("cortex-a76", True),
+                                       ("max", True)])
+def test_aarch64_fp16_suites_under_qemu(cpu, fp16):
+    if aarch64_launcher() is None:
+        pytest.skip("no AArch64 cross compiler or qemu-aarch64")
+    gemm, conv = cmake_build(REPO / "build" / "aarch64", ["test_gemm", "test_conv"],
+                             AARCH64_TOOLCHAIN)
+    qemu = [QEMU[0], "-cpu", cpu, *QEMU[QEMU.index("-cpu") + 2:]]
+    out = run_suite(qemu + [str(gemm)]).stdout
+    assert (f"{FP16_KERNEL} ok" in out) == fp16, out
+    if fp16:
+        out = run_suite(qemu + [str(conv), "--fp16", "--cases", "150"]).stdout
+        assert re.search(r"^fp16 cases checked: [1-9]\d*$", out, re.M), out
+
+
 # Each family's FMA on its widest vectors: proof that the listing was compiled
 # with that family's flags, as the engine's objects are.
 FAMILY_FMA = {"avx2": r"vfmadd\w+\s.*%ymm", "avx512": r"vfmadd\w+\s.*%zmm",
-              "neon": r"fmla\s+v\d+\.4s"}
+              "neon": r"fmla\s+v\d+\.4s", "neonfp16": r"fmla\s+v\d+\.8h, v\d+\.8h, v\d+\.h\["}
 
 
 def _check_listings(build_dir, toolchain, arch_dir: str) -> None:

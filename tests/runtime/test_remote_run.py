@@ -31,7 +31,7 @@ from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.tune import tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 from acltuner.zoo.builder import GraphBuilder
-from tests.support.engine_backends import QEMU, aarch64_launcher
+from tests.support.engine_backends import QEMU, aarch64_launcher_or_skip
 
 BOARD = load_board("split-host")  # cpu0 and cpu1, which qemu-user also has
 REL_TOL = 1e-4
@@ -136,11 +136,7 @@ def test_local_launcher_runs_the_plan_like_the_program(name, tmp_path):
 
 @pytest.mark.aarch64
 def test_aarch64_launcher_under_qemu_runs_the_plan(tmp_path):
-    launcher = aarch64_launcher()
-    if not launcher:
-        pytest.skip("no AArch64 launcher: set ACLTUNER_AARCH64_LAUNCHER or install "
-                    "gcc-aarch64-linux-gnu and qemu-user")
-    command = QEMU + [launcher]
+    command = QEMU + [aarch64_launcher_or_skip()]
     model = every_kind_model()
     with LauncherClient(command, timeout_s=300) as client:
         assert client.hello_info["isa"] == "neon"

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from acltuner.engine import native
 from acltuner.engine.build import cross_build, missing_tools
@@ -85,6 +86,15 @@ def aarch64_launcher() -> str | None:
     if missing_tools() or shutil.which(QEMU[0]) is None:
         return None
     return str(cross_build(REPO / "build" / "aarch64"))
+
+
+def aarch64_launcher_or_skip() -> str:
+    """aarch64_launcher(), or the test skipped saying how to get one."""
+    launcher = aarch64_launcher()
+    if not launcher:
+        pytest.skip("no AArch64 launcher: set ACLTUNER_AARCH64_LAUNCHER or install "
+                    "gcc-aarch64-linux-gnu and qemu-user")
+    return launcher
 
 
 def splits_for(ncpu: int) -> list[tuple[tuple[int, ...], int]]:

@@ -59,7 +59,8 @@ def test_save_and_load_round_trip(tmp_path, model):
     path = tmp_path / "plan.json"
     save_plan(plan, path)
     assert load_plan(path) == plan
-    assert json.loads(path.read_text())["schema_version"] == 3
+    assert json.loads(path.read_text())["schema_version"] == 4
+    assert json.loads(path.read_text())["precision"] == "fp32"
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
 
 
@@ -83,19 +84,32 @@ def test_a_reverted_node_runs_its_default_and_keeps_the_tuned_config_it_dropped(
     assert "reverted" not in written["nodes"][0]
 
 
-@pytest.mark.parametrize("version, later", [(1, "pinned"), (2, "reverted")])
+@pytest.mark.parametrize("version, later", [(1, "pinned"), (2, "reverted"), (3, "precision")])
 def test_an_older_plan_loads_without_the_later_fields(tmp_path, model, version, later):
     plan = make_plan(model)
     data = plan.to_dict()
     data["schema_version"] = version
+    del data["precision"]  # version 4's: an older plan was tuned in fp32
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(data))
-    assert load_plan(path) == plan
-    data["nodes"][0][later] = make_checked_plan(model).nodes[1].to_dict()["reverted"] \
-        if later == "reverted" else "im2col"
+    assert load_plan(path) == plan and plan.precision == "fp32"
+    if later == "precision":
+        data["precision"], where = "fp16", ""
+    else:
+        data["nodes"][0][later] = make_checked_plan(model).nodes[1].to_dict()["reverted"] \
+            if later == "reverted" else "im2col"
+        where = r"nodes\[0\] "
     path.write_text(json.dumps(data))
-    with pytest.raises(PlanError, match=rf"nodes\[0\] has unknown field\(s\) {later}"):
+    with pytest.raises(PlanError, match=rf"{where}has unknown field\(s\) {later}"):
         load_plan(path)
+
+
+def test_an_fp16_plan_records_its_precision(tmp_path, model):
+    plan = replace(make_plan(model), precision="fp16")
+    path = tmp_path / "plan.json"
+    save_plan(plan, path)
+    assert json.loads(path.read_text())["precision"] == "fp16"
+    assert load_plan(path) == plan
 
 
 def test_a_crash_before_the_rename_keeps_the_old_plan(tmp_path, model, monkeypatch):
@@ -138,7 +152,8 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     (set_field("tuning.measurements", "4000"),
      "tuning.measurements must be an integer, got '4000'"),
     (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (set_field("schema_version", 4), "schema_version 4 is not supported (this acltuner reads 3)"),
+    (set_field("schema_version", 5), "schema_version 5 is not supported (this acltuner reads 4)"),
+    (set_field("precision", "fp8"), "precision must be 'fp32' or 'fp16', got 'fp8'"),
     (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
     (set_field("nodes[1].reverted.why", "slow"),
      "nodes[1].reverted.why must be 'node' or 'plan', got 'slow'"),

@@ -185,6 +185,8 @@ static int resolve(const acl_conv_shape *s, const char *algorithm, const char *u
                             algorithm);
         if (!(*uk = acl_ukernel_find(ukernel)))
             return acl_fail("unknown micro-kernel '%s' on this machine", ukernel);
+        if ((*uk)->fp16_fn && !(*algo)->fp16)
+            return acl_fail("%s computes in fp32 only, %s in fp16", algorithm, ukernel);
     }
     if ((*algo)->shapes != CONV_EITHER &&
         (*algo)->shapes != (s->transposed ? CONV_TRANSPOSED : CONV_ORDINARY))

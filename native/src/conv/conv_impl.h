@@ -44,6 +44,7 @@ struct conv_algo {
     const char *name;
     int uses_ukernel;
     int shapes;           /* enum conv_shapes; 0, ordinary, when not set */
+    int fp16;             /* takes an fp16 micro-kernel (ukernel.h): a GEMM on packed A */
     const void *variant;  /* parameters shared implementations read (Winograd's F(m, r)) */
     /* 0 if the algorithm supports the (already valid) shape with uk (NULL for
      * direct algorithms); otherwise acl_fail with the reason. */

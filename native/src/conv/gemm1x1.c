@@ -61,6 +61,7 @@ static void gemm1x1_destroy(acl_conv *conv)
 const conv_algo conv_gemm1x1 = {
     .name = "gemm1x1",
     .uses_ukernel = 1,
+    .fp16 = 1,
     .check = gemm1x1_check,
     .create = gemm1x1_create,
     .run = gemm1x1_run,

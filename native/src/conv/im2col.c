@@ -168,6 +168,7 @@ static void im2col_destroy(acl_conv *conv)
 const conv_algo conv_im2col = {
     .name = "im2col",
     .uses_ukernel = 1,
+    .fp16 = 1,
     .check = im2col_check,
     .create = im2col_create,
     .run = im2col_run,

@@ -31,6 +31,39 @@
 
 static int job_k(const acl_gemm_job *job) { return job->b->ks * job->b->kc; }
 
+/* Bytes of one packed operand value: a float, or an fp16 kernel's half. */
+static size_t packed_bytes(const acl_ukernel *uk) { return uk->fp16_fn ? 2 : sizeof(float); }
+
+/* Floats of room for `values` packed values of uk. */
+static size_t packed_room(const acl_ukernel *uk, size_t values)
+{
+    return (values * packed_bytes(uk) + sizeof(float) - 1) / sizeof(float);
+}
+
+/* Packed value `at` of an operand packed for uk. */
+static const void *packed_at(const acl_ukernel *uk, const float *data, size_t at)
+{
+    return (const char *)data + at * packed_bytes(uk);
+}
+
+/* Stores src[j * step] for j < count as uk packs them (floats, or halves
+ * for an fp16 kernel: where its operands are rounded), then zeros up to
+ * `width`.  src[r][c] for r < count when `rows` (A's column c). */
+static void pack_values(const acl_ukernel *uk, void *dst, const float *src, ptrdiff_t step,
+                        const float *const *rows, int c, int count, int width)
+{
+#define PACK_VALUES(type)                                                          \
+    do {                                                                           \
+        type *d = dst;                                                             \
+        if (rows) for (int j = 0; j < count; j++) d[j] = (type)rows[j][c];         \
+        else for (int j = 0; j < count; j++) d[j] = (type)src[j * step];           \
+        for (int j = count; j < width; j++) d[j] = 0;                              \
+    } while (0)
+    if (uk->fp16_fn) PACK_VALUES(_Float16);
+    else PACK_VALUES(float);
+#undef PACK_VALUES
+}
+
 static int job_tiles(const acl_gemm_job *job) { return acl_div_up(job->m, job->b->uk->mr); }
 
 /* A row is read as `count` segments of `len` contiguous floats: the taps of an
@@ -61,12 +94,17 @@ static const float *a_segment(const acl_gemm_job *job, int row, int seg)
     return a->base + row * a->lda;
 }
 
-int acl_gemm_whole_k(const acl_ukernel *uk, int m) { return m <= uk->mr; }
+double acl_fp16_error_bound(int k) { return 1.5 * (acl_min(k, KC_TARGET) + 2) * 0x1p-11; }
+
+/* Never for an fp16 kernel: its half-precision sums (their error,
+ * acl_fp16_error_bound, and fp16's range) stay within a K block of
+ * KC_TARGET, fp32 adding the blocks. */
+int acl_gemm_whole_k(const acl_ukernel *uk, int m) { return m <= uk->mr && !uk->fp16_fn; }
 
 size_t acl_gemm_packed_a_floats(const acl_ukernel *uk, int m, int k)
 {
     if (uk->style != ACL_STYLE_INTERLEAVED || m <= 0 || k <= 0) return 0;
-    return (size_t)acl_div_up(m, uk->mr) * uk->mr * k;
+    return packed_room(uk, (size_t)acl_div_up(m, uk->mr) * uk->mr * k);
 }
 
 int acl_ukernel_check(const acl_ukernel *uk, int k, int n)
@@ -84,7 +122,7 @@ int acl_ukernel_check(const acl_ukernel *uk, int k, int n)
 
 size_t acl_packed_b_floats(const acl_ukernel *uk, int k, int n)
 {
-    return (size_t)acl_div_up(n, uk->nr) * (size_t)k * (size_t)uk->nr;
+    return packed_room(uk, (size_t)acl_div_up(n, uk->nr) * (size_t)k * (size_t)uk->nr);
 }
 
 void acl_pack_b_into(const acl_ukernel *uk, int ks, int kc, int n, const float *src,
@@ -94,12 +132,11 @@ void acl_pack_b_into(const acl_ukernel *uk, int ks, int kc, int n, const float *
     for (int p = 0; p < panels; p++) {
         const int cols = acl_min(nr, n - p * nr);
         for (int t = 0; t < ks; t++)
-            for (int c = 0; c < kc; c++) {
-                float *dst = data + ((size_t)p * k + (size_t)t * kc + c) * nr;
-                const float *s = src + c * stride_c + t * stride_t + p * nr * stride_n;
-                for (int j = 0; j < cols; j++) dst[j] = s[j * stride_n];
-                for (int j = cols; j < nr; j++) dst[j] = 0.0f;
-            }
+            for (int c = 0; c < kc; c++)
+                pack_values(uk,
+                            (void *)packed_at(uk, data, ((size_t)p * k + (size_t)t * kc + c) * nr),
+                            src + c * stride_c + t * stride_t + p * nr * stride_n, stride_n, NULL,
+                            0, cols, nr);
     }
 }
 
@@ -178,20 +215,19 @@ int acl_gemm_batch_init(acl_gemm_batch *batch, const acl_gemm_job *jobs, int njo
 /* Packs tiles [t0, t1) of a job into [K][MR] panels, rows past M zeroed. */
 static void pack_job_tiles(const acl_gemm_job *job, int t0, int t1)
 {
-    const int k = job_k(job), mr = job->b->uk->mr;
+    const acl_ukernel *uk = job->b->uk;
+    const int k = job_k(job), mr = uk->mr;
     const k_segments seg = a_segments(job);
     for (int t = t0; t < t1; t++) {
         const int row0 = t * mr, rows = acl_min(mr, job->m - row0);
-        float *panel = job->a_packed + (size_t)t * mr * k;
         for (int s = 0; s < seg.count; s++) {
             const float *src[ACL_UKR_MAX_MR];
             for (int r = 0; r < rows; r++) src[r] = a_segment(job, row0 + r, s);
-            float *dst = panel + (size_t)s * seg.len * mr;
+            const size_t at = ((size_t)t * k + (size_t)s * seg.len) * mr;
             /* Column by column: contiguous writes, one read stream per row. */
-            for (int c = 0; c < seg.len; c++, dst += mr) {
-                for (int r = 0; r < rows; r++) dst[r] = src[r][c];
-                for (int r = rows; r < mr; r++) dst[r] = 0.0f;
-            }
+            for (int c = 0; c < seg.len; c++)
+                pack_values(uk, (void *)packed_at(uk, job->a_packed, at + (size_t)c * mr), NULL, 0,
+                            src, c, rows, mr);
         }
     }
 }
@@ -227,16 +263,17 @@ static void copy_block(float *dst, ptrdiff_t ldd, const float *src, ptrdiff_t ld
 
 /* Where one micro-kernel call reads A. */
 typedef struct {
-    const float *packed;                   /* interleaved */
+    const void *packed;                    /* interleaved: floats or an fp16 kernel's halves */
     const float *rows[ACL_UKR_MAX_MR];     /* hybrid, smallk */
 } a_operand;
 
 /* A tile's first `rows` rows: all MR, or fewer through a hybrid kernel's rows
  * entry (an interleaved kernel's partial tile goes through edge_tile_step). */
 static void call_ukernel(const acl_ukernel *uk, int rows, size_t kc, const a_operand *a,
-                         const float *b, float *c, size_t ldc, const acl_ukr_epilogue *ep)
+                         const void *b, float *c, size_t ldc, const acl_ukr_epilogue *ep)
 {
-    if (uk->style == ACL_STYLE_INTERLEAVED) uk->interleaved(kc, a->packed, b, c, ldc, ep);
+    if (uk->fp16_fn) uk->fp16_fn(kc, a->packed, b, c, ldc, ep);
+    else if (uk->style == ACL_STYLE_INTERLEAVED) uk->interleaved(kc, a->packed, b, c, ldc, ep);
     else if (rows < uk->mr) uk->hybrid_rows(rows, kc, a->rows, b, c, ldc, ep);
     else uk->hybrid(kc, a->rows, b, c, ldc, ep);
 }
@@ -258,7 +295,7 @@ static acl_ukr_epilogue fused_epilogue(const acl_gemm_job *job, int row0, int co
 /* One K step of the last tile of an M that is no multiple of MR, for an
  * interleaved kernel: it writes every row, so it goes through an aligned
  * MR x NR stack tile and gets its whole epilogue afterwards. */
-static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
+static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const void *b,
                            int row0, int col0, int rows, int cols, int first, int last)
 {
     const acl_ukernel *uk = job->b->uk;
@@ -280,7 +317,7 @@ static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *
  * hybrid kernel's partial one, is written in place (its last columns masked
  * when N ends inside it) and fuses what it can; an activation other than ReLU
  * or Clip is a pass over it afterwards. */
-static void tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const float *b,
+static void tile_step(const acl_gemm_job *job, size_t kc, const a_operand *a, const void *b,
                       int row0, int col0, int rows, int cols, int first, int last)
 {
     const acl_ukernel *uk = job->b->uk;
@@ -321,13 +358,13 @@ static void compute_job_block(const acl_gemm_job *job, int t0, int t1, int p0, i
                 const int k0 = s * seg.len + c0;
                 const int first = k0 == 0, last = k0 + kc == k;
                 for (int p = p0; p < p1; p++) {
-                    const float *bp = b->data + ((size_t)p * k + k0) * nr;
+                    const void *bp = packed_at(uk, b->data, ((size_t)p * k + k0) * nr);
                     const int col0 = p * nr, cols = acl_min(nr, n - col0);
                     for (int t = blk0; t < blk1; t++) {
                         const int row0 = t * mr, rows = acl_min(mr, job->m - row0);
                         a_operand a;
                         if (interleaved) {
-                            a.packed = job->a_packed + ((size_t)t * k + k0) * mr;
+                            a.packed = packed_at(uk, job->a_packed, ((size_t)t * k + k0) * mr);
                         } else {
                             /* Rows past M repeat the last valid row; their
                              * results are never stored. */

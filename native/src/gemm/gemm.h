@@ -65,7 +65,8 @@ typedef struct {
     int whole_k;      /* one call per tile and panel covers all of K: acl_gemm_whole_k() */
 } acl_gemm_job;
 
-/* Whether a whole GEMM of m rows should run each tile's K in one call: one
+/* Whether a whole GEMM of m rows should run each tile's K in one call (never
+ * with an fp16 kernel, whose K blocks bound its half-precision sums): one
  * tile of rows (a batch-1 Gemm) reuses no B panel, so K blocks kept in L1
  * buy nothing, and a panel read whole is one stream instead of hops between
  * panels every K block (alexnet's fc6: 3.84 -> 3.19 ms).  Only for a job that

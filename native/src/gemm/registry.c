@@ -11,6 +11,13 @@
 #include "internal.h"
 #include "ukernel.h"
 
+#if defined(ACL_ARCH_AARCH64)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDHP
+#define HWCAP_ASIMDHP (1 << 10)  /* the kernel's bit, for C libraries older than it */
+#endif
+#endif
+
 #if defined(ACL_ARCH_X86)
 
 #define ACL_FAMILY_AVX512(X)                                                       \
@@ -37,27 +44,46 @@
     X(8, 4, hybrid, neon, 0, 0, 1)                                           \
     X(6, 4, smallk, neon, 8, 16, 4) X(8, 4, smallk, neon, 0, 8, 4)
 
+/* ACL's fp16 GEMM kernel (Armv8.2-A FP16), for cores whose HWCAP has asimdhp;
+ * listed after the fp32 families, so acl_isa() and every default stay fp32. */
+#define ACL_FAMILY_NEONFP16(X) X(8, 24, interleaved_fp16, neonfp16, 0, 0, 1)
+
 #else
 #error "ACL_ARCH_X86 or ACL_ARCH_AARCH64 must be defined"
 #endif
 
-#define UKR_SYMBOL(mr, nr, style, isa) acl_ukr_##mr##x##nr##_##style##_##isa
+/* An fp16 kernel's style is interleaved_fp16 in its family's list (the
+ * signature, the field), interleaved in its name and symbol. */
+#define UKR_STYLE_NAME_interleaved interleaved
+#define UKR_STYLE_NAME_hybrid hybrid
+#define UKR_STYLE_NAME_smallk smallk
+#define UKR_STYLE_NAME_interleaved_fp16 interleaved
+#define UKR_SYMBOL_(mr, nr, style, isa) acl_ukr_##mr##x##nr##_##style##_##isa
+#define UKR_SYMBOL_EXPANDED(mr, nr, style, isa) UKR_SYMBOL_(mr, nr, style, isa)
+#define UKR_SYMBOL(mr, nr, style, isa) UKR_SYMBOL_EXPANDED(mr, nr, UKR_STYLE_NAME_##style, isa)
+#define UKR_STR_(x) #x
+#define UKR_STR(x) UKR_STR_(x)
 #define UKR_FIELD_interleaved .interleaved
 #define UKR_FIELD_hybrid .hybrid
 #define UKR_FIELD_smallk .hybrid
+#define UKR_FIELD_interleaved_fp16 .fp16_fn
 #define UKR_STYLE_interleaved ACL_STYLE_INTERLEAVED
 #define UKR_STYLE_hybrid ACL_STYLE_HYBRID
 #define UKR_STYLE_smallk ACL_STYLE_SMALLK
+#define UKR_STYLE_interleaved_fp16 ACL_STYLE_INTERLEAVED
 #define UKR_TYPE_interleaved __typeof__(*(acl_ukr_interleaved_fn)0)
 #define UKR_TYPE_hybrid __typeof__(*(acl_ukr_hybrid_fn)0)
 #define UKR_TYPE_smallk UKR_TYPE_hybrid
+#define UKR_TYPE_interleaved_fp16 __typeof__(*(acl_ukr_fp16_fn)0)
 /* A hybrid or small-K kernel's entry for a partial tile's rows (hybrid.h). */
 #define UKR_ROWS_SYMBOL(mr, nr, style, isa) acl_ukr_##mr##x##nr##_##style##_##isa##_rows
 #define UKR_ROWS_DECLARE_interleaved(M, N, STYLE, ISA)
+#define UKR_ROWS_DECLARE_interleaved_fp16(M, N, STYLE, ISA)
 #define UKR_ROWS_DECLARE_hybrid(M, N, STYLE, ISA) \
     extern __typeof__(*(acl_ukr_hybrid_rows_fn)0) UKR_ROWS_SYMBOL(M, N, STYLE, ISA);
 #define UKR_ROWS_DECLARE_smallk UKR_ROWS_DECLARE_hybrid
 #define UKR_ROWS_FIELD_interleaved(M, N, STYLE, ISA)
+#define UKR_ROWS_FIELD_interleaved_fp16(M, N, STYLE, ISA)
 #define UKR_ROWS_FIELD_hybrid(M, N, STYLE, ISA) .hybrid_rows = UKR_ROWS_SYMBOL(M, N, STYLE, ISA),
 #define UKR_ROWS_FIELD_smallk UKR_ROWS_FIELD_hybrid
 
@@ -69,7 +95,7 @@
     UKR_ROWS_DECLARE_##STYLE(M, N, STYLE, ISA)
 #define UKR_ENTRY(M, N, STYLE, ISA, KMIN, KMAX, NMUL)        \
     {                                                        \
-        .name = #M "x" #N "-" #STYLE "-" #ISA,               \
+        .name = #M "x" #N "-" UKR_STR(UKR_STYLE_NAME_##STYLE) "-" #ISA, \
         .isa = #ISA,                                         \
         .style = UKR_STYLE_##STYLE,                          \
         .mr = M,                                             \
@@ -88,7 +114,9 @@ static const acl_ukernel family_avx512[] = {ACL_FAMILY_AVX512(UKR_ENTRY)};
 static const acl_ukernel family_avx2[] = {ACL_FAMILY_AVX2(UKR_ENTRY)};
 #else
 ACL_FAMILY_NEON(UKR_DECLARE)
+ACL_FAMILY_NEONFP16(UKR_DECLARE)
 static const acl_ukernel family_neon[] = {ACL_FAMILY_NEON(UKR_ENTRY)};
+static const acl_ukernel family_neonfp16[] = {ACL_FAMILY_NEONFP16(UKR_ENTRY)};
 #endif
 
 #define FAMILY_SIZE(f) ((int)(sizeof(f) / sizeof((f)[0])))
@@ -115,6 +143,8 @@ static void find_available(void)
         add_family(family_avx2, FAMILY_SIZE(family_avx2));
 #else
     add_family(family_neon, FAMILY_SIZE(family_neon));
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMDHP)
+        add_family(family_neonfp16, FAMILY_SIZE(family_neonfp16));
 #endif
 }
 
@@ -167,6 +197,7 @@ int acl_ukernel_get(int i, acl_ukernel_info *out)
         .kmin = uk->kmin,
         .kmax = uk->kmax,
         .n_multiple = uk->n_multiple,
+        .precision = uk->fp16_fn ? "fp16" : "fp32",
     };
     return 0;
 }

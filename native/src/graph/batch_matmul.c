@@ -199,6 +199,7 @@ int graph_op_batch_matmul(acl_graph *g, const acl_batch_matmul_attrs *attrs, int
     if (!uk)
         return acl_fail(OP ": unknown micro-kernel '%s' on this machine",
                         attrs->ukernel ? attrs->ukernel : "");
+    if (uk->fp16_fn) return acl_fail(OP " computes in fp32 only, %s in fp16", uk->name);
     if (acl_ukernel_check(uk, k, n) != 0) return graph_fail_in(OP);
     bmm_params *p = malloc(sizeof *p);
     if (!p) return acl_fail(OP ": out of memory");

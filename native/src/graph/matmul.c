@@ -73,6 +73,7 @@ int graph_op_matmul(acl_graph *g, const acl_matmul_attrs *a, int nin, const acl_
     if (!uk)
         return acl_fail("matmul: unknown micro-kernel '%s' on this machine",
                         ukernel ? ukernel : "");
+    if (uk->fp16_fn) return acl_fail("matmul computes in fp32 only, %s in fp16", uk->name);
     size_t m;
     if (acl_ukernel_check(uk, k, n) != 0) return graph_fail_in("matmul");
     if (check_tensors(g, k, n, in, out, &m) != 0) return -1;

@@ -13,6 +13,7 @@
  *                            multiply-add per (tap, ci).
  * All run in parallel over output rows and sum the taps in the same order, so
  * a row's result never depends on the worker that computes it. */
+#include <stdint.h>
 #include <string.h>
 
 #include "channel_blocks.h"
@@ -252,29 +253,43 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
     store_pixels(r, ox, count, len, acc);
 }
 
-/* A depthwise row's interior run: each input pixel is loaded once and
- * multiplied into every sum of the run that reads it, the row's kw weight
- * vectors held in registers, where block_pixels loads it once per tap
- * (ConvNeXt's 7x7: 14 loads per kernel row instead of 56).  Each sum still
- * adds its taps in the same order, so the results are the same bit for bit.
- * kw, len, stride and dil are constants where inlined, so the lanes each load
- * feeds are known at compile time. */
-static inline __attribute__((always_inline)) void block_pixels_sliding(const block_row *r, int ox,
-                                                                       const int kw, const int len,
-                                                                       const int stride,
-                                                                       const int dil)
+/* A depthwise row's run: each input pixel is loaded once and multiplied
+ * into every sum of the run that reads it, the row's kw weight vectors held
+ * in registers, where block_pixels loads it once per tap (ConvNeXt's 7x7: 14
+ * loads per kernel row instead of 56).  Each sum still adds its taps in the
+ * same order, so the results are the same bit for bit.  kw, len, stride, dil
+ * and checked are constants where inlined, so the lanes each load feeds are
+ * known at compile time.  `checked`: the run reaches into the border, and
+ * the input columns outside the input are skipped, their taps with them, as
+ * block_pixels skips a bordered pixel's; a dilated kernel's border is
+ * several pixels wide (5x5 at dilation 2: 4 on each side of a 24-wide row),
+ * too many to take one pixel, and one accumulator, at a time. */
+static inline __attribute__((always_inline)) void
+block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, const int stride,
+                     const int dil, const int checked)
 {
     const acl_conv_shape *s = r->s;
     const size_t c = (size_t)s->c;
+    const int span = (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1, ix0 = ox * stride - s->pad_left;
+    /* Bit j: input column j of the run lies inside the input.  A bit test per
+     * column where a flag per column was kept in memory. */
+    const int j0 = acl_min(acl_max(0, -ix0), span), j1 = acl_max(acl_min(span, s->w - ix0), 0);
+    const uint64_t inside = checked ? ((UINT64_C(1) << j1) - 1) & ~((UINT64_C(1) << j0) - 1) : 0;
     channel_vec acc[PIXEL_RUN], wv[SLIDING_KW_MAX];
     for (int p = 0; p < PIXEL_RUN; p++) acc[p] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
         const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
-        const float *xp = r->x + ((size_t)iy * s->w + (size_t)(ox * stride - s->pad_left)) * c;
+        /* The run's first input column, in the padding where checked, hence
+         * signed there; the interior runs keep the unsigned form, with which
+         * their addressing needed a register less (signed, MobileNetV3's 3x3
+         * stride 2 on 112x112x64 ran 4% slower). */
+        const float *xp = checked ? r->x + ((ptrdiff_t)iy * s->w + ix0) * (ptrdiff_t)c
+                                  : r->x + ((size_t)iy * s->w + (size_t)ix0) * c;
         for (int kx = 0; kx < kw; kx++)
             wv[kx] = load_vec(r->weight + (size_t)(ky * kw + kx) * CHANNEL_BLOCK);
 #pragma GCC unroll 32
-        for (int j = 0; j < (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1; j++) {
+        for (int j = 0; j < span; j++) {
+            if (checked && !(inside >> j & 1)) continue;
             const channel_vec xv = load_block(xp + (size_t)j * c, len, r->x_end);
 #pragma GCC unroll 8
             for (int kx = 0; kx < kw; kx++) {
@@ -297,20 +312,24 @@ static inline int row_sliding(const acl_conv_shape *s)
     return SLIDE_NONE;
 }
 
-/* One interior run of PIXEL_RUN pixels, sliding (see row_sliding) or tap by
- * tap. */
-static inline __attribute__((always_inline)) void
-run_pixels(const block_row *r, int ox, const int kw, const int len, const int cg, const int sliding)
+/* One run of PIXEL_RUN pixels, sliding (see row_sliding) or tap by tap;
+ * only a sliding run may be `checked`. */
+static inline __attribute__((always_inline)) void run_pixels(const block_row *r, int ox,
+                                                             const int kw, const int len,
+                                                             const int cg, const int sliding,
+                                                             const int checked)
 {
     switch (sliding) {
-    case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1); break;
-    case SLIDE_DILATED2: block_pixels_sliding(r, ox, kw, len, 1, 2); break;
-    case SLIDE_STRIDE2: block_pixels_sliding(r, ox, kw, len, 2, 1); break;
+    case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1, checked); break;
+    case SLIDE_DILATED2: block_pixels_sliding(r, ox, kw, len, 1, 2, checked); break;
+    case SLIDE_STRIDE2: block_pixels_sliding(r, ox, kw, len, 2, 1, checked); break;
     default: block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg); break;
     }
 }
 
-/* The block row's pixels: left border, interior runs, right border. */
+/* The block row's pixels.  Sliding: runs from the row's start, the last one
+ * ending at ow, those reaching into a border checked.  Otherwise: the left
+ * border a pixel at a time, interior runs, the right border. */
 static inline __attribute__((always_inline)) void block_row_pixels(const block_row *r, int ow,
                                                                    int lo, int hi, const int kw,
                                                                    const int len, const int cg)
@@ -318,13 +337,21 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
     const int sliding = cg == 1 && __builtin_constant_p(kw) && kw <= SLIDING_KW_MAX
                             ? row_sliding(r->s)
                             : SLIDE_NONE;
+    /* The last run recomputes the pixels it shares with the one before to
+     * the values they hold, rather than doing them one at a time. */
+    if (sliding != SLIDE_NONE && ow >= PIXEL_RUN) {
+        for (int ox = 0; ox < ow; ox += PIXEL_RUN) {
+            const int at = acl_min(ox, ow - PIXEL_RUN);
+            if (at >= lo && at + PIXEL_RUN <= hi) run_pixels(r, at, kw, len, cg, sliding, 0);
+            else run_pixels(r, at, kw, len, cg, sliding, 1);
+        }
+        return;
+    }
     int ox = 0;
     for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
-    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) run_pixels(r, ox, kw, len, cg, sliding);
-    /* The pixels a whole run does not reach: one more run ending at hi,
-     * recomputing some pixels to the values they hold, rather than one at a
-     * time (up to 7 of a 56-pixel row). */
-    if (ox < hi && hi - lo >= PIXEL_RUN) run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding);
+    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) run_pixels(r, ox, kw, len, cg, sliding, 0);
+    /* The pixels a whole run does not reach: one more run ending at hi. */
+    if (ox < hi && hi - lo >= PIXEL_RUN) run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding, 0);
     else
         for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0, cg);
     for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
@@ -363,6 +390,22 @@ static __attribute__((noinline)) void grouped_block_row(const block_row *r, int 
     }
 }
 
+/* The k-th of a unit's `rows` rows to compute: at stride 1 and dilation d,
+ * output rows d apart share all but one of their input rows and neighbours
+ * none, so the rows go by their index modulo d (0, 2, 4, .., 1, 3, ..): the
+ * input rows a block's output rows read then stay in L1 from one to the
+ * next, where in order they alternate between two sets of kh rows. */
+static inline int row_in_order(const acl_conv_shape *s, int k, int rows)
+{
+    const int d = s->stride_h == 1 ? s->dil_h : 1;
+    if (d == 1) return k;
+    for (int first = 0;; first++) {
+        const int count = (rows - first + d - 1) / d;
+        if (k < count) return first + k * d;
+        k -= count;
+    }
+}
+
 /* Rows outer, channel blocks inner: a row's input rows stay in cache while
  * its blocks are done; an activation other than ReLU or Clip then runs over
  * the whole row at once. */
@@ -380,29 +423,27 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
     conv_interior_columns(s, ow, &lo, &hi);
     const int outer = oc > BLOCKS_OUTER_CHANNELS;
     const int nb = acl_div_up(oc, CHANNEL_BLOCK), rows = end - begin;
+    /* Built once: the fields set per block row are set one by one, where a
+     * fresh struct per block row was stored a field at a time and copied
+     * back whole, each copy stalling on the small stores it read (a tenth of
+     * LR-ASPP's 5x5 at dilation 2). */
+    block_row r = {.s = s, .x_end = x_end, .r_end = r_end, .clamp = clamp, .cg = conv->d.cg};
     for (int it = 0; it < rows * nb; it++) {
-        const int row = outer ? begin + it % rows : begin + it / nb;
+        const int row = begin + row_in_order(s, outer ? it % rows : it / nb, rows);
         const int o0 = (outer ? it / rows : it % nb) * CHANNEL_BLOCK;
         const int b = row / oh;
         const size_t out_at = (size_t)row * ow * oc;
-        block_row r = {.s = s,
-                       .x_end = x_end,
-                       .r_end = r_end,
-                       .clamp = clamp,
-                       .cg = conv->d.cg,
-                       .oy = row % oh};
+        r.oy = row % oh;
         conv_taps_inside(r.oy, s->stride_h, s->pad_top, s->dil_h, s->kh, s->h, &r.ky0, &r.ky1);
-        {
-            r.x = ctx->io->x + (size_t)b * s->h * s->w * s->c + o0;
-            r.residual = ctx->io->residual ? ctx->io->residual + out_at + o0 : NULL;
-            r.y = ctx->io->y + out_at + o0;
-            r.weight = st->weight +
-                       (size_t)(o0 / CHANNEL_BLOCK) * conv->d.taps * conv->d.cg * CHANNEL_BLOCK;
-            r.bias = load_vec(st->bias + o0);
-            r.len = acl_min(CHANNEL_BLOCK, oc - o0);
-            if (r.cg == 1) block_row_widths(&r, ow, lo, hi, 1);
-            else grouped_block_row(&r, ow, lo, hi);
-        }
+        r.x = ctx->io->x + (size_t)b * s->h * s->w * s->c + o0;
+        r.residual = ctx->io->residual ? ctx->io->residual + out_at + o0 : NULL;
+        r.y = ctx->io->y + out_at + o0;
+        r.weight =
+            st->weight + (size_t)(o0 / CHANNEL_BLOCK) * conv->d.taps * conv->d.cg * CHANNEL_BLOCK;
+        r.bias = load_vec(st->bias + o0);
+        r.len = acl_min(CHANNEL_BLOCK, oc - o0);
+        if (r.cg == 1) block_row_widths(&r, ow, lo, hi, 1);
+        else grouped_block_row(&r, ow, lo, hi);
     }
     if (!clamp.on)
         conv_activate_in_place(s, ctx->io->y + (size_t)begin * ow * oc, (size_t)rows * ow * oc);

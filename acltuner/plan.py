@@ -23,9 +23,8 @@ from typing import Any
 from acltuner.atomic import write_atomic
 from acltuner.board.model import Board, BoardError
 from acltuner.board.registry import HOST, load_board
-from acltuner.engine.config import ExecConfig
+from acltuner.engine.config import PRECISIONS, ExecConfig
 from acltuner.one_line import OneLineError
-from acltuner.tuner.precision import PRECISIONS
 from acltuner.validate import (JSON, FieldError, at, exec_config, now, parse_json, timestamp,
                              versioned)
 

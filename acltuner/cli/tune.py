@@ -14,7 +14,7 @@ from acltuner.cli.progress import Overall, Progress, farm_bars
 from acltuner.cli.records import DEFAULT_RECORDS
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.pins import kinds_help
-from acltuner.tuner.precision import PRECISIONS
+from acltuner.engine.config import PRECISIONS
 
 if TYPE_CHECKING:
     from pathlib import Path

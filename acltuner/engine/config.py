@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass, fields
 # The engine's ACL_ACTIVATIONS, in order.
 ACTIVATIONS = ("none", "relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish",
                "silu", "mish", "gelu", "gelu_tanh")
+# The arithmetic a plan's micro-kernels may use (tuner/precision.py: fp16
+# adds the Armv8.2-A half-precision ones); plans record it.
+PRECISIONS = ("fp32", "fp16")
 _TRANSPOSED_FIELDS = ("transposed", "out_pad_h", "out_pad_w")
 
 

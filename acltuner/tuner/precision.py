@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 from acltuner.board.model import Board
-
-PRECISIONS = ("fp32", "fp16")
+from acltuner.engine.config import PRECISIONS
 Entry = TypeVar("Entry", bound=Mapping)
 
 

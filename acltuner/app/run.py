@@ -6,6 +6,9 @@ from __future__ import annotations
 # The largest relative difference (max |diff| / max |reference|, per output)
 # `run --check` accepts from onnxruntime, or else from a float64 reference.
 CHECK_TOLERANCE = 1e-3
+# The same for a plan tuned with --precision fp16: half precision rounds to
+# 2^-11 relative, and each GEMM K block (up to 256 products) sums in it.
+FP16_CHECK_TOLERANCE = 1e-2
 # How long the float64 reference may take before the check gives up on it.
 REFERENCE_TIMEOUT_S = 300
 
@@ -18,10 +21,16 @@ def run_plan(plan_path, *, model_path, named, files, repeat, warmup, force, boar
     return _run_on_host(host, *args) if host else _run_here(*args)
 
 
+def check_tolerance(precision: str) -> float:
+    """`run --check`'s relative tolerance for a plan tuned at `precision`."""
+    return FP16_CHECK_TOLERANCE if precision == "fp16" else CHECK_TOLERANCE
+
+
 def check_outputs(program, inputs, outputs):
     """outputs against onnxruntime's, and a float64 reference where they differ."""
     from acltuner.runtime.measure import check
-    return check(program.plan.model_path, inputs, outputs, CHECK_TOLERANCE, REFERENCE_TIMEOUT_S)
+    return check(program.plan.model_path, inputs, outputs,
+                 check_tolerance(program.plan.precision), REFERENCE_TIMEOUT_S)
 
 
 def compare_with_ort(program, inputs, nodes, repeat, warmup):

@@ -5,8 +5,9 @@ import io
 
 import click
 
-from acltuner.app.run import CHECK_TOLERANCE, REFERENCE_TIMEOUT_S
+from acltuner.app.run import CHECK_TOLERANCE, FP16_CHECK_TOLERANCE, REFERENCE_TIMEOUT_S
 from acltuner.cli.options import host_option
+from acltuner.runtime.quant_steps import STEP_TOLERANCE
 
 
 @click.command("run")
@@ -26,7 +27,10 @@ from acltuner.cli.options import host_option
                    f"they differ by more than {CHECK_TOLERANCE:g} relative to the largest "
                    f"output, judge both against a float64 reference (onnx's reference "
                    f"evaluator, up to {REFERENCE_TIMEOUT_S} s) and fail only if ours is more "
-                   f"than {CHECK_TOLERANCE:g} from it (or there is no reference in time).")
+                   f"than {CHECK_TOLERANCE:g} from it (or there is no reference in time).  A "
+                   f"plan tuned with --precision fp16 takes {FP16_CHECK_TOLERANCE:g}.  An output "
+                   f"a DequantizeLinear makes (an int8 model's) is compared in steps of its "
+                   f"scale instead: one step of difference passes, a rounding.")
 @click.option("--profile", is_flag=True, help="Time per node, slowest first.")
 @click.option("--compare-ort", is_flag=True,
               help="Time per node beside onnxruntime's own profile of the original model "
@@ -112,6 +116,9 @@ def run(plan_path, files, named, output_path, repeat, warmup, check, profile, co
 
 
 def _check_failure(diff) -> str:
+    if diff.max_steps is not None and diff.max_steps > STEP_TOLERANCE:
+        return (f"check failed: a quantized output is {diff.max_steps:.3g} steps of its "
+                f"scale from onnxruntime's int8 > {STEP_TOLERANCE:g}")
     judged = diff.float64
     text = (f"check failed: max relative difference from onnxruntime {diff.max_rel:.3g} "
             f"> {diff.tolerance:g}")

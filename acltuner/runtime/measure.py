@@ -10,6 +10,7 @@ import numpy as np
 
 from acltuner.onnx.onnxrt import session
 from acltuner.runtime.profile import ProfileEntry
+from acltuner.runtime.quant_steps import STEP_TOLERANCE, output_steps
 from acltuner.runtime.program import Program
 from acltuner.runtime.reference import reference
 
@@ -74,12 +75,20 @@ class Difference:
     max_abs: float
     max_rel: float  # max |diff| / max |onnxruntime's| of the worst output
     tolerance: float
-    float64: Float64Judgement | None = None  # only when max_rel > tolerance
+    float64: Float64Judgement | None = None  # only when a float output is past tolerance
+    # The outputs a DequantizeLinear makes (quant_steps): their largest
+    # difference in steps of their quantization, judged by that alone, and
+    # the float outputs' max_rel.  None: the model has no such output.
+    max_steps: float | None = None
+    float_rel: float | None = None
 
     @property
     def passed(self) -> bool:
-        """Within the tolerance of onnxruntime, or else of the float64 reference."""
-        if self.max_rel <= self.tolerance:
+        """Quantized outputs within STEP_TOLERANCE steps, and the float ones
+        within the tolerance of onnxruntime, or else of the float64 reference."""
+        if self.max_steps is not None and self.max_steps > STEP_TOLERANCE:
+            return False
+        if (self.max_rel if self.float_rel is None else self.float_rel) <= self.tolerance:
             return True
         return self.float64 is not None and self.float64.ours is not None and \
             self.float64.ours <= self.tolerance
@@ -88,18 +97,26 @@ class Difference:
 def check(model_path: str, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
           tolerance: float, reference_timeout_s: float) -> Difference:
     """The outputs against onnxruntime running the original model on the same
-    inputs; where they differ by more than `tolerance`, both engines against
-    a float64 reference computed within reference_timeout_s."""
+    inputs: those a DequantizeLinear makes in their quantization's steps, the
+    others relative to their largest value; where a float output differs by
+    more than `tolerance`, the float ones against a float64 reference computed
+    within reference_timeout_s."""
     names = list(outputs)
-    theirs = session(model_path).run(names, inputs)
-    max_abs, max_rel = _worst(list(outputs.values()), theirs)
-    if max_rel <= tolerance:
-        return Difference(max_abs, max_rel, tolerance)
-    ref = reference(model_path, inputs, names, reference_timeout_s)
-    if ref.outputs is None:
-        judged = Float64Judgement(None, None, ref.seconds, ref.problem)
-    else:
-        exact = [ref.outputs[n] for n in names]
-        judged = Float64Judgement(_worst(list(outputs.values()), exact)[1],
-                                  _worst(theirs, exact)[1], ref.seconds)
-    return Difference(max_abs, max_rel, tolerance, judged)
+    theirs = dict(zip(names, session(model_path).run(names, inputs)))
+    max_abs, max_rel = _worst(list(outputs.values()), list(theirs.values()))
+    quantized = output_steps(model_path)
+    floats = [n for n in names if n not in quantized]
+    max_steps = max((quantized[n].steps(outputs[n], theirs[n]) for n in names if n in quantized),
+                    default=None)
+    float_rel = _worst([outputs[n] for n in floats], [theirs[n] for n in floats])[1] \
+        if max_steps is not None else None
+    judged = None
+    if (max_rel if float_rel is None else float_rel) > tolerance:
+        ref = reference(model_path, inputs, floats, reference_timeout_s)
+        if ref.outputs is None:
+            judged = Float64Judgement(None, None, ref.seconds, ref.problem)
+        else:
+            exact = [ref.outputs[n] for n in floats]
+            judged = Float64Judgement(_worst([outputs[n] for n in floats], exact)[1],
+                                      _worst([theirs[n] for n in floats], exact)[1], ref.seconds)
+    return Difference(max_abs, max_rel, tolerance, judged, max_steps, float_rel)

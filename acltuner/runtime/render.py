@@ -31,6 +31,8 @@ def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[N
     if diff is not None:
         data["max_abs_diff"], data["max_rel_diff"] = diff.max_abs, diff.max_rel
         data["check_passed"] = diff.passed
+        data["check_tolerance"] = diff.tolerance
+        data["max_quantized_steps"] = diff.max_steps
         judged = diff.float64
         data["float64_reference"] = None if judged is None else {
             "ours_max_rel_err": judged.ours, "onnxruntime_max_rel_err": judged.onnxruntime,
@@ -63,7 +65,10 @@ def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program
                      f"{100 * s['share']:.1f}% of the time")
     if diff is not None:
         lines.append(f"check vs onnxruntime: max abs diff {diff.max_abs:.3g}, "
-                     f"max rel diff {diff.max_rel:.3g}")
+                     f"max rel diff {diff.max_rel:.3g} (tolerance {diff.tolerance:g})")
+        if diff.max_steps is not None:
+            lines.append(f"check of the quantized outputs: {diff.max_steps:.3g} steps of their "
+                         f"scale from onnxruntime's int8 at most")
         judged = diff.float64
         if judged is not None and judged.ours is None:
             lines.append(f"check vs float64: no reference ({judged.problem})")

@@ -30,6 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                       quantize_static)
 
+from acltuner.app.run import CHECK_TOLERANCE
 from acltuner.armnn_default import armnn_default
 from acltuner.board.registry import load_board
 from acltuner.engine import native
@@ -40,6 +41,8 @@ from acltuner.onnx.graph import conv_nodes
 from acltuner.onnx.model import load_model_detached
 from acltuner.runtime import compile_model
 from acltuner.runtime.load import int8_nodes
+from acltuner.runtime.measure import check
+from acltuner.runtime.quant_steps import Step, output_steps
 from acltuner.taskgen.tasks import signature
 
 BOARD = load_board("split-host")
@@ -288,3 +291,44 @@ def test_weight_scale_of_zero_runs_in_float(tmp_path):
     kinds = _kinds(program)
     assert kinds.count("conv") == 1 and kinds.count("conv_int8") == 1, kinds
     assert steps[y] <= 1.0 + 1e-3  # the float convolution's output quantized: one step
+
+
+def test_run_check_judges_quantized_outputs_in_steps(tmp_path):
+    """`run --check` on an int8 model: an output a DequantizeLinear makes is
+    compared with onnxruntime's int8 session in steps of its scale, one step
+    passing (a rounding of a sum near a half-step), two failing; the same
+    outputs relative to their largest value would fail at the first."""
+    m = _Model()
+    a = m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])
+    y = m.op("Add", [a, m.conv(a, 16, 16, 3, group=16)])
+    path = m.quantized(tmp_path, [y])
+    model, weights = load_model_detached(path, None)
+    program = compile_model(model, _configs(model, weights), BOARD, weights=weights,
+                            int8=int8_nodes(path, model, weights))
+    inputs = {"x": np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)}
+    ours = program.run(inputs)
+    step = output_steps(path)[y]
+    assert step.scale.size == 1
+    diff = check(path, inputs, ours, CHECK_TOLERANCE, reference_timeout_s=60)
+    assert diff.passed and diff.max_steps is not None and diff.max_steps <= 1 + 1e-3
+
+    # onnxruntime's own output, moved by whole steps at one element.
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run([y], inputs)[0]
+    for moved, passes in ((1, True), (2, False)):
+        off = theirs.copy()
+        off.flat[7] += moved * float(step.scale[0])
+        judged = check(path, inputs, {y: off}, CHECK_TOLERANCE, reference_timeout_s=60)
+        assert judged.max_steps == pytest.approx(moved, abs=1e-3)
+        assert judged.passed == passes
+        assert judged.max_rel > CHECK_TOLERANCE  # relative to the largest, one step fails
+
+
+def test_a_per_channel_step_scales_each_channel():
+    step = Step(np.array([0.5, 2.0], np.float32), axis=1)
+    ours = np.zeros((1, 2, 3), np.float32)
+    theirs = ours.copy()
+    theirs[0, 1, 2] = 3.0  # 1.5 steps of channel 1
+    assert step.steps(ours, theirs) == pytest.approx(1.5)
+    theirs[0, 0, 0] = 1.0  # 2 steps of channel 0
+    assert step.steps(ours, theirs) == pytest.approx(2.0)
+    assert Step(np.array([0.5, 2.0]), axis=-2).steps(ours, theirs) == pytest.approx(2.0)

@@ -12,6 +12,7 @@ import onnx
 import pytest
 from click.testing import CliRunner
 
+from acltuner.app.run import check_tolerance
 from acltuner.board.detect import detect
 from acltuner.board.registry import load_board
 from acltuner.cli import main
@@ -147,3 +148,6 @@ def test_an_fp16_pin_under_qemu_cortex_a76_passes_the_fp16_check(tmp_path):
     # a small multiple of max|y| here).
     diff = check(str(model), inputs, outputs, 1.0, reference_timeout_s=60)
     assert 1e-5 < diff.max_rel <= 0.05, diff
+    # run --check judges an fp16 plan by its own, wider tolerance.
+    assert check(str(model), inputs, outputs, check_tolerance(saved.precision),
+                 reference_timeout_s=60).passed

@@ -49,7 +49,9 @@ class Lowering:
         self.stage = NativeStage()
         self.producer: dict[str, NativeStage] = {}  # tensors computed natively, by stage
         self.visited: set[str] = set()  # nodes lowered or delegated so far, by name
-        self.int8_convs: set[str] = set()  # Conv nodes lowered as conv_int8
+        # Nodes reading a uint8 tensor itself (conv_int8, quant.u8_chains):
+        # a DequantizeLinear only they read does not run.
+        self.u8_readers: set[str] = set()
 
     # Tensors of the current stage.
 
@@ -281,10 +283,16 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
         names = quant.int8_chain(low.g, c, q8) if q8 is not None else None
         if q8 is not None and names is not None:
             chains[names[-1]] = names, quant.int8_conv_action(low.g, c, q8, configs[c.name])
-            low.int8_convs.add(c.name)
+            low.u8_readers.add(c.name)
         else:
             chains[([c.name, *c.fused])[-1]] = ([c.name, *c.fused],
                                                 _conv_action(c, configs[c.name], low.target))
+    if int8 is not None:
+        fused = {n for names, _ in chains.values() for n in names}
+        for last, (names, action) in quant.u8_chains(low.g, model).items():
+            if fused.isdisjoint(names):
+                chains[last] = names, action
+                low.u8_readers.add(names[0])
     chains.update(pattern_actions(low.g, model, {n for names, _ in chains.values()
                                                  for n in names}))
     at_end = {last: action for last, (_, action) in chains.items()}

@@ -73,7 +73,8 @@ float *acl_graph_arena(acl_graph *g);
     X(LAYER_NORM, layer_norm, 3, 3, ACL_LAYER_NORM_ATTRS)      \
     X(QUANTIZE, quantize, 1, 1, ACL_QUANTIZE_ATTRS)            \
     X(DEQUANTIZE, dequantize, 1, 1, ACL_QUANTIZE_ATTRS)        \
-    X(CONV_INT8, conv_int8, 1, 1, ACL_CONV_INT8_ATTRS)
+    X(CONV_INT8, conv_int8, 1, 1, ACL_CONV_INT8_ATTRS)         \
+    X(QUANTIZED_ADD, quantized_add, 2, 2, ACL_QUANTIZED_ADD_ATTRS)
 
 #define ACL_NO_ATTRS(F, S)
 
@@ -120,11 +121,15 @@ float *acl_graph_arena(acl_graph *g);
  * by the window's size inside the padded input when count_include_pad, else
  * by the taps that fall inside the input.  out's spatial dims may be the
  * floor (ceil_mode=0) or the ceil (ceil_mode=1) output size; a window with no
- * tap inside the input gives -inf (max) or 0 (average). */
+ * tap inside the input gives -inf (max) or 0 (average).  u8: x and out are
+ * uint8 tensors of one scale and zero point (max only; pads and an empty
+ * window give 0), which is the float max pool between a dequantize and a
+ * quantize of that scale, byte for byte. */
 #define ACL_POOL_OPS(X) X(ACL_POOL_MAX, max) X(ACL_POOL_AVERAGE, average)
 #define ACL_POOL_ATTRS(F, S)                                                            \
     F(S, ENUM, op, ACL_POOL_OPS) F(S, INTS, kernel, 0) F(S, INTS, strides, 0)          \
-    F(S, INTS, dilations, 0) F(S, INTS, pads, 0) F(S, BOOL, count_include_pad, 0)
+    F(S, INTS, dilations, 0) F(S, INTS, pads, 0) F(S, BOOL, count_include_pad, 0)      \
+    F(S, BOOL, u8, 0)
 
 /* global_average_pool: [N, H, W, C] -> [N, 1, 1, C]. */
 
@@ -256,6 +261,18 @@ float *acl_graph_arena(acl_graph *g);
  * dequantize: uint8 x -> float out, (x - zero_point) * scale.  scale > 0 and
  * finite, 0 <= zero_point <= 255. */
 #define ACL_QUANTIZE_ATTRS(F, S) F(S, FLOAT, scale, 0) F(S, INT, zero_point, 0)
+
+/* quantized_add: uint8 a (a_scale, a_zero_point) + uint8 b (b_scale,
+ * b_zero_point) -> uint8 out (scale, zero_point), all of one dims:
+ *   out = saturate(round_half_even(((a - a_zp) a_scale + (b - b_zp) b_scale)
+ *                                  / scale) + zero_point)
+ * in double (its products exact, the sum and quotient rounded once), the same
+ * bytes on every build.  A float dequantize, add and quantize, or
+ * onnxruntime's QLinearAdd, round otherwise in the last bit: a sum that
+ * lands on a half-step may go to the neighbouring step. */
+#define ACL_QUANTIZED_ADD_ATTRS(F, S)                                                  \
+    F(S, FLOAT, a_scale, 0) F(S, INT, a_zero_point, 0) F(S, FLOAT, b_scale, 0)         \
+    F(S, INT, b_zero_point, 0) F(S, FLOAT, scale, 0) F(S, INT, zero_point, 0)
 
 /* An int8 convolution: uint8 NHWC x (x_scale, x_zero_point) and int8
  * weights with per-output-channel scales -> uint8 NHWC out (y_scale,

@@ -15,10 +15,28 @@
 /* ---- main ------------------------------------------------------------------------ */
 
 static void (*const op_cases[])(int big) = {
-    unary_case,  affine_case,         binary_case,     pool_case,         global_average_pool_case,
-    concat_case, transpose_case,      pad_case,        softmax_case,      lrn_case,
-    matmul_case, conv_case,           resize_case,     batch_matmul_case, gather_case,
-    slice_case,  gather_shuffle_case, layer_norm_case, quantize_case,     conv_int8_case,
+    unary_case,
+    affine_case,
+    binary_case,
+    pool_case,
+    global_average_pool_case,
+    concat_case,
+    transpose_case,
+    pad_case,
+    softmax_case,
+    lrn_case,
+    matmul_case,
+    conv_case,
+    resize_case,
+    batch_matmul_case,
+    gather_case,
+    slice_case,
+    gather_shuffle_case,
+    layer_norm_case,
+    quantize_case,
+    conv_int8_case,
+    quantized_add_case,
+    u8_max_pool_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 

@@ -135,6 +135,140 @@ void quantize_case(int big)
     free(expected);
 }
 
+/* ---- quantized_add ---------------------------------------------------------------- */
+
+typedef struct {
+    acl_tensor a, b, out;
+    acl_quantized_add_attrs q;
+} qadd_spec;
+
+static int add_qadd(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const qadd_spec *s = spec;
+    const acl_tensor ins[2] = {s->a, s->b};
+    return acl_graph_add(g, ACL_OP_QUANTIZED_ADD, &s->q, 2, ins, &s->out);
+}
+
+static float random_scale(void) { return (float)rnd(1, 1000) / 4096.0f; }
+
+void quantized_add_case(int big)
+{
+    int dims[3];
+    random_dims(3, big, dims);
+    const size_t n = volume(3, dims), room = u8_floats(n);
+    qadd_spec s = {.q = {random_scale(), rnd(0, 255), random_scale(), rnd(0, 255), random_scale(),
+                         rnd(0, 255)}};
+    s.a = (acl_tensor){(size_t)rnd(0, 5), 3, {dims[0], dims[1], dims[2]}};
+    s.b = s.out = s.a;
+    s.b.offset = s.a.offset + room + (size_t)rnd(0, 3);
+    s.out.offset = s.b.offset + room + (size_t)rnd(0, 3);
+    const size_t arena = s.out.offset + room + (size_t)rnd(1, 4);
+    float *init = malloc(arena * sizeof(float)), *expected = malloc(arena * sizeof(float));
+    fill_random(init, arena, 1.0f);
+    for (size_t i = 0; i < n; i++) {
+        bytes_at(init, &s.a)[i] = (uint8_t)rnd(0, 255);
+        bytes_at(init, &s.b)[i] = (uint8_t)rnd(0, 255);
+    }
+    if (rnd(0, 1)) s.q.b_scale = s.q.scale = s.q.a_scale;  /* sums on exact half-steps */
+    memcpy(expected, init, arena * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        const double v = ((double)(bytes_at(init, &s.a)[i] - s.q.a_zero_point) * s.q.a_scale +
+                          (double)(bytes_at(init, &s.b)[i] - s.q.b_zero_point) * s.q.b_scale) /
+                         s.q.scale;
+        bytes_at(expected, &s.out)[i] = saturate(round_even(v) + s.q.zero_point, 0, 255);
+    }
+    char desc[160];
+    snprintf(desc, sizeof desc, "quantized_add %s scales %g %g -> %g zps %d %d -> %d",
+             dims_str(3, dims), (double)s.q.a_scale, (double)s.q.b_scale, (double)s.q.scale,
+             s.q.a_zero_point, s.q.b_zero_point, s.q.zero_point);
+    run_exact(desc, arena, init, expected, add_qadd, &s);
+    free(init);
+    free(expected);
+}
+
+/* ---- max pool on uint8 ------------------------------------------------------------- */
+
+typedef struct {
+    acl_tensor in, out;
+    acl_pool_attrs p;
+} u8_pool_spec;
+
+static int add_u8_pool(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const u8_pool_spec *s = spec;
+    return acl_graph_add(g, ACL_OP_POOL, &s->p, 1, &s->in, &s->out);
+}
+
+void u8_max_pool_case(int big)
+{
+    int kernel[2], strides[2], dilations[2], pads[4];
+    const int n = rnd(1, 2), h = rnd(1, big ? 24 : 9), w = rnd(1, big ? 24 : 9),
+              c = rnd(1, big ? 80 : 20);
+    for (int i = 0; i < 2; i++) {
+        kernel[i] = rnd(1, 3);
+        strides[i] = rnd(1, 2);
+        dilations[i] = rnd(1, 2);
+    }
+    for (int i = 0; i < 4; i++) pads[i] = rnd(0, kernel[i % 2] - 1);
+    const int in_hw[2] = {h, w};
+    int out_hw[2];
+    for (int i = 0; i < 2; i++) {
+        const int span = in_hw[i] + pads[i] + pads[i + 2] - dilations[i] * (kernel[i] - 1) - 1;
+        if (span < 0) { /* window larger than the padded input: no such pool */
+            kernel[i] = 1;
+            dilations[i] = 1;
+        }
+        out_hw[i] =
+            (in_hw[i] + pads[i] + pads[i + 2] - dilations[i] * (kernel[i] - 1) - 1) / strides[i] +
+            1;
+    }
+    u8_pool_spec s = {.p = {.op = ACL_POOL_MAX,
+                            .kernel = kernel,
+                            .kernel_count = 2,
+                            .strides = strides,
+                            .strides_count = 2,
+                            .dilations = dilations,
+                            .dilations_count = 2,
+                            .pads = pads,
+                            .pads_count = 4,
+                            .u8 = 1}};
+    s.in = (acl_tensor){(size_t)rnd(0, 5), 4, {n, h, w, c}};
+    s.out = (acl_tensor){0, 4, {n, out_hw[0], out_hw[1], c}};
+    s.out.offset = s.in.offset + u8_floats(volume(4, s.in.dims)) + (size_t)rnd(0, 3);
+    const size_t arena = s.out.offset + u8_floats(volume(4, s.out.dims)) + (size_t)rnd(1, 4);
+    float *init = malloc(arena * sizeof(float)), *expected = malloc(arena * sizeof(float));
+    fill_random(init, arena, 1.0f);
+    const size_t in_n = volume(4, s.in.dims);
+    for (size_t i = 0; i < in_n; i++) bytes_at(init, &s.in)[i] = (uint8_t)rnd(0, 255);
+    memcpy(expected, init, arena * sizeof(float));
+    /* The float max pool over dequantized values, quantized back: the largest
+     * byte among the taps inside the input, 0 where there is none. */
+    const uint8_t *x = bytes_at(init, &s.in);
+    uint8_t *y = bytes_at(expected, &s.out);
+    for (int b = 0; b < n; b++)
+        for (int oy = 0; oy < out_hw[0]; oy++)
+            for (int ox = 0; ox < out_hw[1]; ox++)
+                for (int ch = 0; ch < c; ch++) {
+                    int best = 0;
+                    for (int ky = 0; ky < kernel[0]; ky++)
+                        for (int kx = 0; kx < kernel[1]; kx++) {
+                            const int iy = oy * strides[0] - pads[0] + ky * dilations[0];
+                            const int ix = ox * strides[1] - pads[1] + kx * dilations[1];
+                            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                            const int v = x[((size_t)(b * h + iy) * w + ix) * c + ch];
+                            best = v > best ? v : best;
+                        }
+                    y[((size_t)(b * out_hw[0] + oy) * out_hw[1] + ox) * c + ch] = (uint8_t)best;
+                }
+    char desc[160];
+    snprintf(desc, sizeof desc, "u8 max pool %s kernel %dx%d strides %d,%d dil %d,%d",
+             dims_str(4, s.in.dims), kernel[0], kernel[1], strides[0], strides[1], dilations[0],
+             dilations[1]);
+    run_exact(desc, arena, init, expected, add_u8_pool, &s);
+    free(init);
+    free(expected);
+}
+
 /* ---- conv_int8 ------------------------------------------------------------------- */
 
 typedef struct {
@@ -316,6 +450,32 @@ void check_int8_errors(void)
     expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){1.0f, 0}, 1, &f,
                          &(acl_tensor){10, 1, {100}}),
            "quantize: the output (bytes [40, 140)) overlaps the input");
+    const acl_tensor q2[2] = {q, {130, 1, {100}}};
+    expect(acl_graph_add(g, ACL_OP_QUANTIZED_ADD,
+                         &(acl_quantized_add_attrs){1.0f, 0, 1.0f, 0, 1.0f, 300}, 2, q2,
+                         &(acl_tensor){160, 1, {100}}),
+           "quantized_add: zero_point must be 0..255");
+    expect(acl_graph_add(g, ACL_OP_QUANTIZED_ADD,
+                         &(acl_quantized_add_attrs){1.0f, 0, -1.0f, 0, 1.0f, 0}, 2, q2,
+                         &(acl_tensor){160, 1, {100}}),
+           "quantized_add: b_scale must be positive");
+    expect(acl_graph_add(g, ACL_OP_QUANTIZED_ADD,
+                         &(acl_quantized_add_attrs){1.0f, 0, 1.0f, 0, 1.0f, 0}, 2,
+                         (acl_tensor[2]){q, {130, 1, {99}}}, &(acl_tensor){160, 1, {100}}),
+           "quantized_add: b has dims");
+    expect(acl_graph_add(g, ACL_OP_POOL,
+                         &(acl_pool_attrs){.op = ACL_POOL_AVERAGE,
+                                           .kernel = (int[]){2, 2},
+                                           .kernel_count = 2,
+                                           .strides = (int[]){1, 1},
+                                           .strides_count = 2,
+                                           .dilations = (int[]){1, 1},
+                                           .dilations_count = 2,
+                                           .pads = (int[]){0, 0, 0, 0},
+                                           .pads_count = 4,
+                                           .u8 = 1},
+                         1, &(acl_tensor){0, 4, {1, 4, 4, 2}}, &(acl_tensor){100, 4, {1, 3, 3, 2}}),
+           "average pool: no uint8 form");
     acl_conv_shape sh = conv3x3_shape(4, 4, 8, 8, 1);
     sh.act = ACL_ACT_SIGMOID;
     float w[8 * 8 * 9] = {0}, ws[1] = {0.1f};

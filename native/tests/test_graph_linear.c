@@ -566,10 +566,10 @@ void check_errors(void)
                  "slice: starts must hold 4 values, got 3");
     const int pads[4] = {0, 0, 0, 0}, two[2] = {2, 2}, ones[2] = {1, 1}, tall[2] = {9, 2};
     const acl_tensor pooled = {13000, 4, {1, 2, 2, 64}};
-    acl_pool_attrs pool = {ACL_POOL_MAX, two, 2, two, 2, ones, 2, pads, 4, 0};
+    acl_pool_attrs pool = {ACL_POOL_MAX, two, 2, two, 2, ones, 2, pads, 4, 0, 0};
     expect_error(acl_graph_add(g, ACL_OP_POOL, &pool, 1, &a, &pooled),
                  "max pool: output height is 2 but must be 3 (or 4 with ceil_mode)");
-    pool = (acl_pool_attrs){ACL_POOL_AVERAGE, tall, 2, ones, 2, ones, 2, pads, 4, 0};
+    pool = (acl_pool_attrs){ACL_POOL_AVERAGE, tall, 2, ones, 2, ones, 2, pads, 4, 0, 0};
     expect_error(acl_graph_add(g, ACL_OP_POOL, &pool, 1, &a, &pooled), "window height");
     expect_error(acl_graph_add(g, ACL_OP_LRN, &(acl_lrn_attrs){0, 1, 1, 1}, 1, &a, &out96),
                  "lrn: size");

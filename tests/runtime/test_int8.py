@@ -11,10 +11,11 @@ scale): at most one step.  Why it holds:
     scale x_scale * w_scale / y_scale in float, acc * scale rounded to
     nearest even; quantize is QuantizeLinear's division and rounding.  So a
     model of convolutions alone gives the same bytes (the tests see 0 steps);
-  - an Add between quantized tensors runs in float here (dequantize, add,
-    quantize), where onnxruntime fuses it into QLinearAdd, which folds the
-    scales differently: a sum landing within a float rounding of a
-    half-step may round to the neighbouring step.  The model with a residual
+  - an Add between quantized tensors is a quantized_add here (the sum of
+    the dequantized values in double, quantized), where onnxruntime fuses it
+    into QLinearAdd, which folds the scales differently: a sum landing
+    within a float rounding of a half-step may round to the neighbouring
+    step.  The model with a residual
     Add ends on it, so that step is the output's, not amplified by a later
     convolution.
 """
@@ -225,15 +226,33 @@ def test_two_convolutions_stay_uint8_between(tmp_path):
 
 
 def test_residual_add(tmp_path):
-    """A residual Add runs in float between a dequantize of each input and a
-    quantize of its sum: one step of slack (the module's docstring)."""
+    """A residual Add between two int8 convolutions' outputs runs on their
+    uint8 tensors (quantized_add): neither input is dequantized, only the
+    model's output is; one step of slack (the module's docstring)."""
     m = _Model()
     a = m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])
     b = m.conv(a, 16, 16, 3, group=16)
     y = m.op("Add", [a, b])
     program, steps = _output_steps(m.quantized(tmp_path, [y]))
     _check(program, steps, convs=2, bound=1.0)
-    assert "binary" in _kinds(program)
+    kinds = _kinds(program)
+    assert "quantized_add" in kinds and "binary" not in kinds, kinds
+    assert kinds.count("dequantize") == 1, kinds
+
+
+def test_max_pool_between_int8_convolutions(tmp_path):
+    """DQ -> MaxPool -> Q of one quantization runs on the uint8 tensor: the
+    same bytes as onnxruntime's (0 steps), nothing dequantized but the output."""
+    m = _Model()
+    pooled = m.op("MaxPool", [m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])],
+                  kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y = m.conv(pooled, 16, 8, 1)
+    program, steps = _output_steps(m.quantized(tmp_path, [y]))
+    _check(program, steps, convs=2)
+    program.run({"x": np.zeros(SHAPE, np.float32)})
+    pools = [e.kind for e in program.last_profile if e.op == "pool"]
+    assert pools == ["max pool 3x3 (uint8)"], pools
+    assert _kinds(program).count("dequantize") == 1
 
 
 def test_stage_boundary_keeps_int8(tmp_path):
@@ -332,3 +351,31 @@ def test_a_per_channel_step_scales_each_channel():
     theirs[0, 0, 0] = 1.0  # 2 steps of channel 0
     assert step.steps(ours, theirs) == pytest.approx(2.0)
     assert Step(np.array([0.5, 2.0]), axis=-2).steps(ours, theirs) == pytest.approx(2.0)
+
+
+def test_add_of_a_tensor_left_in_an_earlier_stage(tmp_path):
+    """A quantized Add whose input's uint8 tensor stayed in the stage before a
+    delegated node (Floor) runs as written: that input's float form (the
+    stage's last dequantize), a float Add and a quantize, within a step."""
+    def q_dq(x: str, scale: float, zp: int) -> list[onnx.NodeProto]:
+        return [helper.make_node("QuantizeLinear", [x, f"s{scale}", f"z{zp}"], [f"{x}_q"]),
+                helper.make_node("DequantizeLinear", [f"{x}_q", f"s{scale}", f"z{zp}"],
+                                 [f"{x}_dq"])]
+    nodes = [*q_dq("x", 0.02, 128), helper.make_node("Floor", ["x_dq"], ["f"]),
+             *q_dq("f", 0.05, 100), helper.make_node("Add", ["x_dq", "f_dq"], ["y"]),
+             *q_dq("y", 0.06, 110)]
+    inits = [numpy_helper.from_array(np.float32(s), f"s{s}") for s in (0.02, 0.05, 0.06)] + \
+        [numpy_helper.from_array(np.uint8(z), f"z{z}") for z in (128, 100, 110)]
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+        [helper.make_tensor_value_info("y_dq", TensorProto.FLOAT, SHAPE)], inits)
+    path = tmp_path / "stages.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    model, weights = load_model_detached(str(path), None)
+    program = compile_model(model, {}, BOARD, weights=weights, int8=[])
+    assert [op for d in program.delegated for op in d.op_types] == ["Floor"]
+    inputs = {"x": np.random.default_rng(2).standard_normal(SHAPE).astype(np.float32)}
+    diff = check(str(path), inputs, program.run(inputs), CHECK_TOLERANCE, 60)
+    assert diff.max_steps is not None and diff.max_steps <= 1 + 1e-3
+    kinds = _kinds(program)
+    assert "binary" in kinds and "quantized_add" not in kinds, kinds

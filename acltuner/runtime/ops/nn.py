@@ -35,25 +35,34 @@ def _pool_pads(a: dict, x: tuple[int, ...], kernel, strides, dilations) -> list[
     return list(a.get("pads", [0, 0, 0, 0]))
 
 
-@handles("MaxPool", "AveragePool")
-def _pool(g: OnnxGraph, node: onnx.NodeProto):
+def pool_args(g: OnnxGraph, node: onnx.NodeProto) -> tuple[str, dict] | None:
+    """(profile label, attributes) of the native pool running a 2-D MaxPool
+    or AveragePool, or None."""
     a = attrs(node)
-    x, out = shape(g, node.input[0]), shape(g, node.output[0])
+    x = shape(g, node.input[0])
     if len(x) != 4:  # (MaxPool's Indices, if used, are int64: delegated before this)
         return None
     kernel = a["kernel_shape"]
     strides, dilations = a.get("strides", [1, 1]), a.get("dilations", [1, 1])
-    pads = _pool_pads(a, x, kernel, strides, dilations)
     op = "max" if node.op_type == "MaxPool" else "average"
+    return f"{op} pool {kernel[0]}x{kernel[1]}", dict(
+        op=op, kernel=tuple(kernel), strides=tuple(strides), dilations=tuple(dilations),
+        pads=tuple(_pool_pads(a, x, kernel, strides, dilations)),
+        count_include_pad=bool(a.get("count_include_pad", 0)))
+
+
+@handles("MaxPool", "AveragePool")
+def _pool(g: OnnxGraph, node: onnx.NodeProto):
+    found = pool_args(g, node)
+    if found is None:
+        return None
+    what, args = found
+    out = shape(g, node.output[0])
 
     def lower(low) -> None:
         xv = low.get(node.input[0], NHWC)
         yv = low.new(node.output[0], out, NHWC)
-        low.emit("pool", node_name(node), f"{op} pool {kernel[0]}x{kernel[1]}",
-                 {"x": xv, "out": yv},
-                 op=op, kernel=tuple(kernel), strides=tuple(strides),
-                 dilations=tuple(dilations), pads=tuple(pads),
-                 count_include_pad=bool(a.get("count_include_pad", 0)))
+        low.emit("pool", node_name(node), what, {"x": xv, "out": yv}, **args)
     return lower
 
 

@@ -14,6 +14,13 @@ node may still read is run then, and a later int8 convolution quantizes
 that float tensor back, which gives the same bytes: (q - z) * s / s rounds
 back to q - z exactly for |q - z| <= 255.
 
+A MaxPool or an Add between the DequantizeLinear of each input and one
+QuantizeLinear of its output runs on the uint8 tensors too: the uint8 max
+pool, where the two quantizations are the same (as quantizers make them),
+gives the float pool's bytes; quantized_add sums in double, so that a sum
+landing on a half-step may round to the other step than float's or
+onnxruntime's QLinearAdd (aclgraph.h).
+
 Delegation stays possible for the rest: a QuantizeLinear with another
 reader, per-axis or int8 activations, a model output in uint8.
 """
@@ -31,7 +38,8 @@ from acltuner.onnx.activation import is_op
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name
 from acltuner.runtime.ir import Buffer, Deferred, Value
 from acltuner.runtime.layout import NHWC
-from acltuner.runtime.ops.registry import Action
+from acltuner.runtime.ops.nn import pool_args
+from acltuner.runtime.ops.registry import HANDLERS, Action, shape
 from acltuner.taskgen.int8 import Int8ConvNode
 
 if TYPE_CHECKING:
@@ -122,8 +130,8 @@ def _dequantize_action(g: OnnxGraph, node: onnx.NodeProto) -> Action:
         if node.output[0] in low.producer:
             return  # run already, at the end of an earlier stage (flush)
         if node.output[0] not in g.outputs and readers and \
-                all(r in low.int8_convs for r in readers):
-            return  # the int8 convolutions read the uint8 tensor itself
+                all(r in low.u8_readers for r in readers):
+            return  # its readers read the uint8 tensor itself
         dequantize(low, node)
     return lower
 
@@ -225,4 +233,106 @@ def int8_conv_action(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode,
         out = _new_u8(low, q8.output_name, (n, oc, oh, ow), NHWC)
         low.emit("conv_int8", conv.name, f"conv int8 {_algorithm(q8)}", {"x": x, "out": out},
                  **conv_int8_attrs(q8, config))
+    return lower
+
+
+# ---- max pools and adds between uint8 tensors ----------------------------------------
+
+def _dequantized_u8(g: OnnxGraph, t: str) -> onnx.NodeProto | None:
+    """The DequantizeLinear making float tensor t of a uint8 tensor that stays
+    in the arena, or None."""
+    dq = g.producer.get(t)
+    if is_op(dq, "DequantizeLinear") and scalar_quantization(g, dq) is not None and \
+            native_quantize(g, g.producer.get(dq.input[0])):
+        return dq
+    return None
+
+
+def _sole_quantize(g: OnnxGraph, t: str) -> onnx.NodeProto | None:
+    """The QuantizeLinear that is float tensor t's only reader, its uint8
+    output staying in the arena, or None."""
+    readers = g.consumers.get(t, [])
+    if t in g.outputs or len(readers) != 1 or not native_quantize(g, readers[0]):
+        return None
+    return readers[0]
+
+
+def u8_chains(g: OnnxGraph, model: onnx.ModelProto) -> dict[str, tuple[list[str], Action]]:
+    """DQ -> MaxPool -> Q and DQ, DQ -> Add -> Q, run on the uint8 tensors:
+    by the QuantizeLinear's name, the names of the node and the
+    QuantizeLinear, and the action.  Their DequantizeLinear nodes are the
+    caller's to leave out where only such readers read them (u8_readers)."""
+    found: dict[str, tuple[list[str], Action]] = {}
+    for node in model.graph.node:
+        q = _sole_quantize(g, node.output[0]) if node.output else None
+        if q is None or not node.input:
+            continue
+        dqs = [dq for dq in (_dequantized_u8(g, t) for t in node.input) if dq is not None]
+        if len(dqs) != len(node.input):
+            continue
+        action = None
+        if is_op(node, "MaxPool") and len(node.output) == 1 and \
+                scalar_quantization(g, dqs[0]) == scalar_quantization(g, q):
+            action = _u8_pool_action(g, node, dqs[0], q)
+        elif is_op(node, "Add") and len(dqs) == 2 and \
+                g.static_shape(node.input[0]) == g.static_shape(node.input[1]) == \
+                g.static_shape(node.output[0]) is not None:
+            action = _quantized_add_action(g, node, dqs, q)
+        if action is not None:
+            found[node_name(q)] = [node_name(node), node_name(q)], action
+    return found
+
+
+def _in_stage(low: Lowering, dq: onnx.NodeProto, perm=None) -> Value | None:
+    """The uint8 tensor dq reads, held in this stage (in `perm`, if given)."""
+    return next((v for v in low.stage.values.get(dq.input[0], [])
+                 if v.u8 and (perm is None or v.perm == perm)), None)
+
+
+def _through_float(low: Lowering, g: OnnxGraph, dqs: list[onnx.NodeProto],
+                   node: onnx.NodeProto, q: onnx.NodeProto) -> None:
+    """The chain as written, where its uint8 tensors are not at hand (another
+    stage's, another layout): dequantize, the float node, quantize."""
+    for dq in dqs:
+        if dq.output[0] not in low.producer:
+            dequantize(low, dq)
+    float_op = HANDLERS[node.op_type](g, node)
+    assert float_op is not None, f"{node_name(node)}: no float lowering"
+    float_op(low)
+    _quantize_action(g, q)(low)
+
+
+def _u8_pool_action(g: OnnxGraph, node: onnx.NodeProto, dq: onnx.NodeProto,
+                    q: onnx.NodeProto) -> Action | None:
+    found = pool_args(g, node)
+    if found is None:
+        return None
+    what, args = found
+    out_shape = shape(g, node.output[0])
+
+    def lower(low: Lowering) -> None:
+        x = _in_stage(low, dq, NHWC)
+        if x is None:
+            return _through_float(low, g, [dq], node, q)
+        out = _new_u8(low, q.output[0], out_shape, NHWC)
+        low.emit("pool", node_name(node), f"{what} (uint8)", {"x": x, "out": out}, **args,
+                 u8=True)
+    return lower
+
+
+def _quantized_add_action(g: OnnxGraph, node: onnx.NodeProto, dqs: list[onnx.NodeProto],
+                          q: onnx.NodeProto) -> Action:
+    (a_scale, a_zp), (b_scale, b_zp), (scale, zp) = (
+        scalar_quantization(g, n) or (1.0, 0) for n in (*dqs, q))  # all scalar: u8_chains
+
+    def lower(low: Lowering) -> None:
+        pairs = ((a, _in_stage(low, dqs[1], a.perm)) for a in low.stage.values.get(
+            dqs[0].input[0], []) if a.u8)
+        a, b = next(((a, b) for a, b in pairs if b is not None), (None, None))
+        if a is None:
+            return _through_float(low, g, dqs, node, q)
+        out = _new_u8(low, q.output[0], a.shape, a.perm)
+        low.emit("quantized_add", node_name(node), "add (uint8)", {"a": a, "b": b, "out": out},
+                 a_scale=a_scale, a_zero_point=a_zp, b_scale=b_scale, b_zero_point=b_zp,
+                 scale=scale, zero_point=zp)
     return lower

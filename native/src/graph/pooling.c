@@ -29,6 +29,7 @@ typedef int pool_mask __attribute__((vector_size(POOL_LANES * sizeof(float))));
 
 typedef struct {
     int max;  /* ACL_POOL_MAX, else average */
+    int u8;   /* uint8 tensors (max only): x and y are bytes */
     int include_pad;
     int n, h, w, c, oh, ow;
     int kh, kw, stride_h, stride_w, dil_h, dil_w;
@@ -226,11 +227,44 @@ static void pool_rows(const void *arg, size_t begin, size_t end)
     }
 }
 
+/* The uint8 max pool's rows: bytes compare as the values they hold (one
+ * scale, zero point), and a pad as 0, the least byte, changes no max of a
+ * window with a tap inside and gives an empty one -inf's quantized value. */
+static void pool_rows_u8(const void *arg, size_t begin, size_t end)
+{
+    const pool_params *p = arg;
+    const uint8_t *x = (const uint8_t *)p->x;
+    const size_t c = (size_t)p->c;
+    for (size_t r = begin; r < end; r++) {
+        const int n = (int)(r / (size_t)p->oh), oy = (int)(r % (size_t)p->oh);
+        const int ih0 = oy * p->stride_h - p->pad_top;
+        int th0, th1;
+        tap_range(ih0, p->h, p->kh, p->dil_h, &th0, &th1);
+        const uint8_t *image = x + (size_t)n * p->h * p->w * c;
+        uint8_t *y = (uint8_t *)p->y + r * p->ow * c;
+        for (int ox = 0; ox < p->ow; ox++) {
+            const int iw0 = ox * p->stride_w - p->pad_left;
+            int tw0, tw1;
+            tap_range(iw0, p->w, p->kw, p->dil_w, &tw0, &tw1);
+            uint8_t *restrict out = y + (size_t)ox * c;
+            memset(out, 0, c);
+            for (int th = th0; th < th1; th++)
+                for (int tw = tw0; tw < tw1; tw++) {
+                    const uint8_t *restrict tap =
+                        image +
+                        ((size_t)(ih0 + th * p->dil_h) * p->w + (size_t)(iw0 + tw * p->dil_w)) * c;
+                    for (size_t ch = 0; ch < c; ch++)
+                        out[ch] = tap[ch] > out[ch] ? tap[ch] : out[ch];
+                }
+        }
+    }
+}
+
 static int pool_run(const void *arg, const acl_exec *ex)
 {
     const pool_params *p = arg;
-    return graph_parallel(ex, (size_t)p->n * p->oh, (size_t)p->ow * p->c * p->kh * p->kw, pool_rows,
-                          p);
+    return graph_parallel(ex, (size_t)p->n * p->oh, (size_t)p->ow * p->c * p->kh * p->kw,
+                          p->u8 ? pool_rows_u8 : pool_rows, p);
 }
 
 /* One spatial axis: the output may have the floor (ceil_mode=0) or the ceil
@@ -265,6 +299,16 @@ static int check_attributes(const char *op, int kh, int kw, int stride_h, int st
     return 0;
 }
 
+/* A 4-D tensor of floats, or of bytes for a uint8 pool. */
+static int check_pool_tensor(const acl_graph *g, const char *op, const char *what,
+                             const acl_tensor *t, int u8)
+{
+    size_t count;
+    if (!u8) return graph_check_ranked(g, op, what, t, 4, &count);
+    if (graph_check_tensor_u8(g, op, what, t, &count) != 0) return -1;
+    return t->rank == 4 ? 0 : acl_fail("%s: %s must have rank 4, got %d", op, what, t->rank);
+}
+
 int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tensor *in,
                   const acl_tensor *out)
 {
@@ -280,10 +324,11 @@ int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tens
     if (op != ACL_POOL_MAX && op != ACL_POOL_AVERAGE)
         return acl_fail("pool: unknown operation %d (0: max, 1: average)", op);
     const char *name = op == ACL_POOL_MAX ? "max pool" : "average pool";
-    size_t count;
+    if (a->u8 && op != ACL_POOL_MAX)
+        return acl_fail("average pool: no uint8 form (u8 is max only)");
     if (check_attributes(name, kh, kw, stride_h, stride_w, dil_h, dil_w, pads) != 0 ||
-        graph_check_ranked(g, name, "input", in, 4, &count) != 0 ||
-        graph_check_ranked(g, name, "output", out, 4, &count) != 0 ||
+        check_pool_tensor(g, name, "input", in, a->u8) != 0 ||
+        check_pool_tensor(g, name, "output", out, a->u8) != 0 ||
         check_axis(name, "height", in->dims[1], pads[0], pads[2], kh, dil_h, stride_h,
                    out->dims[1]) != 0 ||
         check_axis(name, "width", in->dims[2], pads[1], pads[3], kw, dil_w, stride_w,
@@ -291,12 +336,13 @@ int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tens
         return -1;
     const int want[4] = {in->dims[0], out->dims[1], out->dims[2], in->dims[3]};
     if (graph_check_dims(name, "output", out, 4, want) != 0 ||
-        graph_check_disjoint(name, out, "the input", in, 0) != 0)
+        graph_check_disjoint_bytes(name, out, a->u8 ? 1 : 4, "the input", in, a->u8 ? 1 : 4) != 0)
         return -1;
     pool_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", name);
     *p = (pool_params){
         .max = op == ACL_POOL_MAX,
+        .u8 = a->u8 != 0,
         .include_pad = count_include_pad != 0,
         .n = in->dims[0],
         .h = in->dims[1],
@@ -314,8 +360,9 @@ int graph_op_pool(acl_graph *g, const acl_pool_attrs *a, int nin, const acl_tens
         .pad_left = pads[1],
         .pad_bottom = pads[2],
         .pad_right = pads[3],
-        .x = graph_ptr(g, in),
-        .y = graph_ptr(g, out),
+        /* A uint8 tensor's bytes, for pool_rows_u8 to read as such. */
+        .x = a->u8 ? (const float *)(const void *)graph_ptr_u8(g, in) : graph_ptr(g, in),
+        .y = a->u8 ? (float *)(void *)graph_ptr_u8(g, out) : graph_ptr(g, out),
     };
     /* ox * stride_w - pad_left >= 0 and its last tap before the input's end */
     const int last = p->w - 1 - (kw - 1) * dil_w + pads[1];

@@ -1,5 +1,6 @@
-/* quantize and dequantize: float <-> uint8 tensors of the same dims, split
- * over the flat range (aclgraph.h gives the arithmetic). */
+/* quantize and dequantize: float <-> uint8 tensors of the same dims, and
+ * quantized_add of two uint8 tensors, split over the flat range (aclgraph.h
+ * gives the arithmetic). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,6 +13,19 @@ typedef struct {
     int zero_point;
 } quant_params;
 
+/* Clamped in the scaled domain first (to the integers that land on 0 and
+ * 255), as onnxruntime does: a NaN fails the first comparison and takes the
+ * low bound, so the conversion to int is defined for every input.
+ * Comparisons, not fmaxf / fminf, which GCC does not vectorise. */
+static inline uint8_t quantize_value(float x, float scale, int zp)
+{
+    const float lo = (float)-zp, hi = (float)(255 - zp);
+    float v = x / scale;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    return (uint8_t)((int)nearbyintf(v) + zp);
+}
+
 static void quantize_rows(const void *arg, size_t begin, size_t end)
 {
     const quant_params *p = arg;
@@ -21,17 +35,7 @@ static void quantize_rows(const void *arg, size_t begin, size_t end)
     uint8_t *restrict y = p->y;
     const float scale = p->scale;
     const int zp = p->zero_point;
-    /* Clamped in the scaled domain first (to the integers that land on 0 and
-     * 255), as onnxruntime does: a NaN fails the first comparison and takes
-     * the low bound, so the conversion to int is defined for every input.
-     * Comparisons, not fmaxf / fminf, which GCC does not vectorise. */
-    const float lo = (float)-zp, hi = (float)(255 - zp);
-    for (size_t i = begin; i < end; i++) {
-        float v = x[i] / scale;
-        v = v > lo ? v : lo;
-        v = v < hi ? v : hi;
-        y[i] = (uint8_t)((int)nearbyintf(v) + zp);
-    }
+    for (size_t i = begin; i < end; i++) y[i] = quantize_value(x[i], scale, zp);
 }
 
 static void dequantize_rows(const void *arg, size_t begin, size_t end)
@@ -56,6 +60,17 @@ static int quant_run(const void *arg, const acl_exec *ex)
     return graph_parallel(ex, n->count, 1, n->rows, &n->q);
 }
 
+/* `prefix` names the pair of attributes ("" or "a_"...) in the error. */
+static int check_quantization(const char *op, const char *prefix, float scale, int zero_point)
+{
+    if (!(scale > 0.0f) || !isfinite(scale))
+        return acl_fail("%s: %sscale must be positive and finite, got %g", op, prefix,
+                        (double)scale);
+    if (zero_point < 0 || zero_point > 255)
+        return acl_fail("%s: %szero_point must be 0..255 (uint8), got %d", op, prefix, zero_point);
+    return 0;
+}
+
 /* x is float and out uint8 (quantize), or the other way round. */
 static int add_quant(acl_graph *g, const char *op, float scale, int zero_point,
                      const acl_tensor *in, const acl_tensor *out, int to_u8)
@@ -68,10 +83,7 @@ static int add_quant(acl_graph *g, const char *op, float scale, int zero_point,
     if (rc != 0 || graph_check_dims(op, "output", out, in->rank, in->dims) != 0 ||
         graph_check_disjoint_bytes(op, out, to_u8 ? 1 : 4, "the input", in, to_u8 ? 4 : 1) != 0)
         return -1;
-    if (!(scale > 0.0f) || !isfinite(scale))
-        return acl_fail("%s: scale must be positive and finite, got %g", op, (double)scale);
-    if (zero_point < 0 || zero_point > 255)
-        return acl_fail("%s: zero_point must be 0..255 (uint8), got %d", op, zero_point);
+    if (check_quantization(op, "", scale, zero_point) != 0) return -1;
     quant_node *n = malloc(sizeof *n);
     if (!n) return acl_fail("%s: out of memory", op);
     n->q =
@@ -92,4 +104,68 @@ int graph_op_dequantize(acl_graph *g, const acl_dequantize_attrs *a, int nin, co
                         const acl_tensor *out)
 {
     return add_quant(g, "dequantize", a->scale, a->zero_point, ins, out, 0);
+}
+
+typedef struct {
+    const uint8_t *a, *b;
+    uint8_t *y;
+    float a_scale, b_scale, scale;
+    int a_zp, b_zp, zp;
+    size_t count;
+} qadd_params;
+
+/* In double, where each product is exact (9 by 24 bits) and so the sum is
+ * rounded once whether or not the compiler contracts it into an FMA: the
+ * result is the same under every build. */
+static void quantized_add_rows(const void *arg, size_t begin, size_t end)
+{
+    const qadd_params *p = arg;
+    const uint8_t *restrict a = p->a, *restrict b = p->b;
+    uint8_t *restrict y = p->y;
+    const double as = p->a_scale, bs = p->b_scale, scale = p->scale;
+    const int az = p->a_zp, bz = p->b_zp, zp = p->zp;
+    const double lo = -zp, hi = 255 - zp;
+    for (size_t i = begin; i < end; i++) {
+        double v = ((double)((int)a[i] - az) * as + (double)((int)b[i] - bz) * bs) / scale;
+        v = v > lo ? v : lo;
+        v = v < hi ? v : hi;
+        y[i] = (uint8_t)((int)nearbyint(v) + zp);
+    }
+}
+
+static int qadd_run(const void *arg, const acl_exec *ex)
+{
+    const qadd_params *p = arg;
+    return graph_parallel(ex, p->count, 1, quantized_add_rows, p);
+}
+
+int graph_op_quantized_add(acl_graph *g, const acl_quantized_add_attrs *a, int nin,
+                           const acl_tensor *ins, const acl_tensor *out)
+{
+    const char *op = "quantized_add";
+    size_t count, other;
+    if (graph_check_tensor_u8(g, op, "a", &ins[0], &count) != 0 ||
+        graph_check_tensor_u8(g, op, "b", &ins[1], &other) != 0 ||
+        graph_check_tensor_u8(g, op, "output", out, &other) != 0 ||
+        graph_check_dims(op, "b", &ins[1], ins[0].rank, ins[0].dims) != 0 ||
+        graph_check_dims(op, "output", out, ins[0].rank, ins[0].dims) != 0 ||
+        graph_check_disjoint_bytes(op, out, 1, "a", &ins[0], 1) != 0 ||
+        graph_check_disjoint_bytes(op, out, 1, "b", &ins[1], 1) != 0 ||
+        check_quantization(op, "a_", a->a_scale, a->a_zero_point) != 0 ||
+        check_quantization(op, "b_", a->b_scale, a->b_zero_point) != 0 ||
+        check_quantization(op, "", a->scale, a->zero_point) != 0)
+        return -1;
+    qadd_params *p = malloc(sizeof *p);
+    if (!p) return acl_fail("%s: out of memory", op);
+    *p = (qadd_params){graph_ptr_u8(g, &ins[0]),
+                       graph_ptr_u8(g, &ins[1]),
+                       graph_ptr_u8(g, out),
+                       a->a_scale,
+                       a->b_scale,
+                       a->scale,
+                       a->a_zero_point,
+                       a->b_zero_point,
+                       a->zero_point,
+                       count};
+    return graph_add(g, qadd_run, NULL, p);
 }

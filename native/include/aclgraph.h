@@ -139,8 +139,13 @@ float *acl_graph_arena(acl_graph *g);
 #define ACL_SOFTMAX_ATTRS(F, S) F(S, BOOL, log, 0)
 
 /* The inputs have out's rank and dims except along axis (negative counts from
- * the end), where their sizes add up to out's. */
-#define ACL_CONCAT_ATTRS(F, S) F(S, INT, axis, 0)
+ * the end), where their sizes add up to out's.  u8: the tensors are uint8,
+ * scales and zero_points hold each input's quantization, then the output's;
+ * an input of another quantization than the output's is requantized as a
+ * dequantize and a quantize would (the same bytes), the others copied. */
+#define ACL_CONCAT_ATTRS(F, S)                                                      \
+    F(S, INT, axis, 0) F(S, BOOL, u8, 0) F(S, FLOATS, scales, 0)                   \
+    F(S, INTS, zero_points, 0)
 
 /* out->dims[i] = in->dims[perm[i]] (numpy.transpose). */
 #define ACL_TRANSPOSE_ATTRS(F, S) F(S, INTS, perm, 0)

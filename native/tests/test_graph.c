@@ -37,6 +37,7 @@ static void (*const op_cases[])(int big) = {
     conv_int8_case,
     quantized_add_case,
     u8_max_pool_case,
+    u8_concat_case,
 };
 #define NOPS (int)(sizeof op_cases / sizeof op_cases[0])
 

@@ -269,6 +269,75 @@ void u8_max_pool_case(int big)
     free(expected);
 }
 
+/* ---- concat of uint8 tensors ------------------------------------------------------ */
+
+typedef struct {
+    acl_tensor ins[3], out;
+    acl_concat_attrs a;
+} u8_concat_spec;
+
+static int add_u8_concat(acl_graph *g, const void *spec, const acl_exec *ex)
+{
+    const u8_concat_spec *s = spec;
+    return acl_graph_add(g, ACL_OP_CONCAT, &s->a, (int)s->a.scales_count - 1, s->ins, &s->out);
+}
+
+/* Inputs of their own quantization, or of the output's (copied). */
+void u8_concat_case(int big)
+{
+    int dims[3];
+    random_dims(3, big, dims);
+    const int n = rnd(1, 3), axis = rnd(0, 2);
+    float scales[4];
+    int zps[4], total = 0;
+    u8_concat_spec s = {.a = {.axis = axis,
+                              .u8 = 1,
+                              .scales = scales,
+                              .scales_count = n + 1,
+                              .zero_points = zps,
+                              .zero_points_count = n + 1}};
+    scales[n] = random_scale();
+    zps[n] = rnd(0, 255);
+    size_t at = (size_t)rnd(0, 3);
+    for (int i = 0; i < n; i++) {
+        const int same = rnd(0, 2) == 0;
+        scales[i] = same ? scales[n] : random_scale();
+        zps[i] = same ? zps[n] : rnd(0, 255);
+        s.ins[i] = (acl_tensor){at, 3, {dims[0], dims[1], dims[2]}};
+        s.ins[i].dims[axis] = rnd(1, 4);
+        total += s.ins[i].dims[axis];
+        at += u8_floats(volume(3, s.ins[i].dims)) + (size_t)rnd(0, 2);
+    }
+    s.out = (acl_tensor){at, 3, {dims[0], dims[1], dims[2]}};
+    s.out.dims[axis] = total;
+    const size_t arena = at + u8_floats(volume(3, s.out.dims)) + (size_t)rnd(1, 4);
+    float *init = malloc(arena * sizeof(float)), *expected = malloc(arena * sizeof(float));
+    fill_random(init, arena, 1.0f);
+    for (int i = 0; i < n; i++)
+        for (size_t e = 0; e < volume(3, s.ins[i].dims); e++)
+            bytes_at(init, &s.ins[i])[e] = (uint8_t)rnd(0, 255);
+    memcpy(expected, init, arena * sizeof(float));
+    const int *od = s.out.dims;
+    for (int r0 = 0; r0 < od[0]; r0++)
+        for (int r1 = 0; r1 < od[1]; r1++)
+            for (int r2 = 0; r2 < od[2]; r2++) {
+                int idx[3] = {r0, r1, r2}, i = 0;
+                while (idx[axis] >= s.ins[i].dims[axis]) idx[axis] -= s.ins[i++].dims[axis];
+                const int *id = s.ins[i].dims;
+                const int x =
+                    bytes_at(init, &s.ins[i])[((size_t)idx[0] * id[1] + idx[1]) * id[2] + idx[2]];
+                /* dequantize, then quantize: in float, as the engine */
+                const float v = (float)(x - zps[i]) * scales[i] / scales[n];
+                bytes_at(expected, &s.out)[((size_t)r0 * od[1] + r1) * od[2] + r2] =
+                    saturate(round_even(v) + zps[n], 0, 255);
+            }
+    char desc[128];
+    snprintf(desc, sizeof desc, "u8 concat of %d on axis %d into %s", n, axis, dims_str(3, od));
+    run_exact(desc, arena, init, expected, add_u8_concat, &s);
+    free(init);
+    free(expected);
+}
+
 /* ---- conv_int8 ------------------------------------------------------------------- */
 
 typedef struct {

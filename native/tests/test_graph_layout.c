@@ -144,7 +144,8 @@ typedef struct {
 static int add_concat(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const concat_spec *s = spec;
-    return acl_graph_add(g, ACL_OP_CONCAT, &(acl_concat_attrs){s->axis}, s->n, s->ins, &s->out);
+    return acl_graph_add(g, ACL_OP_CONCAT, &(acl_concat_attrs){.axis = s->axis}, s->n, s->ins,
+                         &s->out);
 }
 
 void concat_case(int big)

@@ -530,7 +530,7 @@ void check_errors(void)
                      c = {6000, 4, {1, 7, 7, 3}}, far = {19950, 2, {10, 10}},
                      deep = {0, 7, {1, 1, 1, 1, 1, 1}}, wide = {19000, 1, {64}};
     const acl_tensor out96 = {8000, 4, {1, 7, 7, 96}}, cat_in[2] = {a, c};
-    const acl_concat_attrs axis3 = {3};
+    const acl_concat_attrs axis3 = {.axis = 3};
     expect_error(acl_graph_add(g, ACL_OP_CONCAT, &axis3, 2, cat_in, &out96),
                  "concat: the inputs add up to 67 along axis 3 but the output has 96");
     const acl_tensor cat_bad[2] = {a, {4000, 4, {1, 7, 6, 32}}};

@@ -379,3 +379,21 @@ def test_add_of_a_tensor_left_in_an_earlier_stage(tmp_path):
     assert diff.max_steps is not None and diff.max_steps <= 1 + 1e-3
     kinds = _kinds(program)
     assert "binary" in kinds and "quantized_add" not in kinds, kinds
+
+
+def test_concat_of_int8_convolutions(tmp_path):
+    """DQs -> Concat -> Q (GhostNet's, Inception's) runs on the uint8
+    tensors, each input of another scale requantized as a dequantize and a
+    quantize would: no dequantize but the output's, within a step of
+    onnxruntime's QLinearConcat."""
+    m = _Model()
+    a = m.op("Relu", [m.conv("x", SHAPE[1], 8, 3)])
+    b = m.conv("x", SHAPE[1], 12, 1)
+    y = m.conv(m.op("Concat", [a, b], axis=1), 20, 8, 1)
+    path = m.quantized(tmp_path, [y])
+    program, steps = _output_steps(path)
+    _check(program, steps, convs=3, bound=1.0)
+    program.run({"x": np.zeros(SHAPE, np.float32)})
+    concats = [e.kind for e in program.last_profile if e.op == "concat"]
+    assert concats == ["concat (uint8)"], concats
+    assert _kinds(program).count("dequantize") == 1

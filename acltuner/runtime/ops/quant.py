@@ -39,7 +39,7 @@ from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name
 from acltuner.runtime.ir import Buffer, Deferred, Value
 from acltuner.runtime.layout import NHWC
 from acltuner.runtime.ops.nn import pool_args
-from acltuner.runtime.ops.registry import HANDLERS, Action, shape
+from acltuner.runtime.ops.registry import HANDLERS, Action, attrs, shape
 from acltuner.taskgen.int8 import Int8ConvNode
 
 if TYPE_CHECKING:
@@ -258,7 +258,8 @@ def _sole_quantize(g: OnnxGraph, t: str) -> onnx.NodeProto | None:
 
 
 def u8_chains(g: OnnxGraph, model: onnx.ModelProto) -> dict[str, tuple[list[str], Action]]:
-    """DQ -> MaxPool -> Q and DQ, DQ -> Add -> Q, run on the uint8 tensors:
+    """DQ -> MaxPool -> Q, DQ, DQ -> Add -> Q and DQs -> Concat -> Q, run on
+    the uint8 tensors:
     by the QuantizeLinear's name, the names of the node and the
     QuantizeLinear, and the action.  Their DequantizeLinear nodes are the
     caller's to leave out where only such readers read them (u8_readers)."""
@@ -274,6 +275,8 @@ def u8_chains(g: OnnxGraph, model: onnx.ModelProto) -> dict[str, tuple[list[str]
         if is_op(node, "MaxPool") and len(node.output) == 1 and \
                 scalar_quantization(g, dqs[0]) == scalar_quantization(g, q):
             action = _u8_pool_action(g, node, dqs[0], q)
+        elif is_op(node, "Concat"):
+            action = _u8_concat_action(g, node, dqs, q)
         elif is_op(node, "Add") and len(dqs) == 2 and \
                 g.static_shape(node.input[0]) == g.static_shape(node.input[1]) == \
                 g.static_shape(node.output[0]) is not None:
@@ -320,17 +323,43 @@ def _u8_pool_action(g: OnnxGraph, node: onnx.NodeProto, dq: onnx.NodeProto,
     return lower
 
 
+def _common_layout(low: Lowering, dqs: list[onnx.NodeProto]) -> list[Value] | None:
+    """The uint8 tensors the dqs read, held in this stage in one layout, or None."""
+    for first in (v for v in low.stage.values.get(dqs[0].input[0], []) if v.u8):
+        found = [_in_stage(low, dq, first.perm) for dq in dqs]
+        if all(v is not None for v in found):
+            return [v for v in found if v is not None]
+    return None
+
+
+def _u8_concat_action(g: OnnxGraph, node: onnx.NodeProto, dqs: list[onnx.NodeProto],
+                      q: onnx.NodeProto) -> Action:
+    out_shape = shape(g, node.output[0])
+    axis = attrs(node)["axis"] % len(out_shape)
+    quantizations = [scalar_quantization(g, n) or (1.0, 0) for n in (*dqs, q)]
+
+    def lower(low: Lowering) -> None:
+        ins = _common_layout(low, dqs)
+        if ins is None:
+            return _through_float(low, g, dqs, node, q)
+        out = _new_u8(low, q.output[0], out_shape, ins[0].perm)
+        low.emit("concat", node_name(node), "concat (uint8)", {"ins": ins, "out": out},
+                 axis=ins[0].perm.index(axis), u8=True,
+                 scales=tuple(s for s, _ in quantizations),
+                 zero_points=tuple(z for _, z in quantizations))
+    return lower
+
+
 def _quantized_add_action(g: OnnxGraph, node: onnx.NodeProto, dqs: list[onnx.NodeProto],
                           q: onnx.NodeProto) -> Action:
     (a_scale, a_zp), (b_scale, b_zp), (scale, zp) = (
         scalar_quantization(g, n) or (1.0, 0) for n in (*dqs, q))  # all scalar: u8_chains
 
     def lower(low: Lowering) -> None:
-        pairs = ((a, _in_stage(low, dqs[1], a.perm)) for a in low.stage.values.get(
-            dqs[0].input[0], []) if a.u8)
-        a, b = next(((a, b) for a, b in pairs if b is not None), (None, None))
-        if a is None:
+        ins = _common_layout(low, dqs)
+        if ins is None:
             return _through_float(low, g, dqs, node, q)
+        a, b = ins
         out = _new_u8(low, q.output[0], a.shape, a.perm)
         low.emit("quantized_add", node_name(node), "add (uint8)", {"a": a, "b": b, "out": out},
                  a_scale=a_scale, a_zero_point=a_zp, b_scale=b_scale, b_zero_point=b_zp,

@@ -10,6 +10,7 @@
 #ifndef ACL_GRAPH_IMPL_H
 #define ACL_GRAPH_IMPL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -118,6 +119,24 @@ static inline uint8_t *graph_ptr_u8(const acl_graph *g, const acl_tensor *t)
 {
     return (uint8_t *)(void *)(g->arena + t->offset);
 }
+
+/* quantize's arithmetic (aclgraph.h), clamped in the scaled domain first (to
+ * the integers that land on 0 and 255), as onnxruntime does: a NaN fails the
+ * first comparison and takes the low bound, so the conversion to int is
+ * defined for every input.  Comparisons, not fmaxf / fminf, which GCC does
+ * not vectorise. */
+static inline uint8_t graph_quantize(float x, float scale, int zero_point)
+{
+    const float lo = (float)-zero_point, hi = (float)(255 - zero_point);
+    float v = x / scale;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    return (uint8_t)((int)nearbyintf(v) + zero_point);
+}
+
+/* A uint8 tensor's scale and zero point are usable: 0 or -1 with the error
+ * set (`prefix` names the pair of attributes, "" or "a_"...). */
+int graph_check_quantization(const char *op, const char *prefix, float scale, int zero_point);
 
 /* An INTS or FLOATS attribute holds exactly `want` values. */
 int graph_check_count(const char *op, const char *attr, size_t given, size_t want);

@@ -13,19 +13,6 @@ typedef struct {
     int zero_point;
 } quant_params;
 
-/* Clamped in the scaled domain first (to the integers that land on 0 and
- * 255), as onnxruntime does: a NaN fails the first comparison and takes the
- * low bound, so the conversion to int is defined for every input.
- * Comparisons, not fmaxf / fminf, which GCC does not vectorise. */
-static inline uint8_t quantize_value(float x, float scale, int zp)
-{
-    const float lo = (float)-zp, hi = (float)(255 - zp);
-    float v = x / scale;
-    v = v > lo ? v : lo;
-    v = v < hi ? v : hi;
-    return (uint8_t)((int)nearbyintf(v) + zp);
-}
-
 static void quantize_rows(const void *arg, size_t begin, size_t end)
 {
     const quant_params *p = arg;
@@ -35,7 +22,7 @@ static void quantize_rows(const void *arg, size_t begin, size_t end)
     uint8_t *restrict y = p->y;
     const float scale = p->scale;
     const int zp = p->zero_point;
-    for (size_t i = begin; i < end; i++) y[i] = quantize_value(x[i], scale, zp);
+    for (size_t i = begin; i < end; i++) y[i] = graph_quantize(x[i], scale, zp);
 }
 
 static void dequantize_rows(const void *arg, size_t begin, size_t end)
@@ -60,8 +47,7 @@ static int quant_run(const void *arg, const acl_exec *ex)
     return graph_parallel(ex, n->count, 1, n->rows, &n->q);
 }
 
-/* `prefix` names the pair of attributes ("" or "a_"...) in the error. */
-static int check_quantization(const char *op, const char *prefix, float scale, int zero_point)
+int graph_check_quantization(const char *op, const char *prefix, float scale, int zero_point)
 {
     if (!(scale > 0.0f) || !isfinite(scale))
         return acl_fail("%s: %sscale must be positive and finite, got %g", op, prefix,
@@ -83,7 +69,7 @@ static int add_quant(acl_graph *g, const char *op, float scale, int zero_point,
     if (rc != 0 || graph_check_dims(op, "output", out, in->rank, in->dims) != 0 ||
         graph_check_disjoint_bytes(op, out, to_u8 ? 1 : 4, "the input", in, to_u8 ? 4 : 1) != 0)
         return -1;
-    if (check_quantization(op, "", scale, zero_point) != 0) return -1;
+    if (graph_check_quantization(op, "", scale, zero_point) != 0) return -1;
     quant_node *n = malloc(sizeof *n);
     if (!n) return acl_fail("%s: out of memory", op);
     n->q =
@@ -151,9 +137,9 @@ int graph_op_quantized_add(acl_graph *g, const acl_quantized_add_attrs *a, int n
         graph_check_dims(op, "output", out, ins[0].rank, ins[0].dims) != 0 ||
         graph_check_disjoint_bytes(op, out, 1, "a", &ins[0], 1) != 0 ||
         graph_check_disjoint_bytes(op, out, 1, "b", &ins[1], 1) != 0 ||
-        check_quantization(op, "a_", a->a_scale, a->a_zero_point) != 0 ||
-        check_quantization(op, "b_", a->b_scale, a->b_zero_point) != 0 ||
-        check_quantization(op, "", a->scale, a->zero_point) != 0)
+        graph_check_quantization(op, "a_", a->a_scale, a->a_zero_point) != 0 ||
+        graph_check_quantization(op, "b_", a->b_scale, a->b_zero_point) != 0 ||
+        graph_check_quantization(op, "", a->scale, a->zero_point) != 0)
         return -1;
     qadd_params *p = malloc(sizeof *p);
     if (!p) return acl_fail("%s: out of memory", op);

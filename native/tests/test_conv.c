@@ -427,6 +427,40 @@ static void run_fused_winograd_cases(void)
     }
 }
 
+/* Depthwise rows narrower than a run of pixels (MobileNets' 7x7 maps): one
+ * run, reaching into both borders, stores only the row's pixels; the ones
+ * past its end would land on the next row.  At stride 1 and 2, dilated, with
+ * a partial channel block and a residual. */
+static void run_narrow_depthwise_cases(void)
+{
+    static const int cases[][6] = {
+        /* h=w, c, k, stride, dilation, pad */
+        {7, 48, 5, 1, 1, 2}, {7, 20, 3, 1, 1, 1}, {13, 20, 3, 2, 1, 1},
+        {6, 17, 5, 1, 2, 4}, {3, 16, 3, 1, 1, 1}, {14, 33, 5, 2, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *c = cases[i];
+        acl_conv_shape s = {.n = 2,
+                            .h = c[0],
+                            .w = c[0],
+                            .c = c[1],
+                            .oc = c[1],
+                            .kh = c[2],
+                            .kw = c[2],
+                            .stride_h = c[3],
+                            .stride_w = c[3],
+                            .dil_h = c[4],
+                            .dil_w = c[4],
+                            .pad_top = c[5],
+                            .pad_bottom = c[5],
+                            .pad_left = c[5],
+                            .pad_right = c[5],
+                            .group = c[1],
+                            .has_residual = 1};
+        run_case(&s);
+    }
+}
+
 /* ---- unsupported combinations name their reason ----------------------------- */
 
 static const char *first_ukernel(const char *style)
@@ -602,6 +636,7 @@ int main(int argc, char **argv)
     if (!only_fp16) {
         run_wide_winograd_cases();
         run_fused_winograd_cases();
+        run_narrow_depthwise_cases();
     }
     for (int i = 0; i < cases; i++) {
         acl_conv_shape s;

@@ -253,6 +253,21 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
     store_pixels(r, ox, count, len, acc);
 }
 
+/* Holds v in a register from here on: GCC otherwise folds its load into
+ * every multiply-add that uses it, one load per tap where the sliding run
+ * loads each input pixel once (x86's vfmadd takes a memory operand; 3x3 on
+ * 112x112x16: 24 loads per kernel row of a run instead of 10).  At stride 1
+ * only: at stride 2 a pixel feeds one or two taps, and holding it made
+ * MobileNetV3's 3x3 on 112x112x64 slower. */
+static inline __attribute__((always_inline)) void keep_in_register(channel_vec *v)
+{
+#if defined(__AVX2__) || defined(__AVX512F__)
+    __asm__("" : "+v"(*v));
+#else
+    (void)v;
+#endif
+}
+
 /* A depthwise row's run: each input pixel is loaded once and multiplied
  * into every sum of the run that reads it, the row's kw weight vectors held
  * in registers, where block_pixels loads it once per tap (ConvNeXt's 7x7: 14
@@ -263,10 +278,14 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
  * the input columns outside the input are skipped, their taps with them, as
  * block_pixels skips a bordered pixel's; a dilated kernel's border is
  * several pixels wide (5x5 at dilation 2: 4 on each side of a 24-wide row),
- * too many to take one pixel, and one accumulator, at a time. */
+ * too many to take one pixel, and one accumulator, at a time.  Only the
+ * first `stored` pixels are written: a row narrower than a run (7x7 maps)
+ * computes the pixels past its end from the inputs inside it and drops
+ * them, where one pixel at a time chained each pixel's taps through one
+ * accumulator (MobileNetV4's 5x5 on 7x7x512 took twice onnxruntime's time). */
 static inline __attribute__((always_inline)) void
 block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, const int stride,
-                     const int dil, const int checked)
+                     const int dil, const int checked, const int stored)
 {
     const acl_conv_shape *s = r->s;
     const size_t c = (size_t)s->c;
@@ -290,7 +309,8 @@ block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, co
 #pragma GCC unroll 32
         for (int j = 0; j < span; j++) {
             if (checked && !(inside >> j & 1)) continue;
-            const channel_vec xv = load_block(xp + (size_t)j * c, len, r->x_end);
+            channel_vec xv = load_block(xp + (size_t)j * c, len, r->x_end);
+            if (stride == 1) keep_in_register(&xv);
 #pragma GCC unroll 8
             for (int kx = 0; kx < kw; kx++) {
                 const int at = j - kx * dil, p = at / stride;
@@ -298,7 +318,10 @@ block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, co
             }
         }
     }
-    store_pixels(r, ox, PIXEL_RUN, len, acc);
+    if (stored == PIXEL_RUN) store_pixels(r, ox, PIXEL_RUN, len, acc);
+    else
+        for (int p = 0; p < PIXEL_RUN; p++)  /* unrolled, so acc stays in registers */
+            if (p < stored) store_pixels(r, ox + p, 1, len, &acc[p]);
 }
 
 /* The sliding runs a depthwise row's stride and dilation have. */
@@ -313,22 +336,23 @@ static inline int row_sliding(const acl_conv_shape *s)
 }
 
 /* One run of PIXEL_RUN pixels, sliding (see row_sliding) or tap by tap;
- * only a sliding run may be `checked`. */
+ * only a sliding run may be `checked` or store fewer than all of them. */
 static inline __attribute__((always_inline)) void run_pixels(const block_row *r, int ox,
                                                              const int kw, const int len,
                                                              const int cg, const int sliding,
-                                                             const int checked)
+                                                             const int checked, const int stored)
 {
     switch (sliding) {
-    case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1, checked); break;
-    case SLIDE_DILATED2: block_pixels_sliding(r, ox, kw, len, 1, 2, checked); break;
-    case SLIDE_STRIDE2: block_pixels_sliding(r, ox, kw, len, 2, 1, checked); break;
+    case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1, checked, stored); break;
+    case SLIDE_DILATED2: block_pixels_sliding(r, ox, kw, len, 1, 2, checked, stored); break;
+    case SLIDE_STRIDE2: block_pixels_sliding(r, ox, kw, len, 2, 1, checked, stored); break;
     default: block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg); break;
     }
 }
 
 /* The block row's pixels.  Sliding: runs from the row's start, the last one
- * ending at ow, those reaching into a border checked.  Otherwise: the left
+ * ending at ow, those reaching into a border checked; a row narrower than a
+ * run is one checked run storing ow pixels.  Otherwise: the left
  * border a pixel at a time, interior runs, the right border. */
 static inline __attribute__((always_inline)) void block_row_pixels(const block_row *r, int ow,
                                                                    int lo, int hi, const int kw,
@@ -339,19 +363,26 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
                             : SLIDE_NONE;
     /* The last run recomputes the pixels it shares with the one before to
      * the values they hold, rather than doing them one at a time. */
-    if (sliding != SLIDE_NONE && ow >= PIXEL_RUN) {
+    if (sliding != SLIDE_NONE && ow < PIXEL_RUN) {
+        run_pixels(r, 0, kw, len, cg, sliding, 1, ow);
+        return;
+    }
+    if (sliding != SLIDE_NONE) {
         for (int ox = 0; ox < ow; ox += PIXEL_RUN) {
             const int at = acl_min(ox, ow - PIXEL_RUN);
-            if (at >= lo && at + PIXEL_RUN <= hi) run_pixels(r, at, kw, len, cg, sliding, 0);
-            else run_pixels(r, at, kw, len, cg, sliding, 1);
+            if (at >= lo && at + PIXEL_RUN <= hi)
+                run_pixels(r, at, kw, len, cg, sliding, 0, PIXEL_RUN);
+            else run_pixels(r, at, kw, len, cg, sliding, 1, PIXEL_RUN);
         }
         return;
     }
     int ox = 0;
     for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
-    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN) run_pixels(r, ox, kw, len, cg, sliding, 0);
+    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN)
+        run_pixels(r, ox, kw, len, cg, sliding, 0, PIXEL_RUN);
     /* The pixels a whole run does not reach: one more run ending at hi. */
-    if (ox < hi && hi - lo >= PIXEL_RUN) run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding, 0);
+    if (ox < hi && hi - lo >= PIXEL_RUN)
+        run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding, 0, PIXEL_RUN);
     else
         for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0, cg);
     for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);

@@ -136,23 +136,6 @@ static int grouped_check(const conv_algo *self, const acl_conv_shape *s, const c
     return 0;
 }
 
-/* Both algorithms: [block][tap][ci][CHANNEL_BLOCK], ci < cg (1 for depthwise). */
-static int channel_block_create(acl_conv *conv, const float *weight)
-{
-    const int taps = conv->d.taps, cg = conv->d.cg;
-    const size_t per_block = (size_t)taps * cg * CHANNEL_BLOCK;
-    channel_blocks *st = channel_blocks_create(conv, per_block);
-    if (!st) return -1;
-    for (int o = 0; o < conv->s.oc; o++) {
-        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * per_block;
-        for (int t = 0; t < taps; t++)
-            for (int ci = 0; ci < cg; ci++)
-                block[((size_t)t * cg + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
-                    weight[((size_t)o * cg + ci) * taps + t];
-    }
-    return 0;
-}
-
 /* The lanes of input channel ci of each group of cg lanes: a shuffle of the
  * pixel's vector, whose lanes are the block's input channels. */
 static inline channel_vec group_spread(channel_vec x, const int cg, const int ci)
@@ -480,7 +463,7 @@ const conv_algo conv_depthwise_pixel = {
 #define CHANNEL_BLOCK_ALGO(label, check_fn)                                          \
     {                                                                                \
         .name = label, .uses_ukernel = 0, .check = check_fn,                         \
-        .create = channel_block_create, .run = channel_block_run,                    \
+        .create = channel_blocks_create, .run = channel_block_run,                    \
         .destroy = channel_blocks_destroy                                            \
     }
 

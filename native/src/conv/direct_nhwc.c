@@ -26,23 +26,6 @@ static int direct_check(const conv_algo *self, const acl_conv_shape *s, const co
     return 0;
 }
 
-static int direct_create(acl_conv *conv, const float *weight)
-{
-    const acl_conv_shape *s = &conv->s;
-    const int taps = conv->d.taps;
-    channel_blocks *st = channel_blocks_create(conv, (size_t)taps * s->c * CHANNEL_BLOCK);
-    if (!st) return -1;
-    /* OIHW weight[o][ci][tap] -> [block][tap][ci][CHANNEL_BLOCK] */
-    for (int o = 0; o < s->oc; o++) {
-        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * taps * s->c * CHANNEL_BLOCK;
-        for (int t = 0; t < taps; t++)
-            for (int ci = 0; ci < s->c; ci++)
-                block[((size_t)t * s->c + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
-                    weight[((size_t)o * s->c + ci) * taps + t];
-    }
-    return 0;
-}
-
 /* Blocks of output channels one pass over a row computes: each broadcast
  * input value feeds DIRECT_BLOCKS multiply-adds and each weight vector
  * DIRECT_RUN pixels, so loads stay well below the multiply-adds (one block
@@ -236,7 +219,7 @@ const conv_algo conv_direct_nhwc = {
     .name = "direct_nhwc",
     .uses_ukernel = 0,
     .check = direct_check,
-    .create = direct_create,
+    .create = channel_blocks_create,
     .run = direct_run,
     .destroy = channel_blocks_destroy,
 };

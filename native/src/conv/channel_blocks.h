@@ -99,6 +99,12 @@ static inline channel_vec channel_clamp_apply(const channel_clamp *c, channel_ve
     return v;
 }
 
+/* What a run's parallel stage hands each worker. */
+typedef struct {
+    const acl_conv *conv;
+    const conv_io *io;
+} channel_blocks_ctx;
+
 /* conv->impl of the channel-block kernels; part of grouped_direct's. */
 typedef struct {
     float *weight;  /* [blocks][per_block floats], block b holding channels b*CHANNEL_BLOCK.. */

@@ -54,11 +54,6 @@ static inline void multiply_add(float *restrict acc, const float *restrict x,
     }
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const conv_io *io;
-} depthwise_ctx;
-
 /* Sums the taps of output pixel (b, oy, ox) for channels [o0, o0 + len). */
 static inline void pixel_taps(const acl_conv *conv, const float *x, int b, int oy, int ox, int o0,
                               int len, float *acc)
@@ -80,7 +75,7 @@ static inline void pixel_taps(const acl_conv *conv, const float *x, int b, int o
 
 static void pixel_rows(void *arg, int begin, int end, int worker)
 {
-    const depthwise_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     for (int row = begin; row < end; row++)
@@ -394,7 +389,7 @@ static inline int row_in_order(const acl_conv_shape *s, int k, int rows)
  * the whole row at once. */
 static void channel_block_rows(void *arg, int begin, int end, int worker)
 {
-    const depthwise_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const channel_blocks *st = conv->impl;
@@ -435,7 +430,7 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
 static int depthwise_run(const acl_conv *conv, const acl_exec *ex, const conv_io *io,
                          acl_stage_times *t, acl_task_fn rows)
 {
-    depthwise_ctx ctx = {conv, io};
+    channel_blocks_ctx ctx = {conv, io};
     return conv_stage(ex, conv->s.n * conv->d.oh, rows, &ctx, &t->gemm_ms);
 }
 

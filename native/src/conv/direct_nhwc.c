@@ -175,14 +175,9 @@ static void block_row_dispatch(const block_row *r, int ow, int lo, int hi, int n
     }
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const conv_io *io;
-} direct_ctx;
-
 static void direct_rows(void *arg, int begin, int end, int worker)
 {
-    const direct_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const channel_blocks *st = conv->impl;
@@ -211,7 +206,7 @@ static void direct_rows(void *arg, int begin, int end, int worker)
 
 static int direct_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
-    direct_ctx ctx = {conv, io};
+    channel_blocks_ctx ctx = {conv, io};
     return conv_stage(ex, conv->s.n * conv->d.oh, direct_rows, &ctx, &t->gemm_ms);
 }
 

@@ -185,15 +185,10 @@ static inline int pass_run_count(const acl_conv *conv)
     return acl_max(1, acl_div_up(conv->d.m, RUN_ACCS / pass_blocks_of(conv)));
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const conv_io *io;
-} grouped_ctx;
-
 /* Jobs: pass-major, then runs, a pass being nb blocks of one group. */
 static void grouped_jobs(void *arg, int begin, int end, int worker)
 {
-    const grouped_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const grouped_direct *st = conv->impl;
@@ -225,7 +220,7 @@ static void grouped_jobs(void *arg, int begin, int end, int worker)
 static int grouped_direct_run(acl_conv *conv, const acl_exec *ex, const conv_io *io,
                               acl_stage_times *t)
 {
-    grouped_ctx ctx = {conv, io};
+    channel_blocks_ctx ctx = {conv, io};
     const int passes = conv->s.oc / (pass_blocks_of(conv) * CHANNEL_BLOCK);
     return conv_stage(ex, passes * pass_run_count(conv), grouped_jobs, &ctx, &t->gemm_ms);
 }

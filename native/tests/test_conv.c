@@ -53,6 +53,21 @@ enum {
     FAMILIES
 };
 
+/* A random activation and residual for s.  Clip bounds at 1 to 2 times the
+ * output's spread (the std of a sum of K products of U(-1, 1) values is
+ * sqrt(K)/3): the tails are clipped at every size while max|ref|, the
+ * error's yardstick, stays comparable to the convolution's magnitude. */
+static void random_epilogue(acl_conv_shape *s)
+{
+    float spread = sqrtf((float)(s->c / s->group * s->kh * s->kw)) / 3.0f;
+    s->act = rnd(0, ACL_ACT_COUNT - 1);
+    s->act_min = -0.5f * spread * (float)rnd(2, 4);
+    s->act_max = 0.5f * spread * (float)rnd(2, 4);
+    s->act_alpha = 1.0f / (spread * (float)rnd(2, 4));
+    s->act_beta = 0.5f;
+    s->has_residual = rnd(0, 1);
+}
+
 /* A random shape of one family, each family aimed at some algorithms. */
 static acl_conv_shape random_shape(int family)
 {
@@ -122,17 +137,7 @@ static acl_conv_shape random_shape(int family)
     s.pad_left = rnd(0, max_pad);
     s.pad_bottom = rnd(0, max_pad);
     s.pad_right = rnd(0, max_pad);
-    /* Clip bounds at 1 to 2 times the output's spread (the std of a sum of
-     * K products of U(-1, 1) values is sqrt(K)/3): the tails are clipped at
-     * every size while max|ref|, the error's yardstick, stays comparable to
-     * the convolution's magnitude. */
-    float spread = sqrtf((float)(s.c / s.group * s.kh * s.kw)) / 3.0f;
-    s.act = rnd(0, ACL_ACT_COUNT - 1);
-    s.act_min = -0.5f * spread * (float)rnd(2, 4);
-    s.act_max = 0.5f * spread * (float)rnd(2, 4);
-    s.act_alpha = 1.0f / (spread * (float)rnd(2, 4));
-    s.act_beta = 0.5f;
-    s.has_residual = rnd(0, 1);
+    random_epilogue(&s);
     return s;
 }
 
@@ -461,6 +466,32 @@ static void run_narrow_depthwise_cases(void)
     }
 }
 
+/* Groups of whole channel blocks (multiples of 16 output channels), which
+ * grouped_direct takes and the random shapes seldom draw: ResNeXt's 16 and
+ * 32 channels per group on small maps (one and two blocks a pass), more
+ * output than input channels per group (several passes), stride 2, two
+ * images (runs across them) and a map smaller than a run, each with a
+ * random epilogue. */
+static void run_grouped_block_cases(void)
+{
+    static const int cases[][7] = {
+        /* h, w, group, cg, ocg, stride, n */
+        {14, 14, 4, 16, 16, 1, 1}, {7, 7, 3, 32, 32, 1, 1}, {9, 11, 2, 5, 48, 1, 2},
+        {13, 12, 2, 16, 16, 2, 1}, {3, 3, 2, 8, 32, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *k = cases[i];
+        acl_conv_shape s = conv3x3_shape(k[0], k[1], k[2] * k[3], k[2] * k[4], 1);
+        s.group = k[2];
+        s.stride_h = s.stride_w = k[5];
+        s.n = k[6];
+        random_epilogue(&s);
+        check(acl_conv_check(&s, "grouped_direct", NULL) == 0,
+              "grouped_direct refused case %zu: %s", i, acl_last_error());
+        run_case(&s);
+    }
+}
+
 /* ---- unsupported combinations name their reason ----------------------------- */
 
 static const char *first_ukernel(const char *style)
@@ -547,6 +578,8 @@ static void check_rejections(void)
     expect_rejected(&base, "depthwise_channel_block", hybrid, "takes no micro-kernel");
     EXPECT_REJECTED_WITH((s.group = 8, s.oc = 16), "depthwise_channel_block", NULL,
                          "oc=16 with c=8");
+    expect_rejected(&base, "grouped_direct", NULL, "group=1");
+    EXPECT_REJECTED_WITH((s.group = 2, s.oc = 12), "grouped_direct", NULL, "got 6");
     expect_rejected(&base, "im2col", NULL, "micro-kernel");
     expect_rejected(&base, "no_such_algorithm", NULL, "unknown algorithm");
     EXPECT_REJECTED_WITH(s.group = 3, "reference", NULL, "group=3");
@@ -637,6 +670,7 @@ int main(int argc, char **argv)
         run_wide_winograd_cases();
         run_fused_winograd_cases();
         run_narrow_depthwise_cases();
+        run_grouped_block_cases();
     }
     for (int i = 0; i < cases; i++) {
         acl_conv_shape s;

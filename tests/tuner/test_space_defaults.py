@@ -54,6 +54,17 @@ def test_random_picks_choose_the_algorithm_first():
     assert min(counts.values()) >= 60 // len(counts) // 2, counts
 
 
+def test_grouped_blocks_offer_grouped_direct():
+    """ResNeXt's 32 groups of 16 channels at 14x14: the tuner may pick the direct
+    kernel over whole channel blocks, on one core or both; not for group 1."""
+    resnext = ConvShape(n=1, h=14, w=14, c=512, oc=512, kh=3, kw=3, pad_top=1, pad_left=1,
+                        pad_bottom=1, pad_right=1, group=32)
+    configs = [c for c in _space(resnext, clusters=((0, 1),)).all()
+               if c.algorithm == "grouped_direct"]
+    assert {c.core_weights for c in configs} == {(1, 0), (1, 1)}
+    assert native.check(replace(resnext, group=1), "grouped_direct", None) is not None
+
+
 def test_sampling_is_distinct_and_respects_exclusions():
     space = _space(LAYER["resnet18.layer2.down1x1"])
     rng = np.random.default_rng(0)

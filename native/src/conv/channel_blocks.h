@@ -1,5 +1,5 @@
 /* What the direct NHWC kernels (depthwise_channel_block, grouped_channel_block,
- * direct_nhwc) share:
+ * direct_nhwc, grouped_direct) share:
  * output channels in blocks of one vector, a run of pixels whose sums stay in
  * registers, and the weights packed block-major with the bias, zero-padded
  * to whole blocks so that a partial last block needs no special weights. */
@@ -99,35 +99,71 @@ static inline channel_vec channel_clamp_apply(const channel_clamp *c, channel_ve
     return v;
 }
 
-/* conv->impl of both kernels. */
+/* What a run's parallel stage hands each worker. */
+typedef struct {
+    const acl_conv *conv;
+    const conv_io *io;
+} channel_blocks_ctx;
+
+/* conv->impl of the channel-block kernels; part of grouped_direct's. */
 typedef struct {
     float *weight;  /* [blocks][per_block floats], block b holding channels b*CHANNEL_BLOCK.. */
     float *bias;    /* [blocks * CHANNEL_BLOCK] */
 } channel_blocks;
 
-/* Allocates conv->impl with zeroed weights of per_block floats per block of
- * output channels, and the bias copied; the caller fills the weights. */
-static inline channel_blocks *channel_blocks_create(acl_conv *conv, size_t per_block)
+/* Allocates st's weights of per_block floats per block of output channels,
+ * zeroed, and the bias copied. */
+static inline int channel_blocks_init(channel_blocks *st, const acl_conv *conv, size_t per_block)
 {
     const int blocks = acl_div_up(conv->s.oc, CHANNEL_BLOCK);
-    channel_blocks *st = acl_alloc(sizeof *st);
-    if (!st) return NULL;
-    conv->impl = st;
     st->weight = acl_alloc((size_t)blocks * per_block * sizeof(float));
     st->bias = acl_alloc((size_t)blocks * CHANNEL_BLOCK * sizeof(float));
-    if (!st->weight || !st->bias) return NULL;
+    if (!st->weight || !st->bias) return -1;
     memset(st->weight, 0, (size_t)blocks * per_block * sizeof(float));
     memset(st->bias, 0, (size_t)blocks * CHANNEL_BLOCK * sizeof(float));
     memcpy(st->bias, conv->bias, (size_t)conv->s.oc * sizeof(float));
-    return st;
+    return 0;
+}
+
+/* st initialised with the OIHW weights packed [block][tap][ci][CHANNEL_BLOCK],
+ * ci < cg: each tap's input channel of the block's group against a vector
+ * of its output channels. */
+static inline int channel_blocks_pack(channel_blocks *st, const acl_conv *conv, const float *weight)
+{
+    const int taps = conv->d.taps, cg = conv->d.cg;
+    const size_t per_block = (size_t)taps * cg * CHANNEL_BLOCK;
+    if (channel_blocks_init(st, conv, per_block) != 0) return -1;
+    for (int o = 0; o < conv->s.oc; o++) {
+        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * per_block;
+        for (int t = 0; t < taps; t++)
+            for (int ci = 0; ci < cg; ci++)
+                block[((size_t)t * cg + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
+                    weight[((size_t)o * cg + ci) * taps + t];
+    }
+    return 0;
+}
+
+static inline void channel_blocks_free(channel_blocks *st)
+{
+    acl_free(st->weight);
+    acl_free(st->bias);
+}
+
+/* conv->impl, packed (channel_blocks_pack). */
+static inline int channel_blocks_create(acl_conv *conv, const float *weight)
+{
+    channel_blocks *st = acl_alloc(sizeof *st);
+    if (!st) return -1;
+    memset(st, 0, sizeof *st);
+    conv->impl = st;
+    return channel_blocks_pack(st, conv, weight);
 }
 
 static inline void channel_blocks_destroy(acl_conv *conv)
 {
     channel_blocks *st = conv->impl;
     if (!st) return;
-    acl_free(st->weight);
-    acl_free(st->bias);
+    channel_blocks_free(st);
     acl_free(st);
 }
 

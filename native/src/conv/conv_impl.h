@@ -86,7 +86,7 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
     X(winograd_1x2_1x3) X(winograd_1x4_1x3) X(winograd_2x1_3x1) X(winograd_4x1_3x1)        \
     X(depthwise_pixel) X(depthwise_channel_block) X(deconv_col2im) X(deconv_phase)         \
     X(deconv_depthwise) X(deconv_dot) X(direct_nhwc) X(indirect_regions)                   \
-    X(grouped_channel_block)
+    X(grouped_channel_block) X(grouped_direct)
 #define CONV_DECLARE_ALGORITHM(name) extern const conv_algo conv_##name;
 CONV_ALGORITHMS(CONV_DECLARE_ALGORITHM)
 
@@ -240,6 +240,9 @@ typedef struct {
 } conv_indirection;
 
 int conv_indirection_create(conv_indirection *ind, struct acl_conv *conv);
+/* The pixel indices and the zero row alone, for an algorithm that reads
+ * the indices itself (no pointers, no rebase). */
+int conv_indirection_pixels(conv_indirection *ind, const struct acl_conv *conv);
 /* The buffers alone, rows x ptrs_per_row entries, for an algorithm that fills
  * ind->pixel itself (a transposed convolution's taps). */
 int conv_indirection_alloc(conv_indirection *ind, struct acl_conv *conv, int rows,

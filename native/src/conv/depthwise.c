@@ -54,11 +54,6 @@ static inline void multiply_add(float *restrict acc, const float *restrict x,
     }
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const conv_io *io;
-} depthwise_ctx;
-
 /* Sums the taps of output pixel (b, oy, ox) for channels [o0, o0 + len). */
 static inline void pixel_taps(const acl_conv *conv, const float *x, int b, int oy, int ox, int o0,
                               int len, float *acc)
@@ -80,7 +75,7 @@ static inline void pixel_taps(const acl_conv *conv, const float *x, int b, int o
 
 static void pixel_rows(void *arg, int begin, int end, int worker)
 {
-    const depthwise_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     for (int row = begin; row < end; row++)
@@ -133,23 +128,6 @@ static int grouped_check(const conv_algo *self, const acl_conv_shape *s, const c
         return acl_fail("%s needs as many output as input channels per group, dividing %d; "
                         "got %d -> %d",
                         self->name, CHANNEL_BLOCK, d->cg, d->ocg);
-    return 0;
-}
-
-/* Both algorithms: [block][tap][ci][CHANNEL_BLOCK], ci < cg (1 for depthwise). */
-static int channel_block_create(acl_conv *conv, const float *weight)
-{
-    const int taps = conv->d.taps, cg = conv->d.cg;
-    const size_t per_block = (size_t)taps * cg * CHANNEL_BLOCK;
-    channel_blocks *st = channel_blocks_create(conv, per_block);
-    if (!st) return -1;
-    for (int o = 0; o < conv->s.oc; o++) {
-        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * per_block;
-        for (int t = 0; t < taps; t++)
-            for (int ci = 0; ci < cg; ci++)
-                block[((size_t)t * cg + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
-                    weight[((size_t)o * cg + ci) * taps + t];
-    }
     return 0;
 }
 
@@ -442,7 +420,7 @@ static inline int row_in_order(const acl_conv_shape *s, int k, int rows)
  * the whole row at once. */
 static void channel_block_rows(void *arg, int begin, int end, int worker)
 {
-    const depthwise_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const channel_blocks *st = conv->impl;
@@ -483,7 +461,7 @@ static void channel_block_rows(void *arg, int begin, int end, int worker)
 static int depthwise_run(const acl_conv *conv, const acl_exec *ex, const conv_io *io,
                          acl_stage_times *t, acl_task_fn rows)
 {
-    depthwise_ctx ctx = {conv, io};
+    channel_blocks_ctx ctx = {conv, io};
     return conv_stage(ex, conv->s.n * conv->d.oh, rows, &ctx, &t->gemm_ms);
 }
 
@@ -511,7 +489,7 @@ const conv_algo conv_depthwise_pixel = {
 #define CHANNEL_BLOCK_ALGO(label, check_fn)                                          \
     {                                                                                \
         .name = label, .uses_ukernel = 0, .check = check_fn,                         \
-        .create = channel_block_create, .run = channel_block_run,                    \
+        .create = channel_blocks_create, .run = channel_block_run,                    \
         .destroy = channel_blocks_destroy                                            \
     }
 

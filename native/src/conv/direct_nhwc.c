@@ -26,23 +26,6 @@ static int direct_check(const conv_algo *self, const acl_conv_shape *s, const co
     return 0;
 }
 
-static int direct_create(acl_conv *conv, const float *weight)
-{
-    const acl_conv_shape *s = &conv->s;
-    const int taps = conv->d.taps;
-    channel_blocks *st = channel_blocks_create(conv, (size_t)taps * s->c * CHANNEL_BLOCK);
-    if (!st) return -1;
-    /* OIHW weight[o][ci][tap] -> [block][tap][ci][CHANNEL_BLOCK] */
-    for (int o = 0; o < s->oc; o++) {
-        float *block = st->weight + (size_t)(o / CHANNEL_BLOCK) * taps * s->c * CHANNEL_BLOCK;
-        for (int t = 0; t < taps; t++)
-            for (int ci = 0; ci < s->c; ci++)
-                block[((size_t)t * s->c + ci) * CHANNEL_BLOCK + o % CHANNEL_BLOCK] =
-                    weight[((size_t)o * s->c + ci) * taps + t];
-    }
-    return 0;
-}
-
 /* Blocks of output channels one pass over a row computes: each broadcast
  * input value feeds DIRECT_BLOCKS multiply-adds and each weight vector
  * DIRECT_RUN pixels, so loads stay well below the multiply-adds (one block
@@ -192,14 +175,9 @@ static void block_row_dispatch(const block_row *r, int ow, int lo, int hi, int n
     }
 }
 
-typedef struct {
-    const acl_conv *conv;
-    const conv_io *io;
-} direct_ctx;
-
 static void direct_rows(void *arg, int begin, int end, int worker)
 {
-    const direct_ctx *ctx = arg;
+    const channel_blocks_ctx *ctx = arg;
     const acl_conv *conv = ctx->conv;
     const acl_conv_shape *s = &conv->s;
     const channel_blocks *st = conv->impl;
@@ -228,7 +206,7 @@ static void direct_rows(void *arg, int begin, int end, int worker)
 
 static int direct_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl_stage_times *t)
 {
-    direct_ctx ctx = {conv, io};
+    channel_blocks_ctx ctx = {conv, io};
     return conv_stage(ex, conv->s.n * conv->d.oh, direct_rows, &ctx, &t->gemm_ms);
 }
 
@@ -236,7 +214,7 @@ const conv_algo conv_direct_nhwc = {
     .name = "direct_nhwc",
     .uses_ukernel = 0,
     .check = direct_check,
-    .create = direct_create,
+    .create = channel_blocks_create,
     .run = direct_run,
     .destroy = channel_blocks_destroy,
 };

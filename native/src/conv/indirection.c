@@ -3,26 +3,30 @@
 
 #include "conv_impl.h"
 
-int conv_indirection_alloc(conv_indirection *ind, acl_conv *conv, int rows, int ptrs_per_row)
+/* The pixel indices and the zero row, without the pointers. */
+static int pixel_buffers(conv_indirection *ind, const acl_conv *conv, int rows, int ptrs_per_row)
 {
     const acl_conv_shape *s = &conv->s;
     ind->rows = rows;
     ind->ptrs_per_row = ptrs_per_row;
     ind->c = s->c;
-    size_t count = (size_t)rows * ptrs_per_row;
-    ind->pixel = acl_alloc(count * sizeof *ind->pixel);
-    ind->ptr_at = conv_scratch_reserve(conv, count * sizeof(const float *));
+    ind->pixel = acl_alloc((size_t)rows * ptrs_per_row * sizeof *ind->pixel);
     ind->zero = acl_alloc((size_t)s->c * sizeof(float));
     if (!ind->pixel || !ind->zero) return -1;
     memset(ind->zero, 0, (size_t)s->c * sizeof(float));
     return 0;
 }
 
-int conv_indirection_create(conv_indirection *ind, acl_conv *conv)
+int conv_indirection_alloc(conv_indirection *ind, acl_conv *conv, int rows, int ptrs_per_row)
+{
+    ind->ptr_at = conv_scratch_reserve(conv, (size_t)rows * ptrs_per_row * sizeof(const float *));
+    return pixel_buffers(ind, conv, rows, ptrs_per_row);
+}
+
+static void fill_pixels(conv_indirection *ind, const acl_conv *conv)
 {
     const acl_conv_shape *s = &conv->s;
     const conv_dims *d = &conv->d;
-    if (conv_indirection_alloc(ind, conv, s->n * d->oh, d->ow * d->taps) != 0) return -1;
     int32_t *p = ind->pixel;
     for (int b = 0; b < s->n; b++)
         for (int oy = 0; oy < d->oh; oy++)
@@ -34,6 +38,20 @@ int conv_indirection_create(conv_indirection *ind, acl_conv *conv)
                         int inside = iy >= 0 && iy < s->h && ix >= 0 && ix < s->w;
                         *p++ = inside ? (b * s->h + iy) * s->w + ix : -1;
                     }
+}
+
+int conv_indirection_create(conv_indirection *ind, acl_conv *conv)
+{
+    if (conv_indirection_alloc(ind, conv, conv->s.n * conv->d.oh, conv->d.ow * conv->d.taps) != 0)
+        return -1;
+    fill_pixels(ind, conv);
+    return 0;
+}
+
+int conv_indirection_pixels(conv_indirection *ind, const acl_conv *conv)
+{
+    if (pixel_buffers(ind, conv, conv->s.n * conv->d.oh, conv->d.ow * conv->d.taps) != 0) return -1;
+    fill_pixels(ind, conv);
     return 0;
 }
 

@@ -107,6 +107,7 @@ void check_errors(void);
 
 void quantize_case(int big);
 void conv_int8_case(int big);
+void conv_int8_wide_b_case(void);
 void check_int8_errors(void);
 
 #endif

@@ -110,6 +110,7 @@ void conv_int8_case(int big);
 void quantized_add_case(int big);
 void u8_max_pool_case(int big);
 void u8_concat_case(int big);
+void conv_int8_wide_b_case(void);
 void check_int8_errors(void);
 
 #endif

@@ -440,14 +440,15 @@ static void random_qconv_shape(acl_conv_shape *sh, int big)
     }
 }
 
-void conv_int8_case(int big)
+/* One case of the shape `shape`, its quantization and data random. */
+static void qconv_case(const acl_conv_shape *shape)
 {
-    qconv_spec s = {.x_scale = (float)rnd(1, 100) / 512.0f,
+    qconv_spec s = {.shape = *shape,
+                    .x_scale = (float)rnd(1, 100) / 512.0f,
                     .y_scale = (float)rnd(1, 100) / 64.0f,
                     .x_zp = rnd(0, 255),
                     .y_zp = rnd(0, 255)};
     acl_conv_shape *sh = &s.shape;
-    random_qconv_shape(sh, big);
     int oh, ow;
     if (acl_conv_out_size(sh, &oh, &ow) != 0) return;
     const acl_ukernel_int8 *const *kernels;
@@ -490,6 +491,24 @@ void conv_int8_case(int big)
     free(s.w);
     free(s.w_scale);
     free(s.bias);
+}
+
+void conv_int8_case(int big)
+{
+    acl_conv_shape sh;
+    random_qconv_shape(&sh, big);
+    qconv_case(&sh);
+}
+
+/* A packed B past conv_int8.c's PANEL_SPLIT_BYTES (2304 x 320, 739 KB) and
+ * larger than the A rows of a 7x7 map: the split cuts the 7 pixel tiles x
+ * 10 panels panel by panel, and the configs of three and of 64 workloads
+ * start a core's range inside a panel's tiles. */
+void conv_int8_wide_b_case(void)
+{
+    acl_conv_shape sh = conv3x3_shape(7, 7, 256, 320, 1);
+    sh.act = ACL_ACT_RELU;
+    qconv_case(&sh);
 }
 
 /* ---- errors ------------------------------------------------------------------------- */

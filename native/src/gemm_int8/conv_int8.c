@@ -22,6 +22,12 @@
 /* ...but never fewer pixels than this, so each B panel serves several A panels. */
 #define MIN_BLOCK_PIXELS 64
 #define SCRATCH_ALIGN 64
+/* The GEMM work is cut panel by panel (gemm_range) where a group's packed B
+ * is larger than its A rows and than this: a B that stays in a core's L2
+ * gains nothing, and cores writing the two halves of every output row slowed
+ * MobileNetV2's 14x14 64 -> 384 pointwise from 0.013 to 0.024 ms (its
+ * requantisation three times slower). */
+#define PANEL_SPLIT_BYTES (512 * 1024)
 /* Depthwise: channels in blocks of DW_BLOCK int32 lanes (one AVX-512
  * register, two AVX2 or four NEON ones), DW_RUN output pixels' sums of a
  * block kept in registers while the taps go by, as the fp32
@@ -335,8 +341,10 @@ typedef struct {
     const uint8_t *x;
     uint8_t *y;
     uint8_t *scratch;
-    int rows, units;  /* blocks or output rows, cut into units */
-    int block;        /* GEMM: output pixels per block */
+    long rows;        /* GEMM: tiles (gemm_range); depthwise: output rows */
+    int units;        /* rows cut into units */
+    int panels;       /* GEMM: NR-column panels of a group */
+    int by_panel;     /* GEMM: the tiles ordered panel by panel (gemm_range) */
 } run_ctx;
 
 /* Output pixel p's receptive field into dst ([group][tap][Cg]), padding at za. */
@@ -379,36 +387,74 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
     if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
 }
 
-static void gemm_blocks(const run_ctx *r, int begin, int end, uint8_t *slice)
+/* Output pixels [p0, p1) for the output channels [j0, j1) of every group:
+ * their im2col rows (unless pointwise), one GEMM per group on the packed B
+ * panels of those channels, the sums requantised into y. */
+static void gemm_span(const run_ctx *r, int p0, int p1, int j0, int j1, uint8_t *slice)
 {
     const acl_conv_int8 *c = r->c;
-    const int row = c->kg * c->s.group, oc = c->s.oc;
+    const int row = c->kg * c->s.group, oc = c->s.oc, rows = p1 - p0;
     uint8_t *cols = slice;
     int32_t *acc = (int32_t *)(void *)(slice + c->cols_bytes);
     uint8_t *apack = slice + c->cols_bytes + c->acc_bytes;
-    for (int blk = begin; blk < end; blk++) {
-        const int p0 = blk * r->block, p1 = acl_min(c->m, p0 + r->block), rows = p1 - p0;
-        const uint8_t *a;
-        int lda;
-        if (c->algo == ALGO_POINTWISE) {
-            a = r->x + (size_t)p0 * c->s.c;  /* 1x1 unstrided: the pixels are the rows */
-            lda = c->s.c;
-        } else {
-            for (int p = p0; p < p1; p++) copy_pixel(c, r->x, p, cols + (size_t)(p - p0) * row);
-            a = cols;
-            lda = row;
-        }
-        for (int g = 0; g < c->s.group; g++) {
-            const int o0 = g * c->ocg;
-            acl_gemm_int8_scratch(c->uk, rows, c->ocg, c->kg,
-                                  a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
-                                  c->packed + (size_t)g * c->group_bytes, acc, c->ocg, apack);
-            const acl_requant rq = {c->scale + o0,  c->bias ? c->bias + o0 : NULL,
-                                    c->colsum + o0, c->za,
-                                    c->zc,          c->lo,
-                                    c->hi,          c->offset ? c->offset + o0 : NULL};
-            acl_requantize_u8(&rq, rows, c->ocg, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
-        }
+    const uint8_t *a;
+    int lda;
+    if (c->algo == ALGO_POINTWISE) {
+        a = r->x + (size_t)p0 * c->s.c;  /* 1x1 unstrided: the pixels are the rows */
+        lda = c->s.c;
+    } else {
+        for (int p = p0; p < p1; p++) copy_pixel(c, r->x, p, cols + (size_t)(p - p0) * row);
+        a = cols;
+        lda = row;
+    }
+    /* Panels are contiguous, so the ones from channel j0 on start where a
+     * packed B of j0 columns would end. */
+    const size_t skip = acl_gemm_int8_packed_b_size(c->uk, c->kg, j0);
+    for (int g = 0; g < c->s.group; g++) {
+        const int o0 = g * c->ocg + j0;
+        acl_gemm_int8_scratch(c->uk, rows, j1 - j0, c->kg,
+                              a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
+                              c->packed + (size_t)g * c->group_bytes + skip, acc, c->ocg, apack);
+        const acl_requant rq = {
+            c->scale + o0, c->bias ? c->bias + o0 : NULL,    c->colsum + o0, c->za, c->zc, c->lo,
+            c->hi,         c->offset ? c->offset + o0 : NULL};
+        acl_requantize_u8(&rq, rows, j1 - j0, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
+    }
+}
+
+/* Pixel tiles [t0, t1) x panels [q0, q1), in blocks of at most block_cap
+ * pixels (the im2col rows and sums the scratch holds). */
+static void gemm_rect(const run_ctx *r, int t0, int t1, int q0, int q1, uint8_t *slice)
+{
+    const acl_conv_int8 *c = r->c;
+    const int mr = c->uk->mr, nr = c->uk->nr, cap = c->block_cap / mr;
+    for (int t = t0; t < t1; t += cap)
+        gemm_span(r, t * mr, acl_min(c->m, acl_min(t1, t + cap) * mr), q0 * nr,
+                  acl_min(c->ocg, q1 * nr), slice);
+}
+
+/* Work [w0, w1) of the MR x NR tiles, ordered pixel tile by pixel tile (each
+ * tile's panels in turn) or, where a group's packed B outweighs its A rows,
+ * panel by panel: a range that starts or ends inside a tile's panels (or a
+ * panel's tiles) takes only those there, so every unit gets the same number
+ * of tiles to within one.  Whole pixel blocks gave ResNet-18's 14x14 layers
+ * 128 and 68 pixels on two cores, its 7x7 ones 32 and 17; and a split by
+ * panels lets each core stream only its share of B (2.4 MB in a 3x3 with
+ * 512 channels, past a core's L2), at the price of copying all the A rows
+ * (PANEL_SPLIT_BYTES). */
+static void gemm_range(const run_ctx *r, long w0, long w1, uint8_t *slice)
+{
+    const int tiles = acl_div_up(r->c->m, r->c->uk->mr);
+    const int inner = r->by_panel ? tiles : r->panels;
+    for (long w = w0; w < w1;) {
+        const int o = (int)(w / inner), i0 = (int)(w % inner);
+        const long left = w1 - w;
+        /* outer [o, o1) x inner [i0, i1) */
+        int o1 = o + 1, i1 = left < inner - i0 ? i0 + (int)left : inner;
+        if (i0 == 0 && left >= inner) o1 = o + (int)(left / inner), i1 = inner;
+        if (r->by_panel) gemm_rect(r, i0, i1, o, o1, slice);
+        else gemm_rect(r, o, o1, i0, i1, slice);
+        w += (long)(o1 - o) * (i1 - i0);
     }
 }
 
@@ -540,12 +586,12 @@ static void depthwise_rows(const run_ctx *r, int begin, int end, uint8_t *slice)
 static void run_units(void *arg, int unit_begin, int unit_end, int worker)
 {
     const run_ctx *r = arg;
-    const int begin = (int)((long long)unit_begin * r->rows / r->units);
-    const int end = (int)((long long)unit_end * r->rows / r->units);
+    const long begin = (long)((long long)unit_begin * r->rows / r->units);
+    const long end = (long)((long long)unit_end * r->rows / r->units);
     if (begin >= end) return;
     uint8_t *slice = r->scratch + (size_t)worker * r->c->worker_bytes;
-    if (r->c->algo == ALGO_DEPTHWISE) depthwise_rows(r, begin, end, slice);
-    else gemm_blocks(r, begin, end, slice);
+    if (r->c->algo == ALGO_DEPTHWISE) depthwise_rows(r, (int)begin, (int)end, slice);
+    else gemm_range(r, begin, end, slice);
 }
 
 int acl_conv_int8_run(const acl_conv_int8 *c, const acl_exec *ex, const uint8_t *x, uint8_t *y,
@@ -554,13 +600,13 @@ int acl_conv_int8_run(const acl_conv_int8 *c, const acl_exec *ex, const uint8_t 
     if (acl_exec_active(ex) > c->workers)
         return acl_fail("the int8 convolution has scratch for %d workers, the split uses %d",
                         c->workers, acl_exec_active(ex));
-    run_ctx r = {c, x, y, scratch, 0, 0, 0};
+    run_ctx r = {c, x, y, scratch, 0, 0, 0, 0};
     if (c->algo == ALGO_DEPTHWISE) r.rows = c->s.n * c->oh;
     else {
-        /* Enough blocks for every workload, none larger than the buffers. */
-        r.block = acl_min(c->block_cap, round_up(acl_div_up(c->m, ex->workloads), c->uk->mr));
-        r.rows = acl_div_up(c->m, r.block);
+        r.panels = acl_div_up(c->ocg, c->uk->nr);
+        r.rows = (long)acl_div_up(c->m, c->uk->mr) * r.panels;
+        r.by_panel = c->group_bytes > (size_t)c->m * c->kg && c->group_bytes > PANEL_SPLIT_BYTES;
     }
-    r.units = acl_min(ex->workloads, r.rows);
+    r.units = r.rows < ex->workloads ? (int)r.rows : ex->workloads;
     return acl_parallel(ex, r.units, run_units, &r);
 }

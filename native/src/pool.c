@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -359,12 +358,17 @@ static int spin_until(int (*ready)(const void *), const void *arg)
     return WAIT_DONE;
 }
 
-/* The test hook's wait, before a worker looks at its job. */
+/* The test hook's wait, before a worker looks at its job: until another
+ * thread takes over units (which it can only do while this one waits), or
+ * stall_ms at most.  Not a fixed sleep: on a loaded host, or under an
+ * emulator, the others may not get that far within any fixed time. */
 static void test_stall(const worker *w)
 {
     if (atomic_load_explicit(&pool.stall_cpu, memory_order_relaxed) != w - pool.workers) return;
-    const double ms = atomic_load_explicit(&pool.stall_ms, memory_order_relaxed);
-    nanosleep(&(struct timespec){(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)}, NULL);
+    const double until = acl_now_ms() + atomic_load_explicit(&pool.stall_ms, memory_order_relaxed);
+    const long long taken = atomic_load(&pool.taken_over);
+    while (atomic_load(&pool.taken_over) == taken && acl_now_ms() < until)
+        nanosleep(&(struct timespec){0, 100000}, NULL);
 }
 
 /* Back to its own CPU, if a rescue moved it onto the caller's. */

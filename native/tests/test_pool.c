@@ -117,11 +117,11 @@ static void tally_units(void *ctx, int begin, int end, int worker)
     atomic_fetch_sub(&t->busy[worker], 1);
 }
 
-/* Adaptive jobs, with the worker of `stalled` (-1: none) sleeping 25 ms
- * before each job: every unit runs once, never two threads with one rank at
- * a time (ranks index per-worker scratch); with a stall, the stalled CPU's
- * units were taken over in part (its worker cannot have run them all before
- * the others finished theirs, 25 ms after the job started). */
+/* Adaptive jobs, with the worker of `stalled` (-1: none) held back before
+ * each job until another thread takes over units (2 s at most): every unit
+ * runs once, never two threads with one rank at a time (ranks index
+ * per-worker scratch); with a stall, the stalled CPU's units were taken over
+ * in part. */
 static void check_adaptive(const int *weights, int ncores, int units, int stalled)
 {
     const acl_exec ex = {ncores, weights, units};
@@ -130,7 +130,7 @@ static void check_adaptive(const int *weights, int ncores, int units, int stalle
     tally t;
     memset(&t, 0, sizeof t);
     const long long before = acl_pool_units_taken_over();
-    acl_pool_test_stall(stalled, 25.0);
+    acl_pool_test_stall(stalled, 2000.0);
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
     const int rc = acl_parallel(&ex, units, tally_units, &t);
     acl_set_balance(was);

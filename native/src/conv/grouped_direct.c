@@ -73,10 +73,11 @@ typedef struct {
     int taps;
 } pass;
 
-/* Output pixels [m, m + count) of a pass.  Inlined with constant count, nb
- * and cg, so the sums stay in registers and the channel loop unrolls. */
+/* Output pixels [m, m + count) of a pass, storing those from m + skip on.
+ * Inlined with constant count, nb and cg, so the sums stay in registers and
+ * the channel loop unrolls. */
 static inline __attribute__((always_inline)) void
-run_pixels(const pass *r, size_t m, const int count, const int nb, const int cg)
+run_pixels(const pass *r, size_t m, const int count, const int skip, const int nb, const int cg)
 {
     const int taps = r->taps;
     channel_vec acc[RUN_ACCS][PASS_BLOCKS];
@@ -123,7 +124,7 @@ run_pixels(const pass *r, size_t m, const int count, const int nb, const int cg)
     const float *const residual = r->residual, *const bias = r->bias;
     float *const y = r->y;
     const size_t oc = (size_t)r->s->oc;
-    for (int p = 0; p < count; p++)
+    for (int p = skip; p < count; p++)
         for (int b = 0; b < nb; b++) {
             const size_t at = (m + p) * oc + b * CHANNEL_BLOCK;
             channel_vec v = acc[p][b] + load_vec(bias + b * CHANNEL_BLOCK);
@@ -133,26 +134,29 @@ run_pixels(const pass *r, size_t m, const int count, const int nb, const int cg)
         }
     /* Other activations while the run's outputs are in L1. */
     if (clamp.on || r->s->act == ACL_ACT_NONE) return;
-    for (int p = 0; p < count; p++) {
+    for (int p = skip; p < count; p++) {
         float *yp = y + (m + p) * oc;
         acl_activate(r->s->act, r->act_a, r->act_b, yp, yp, (size_t)nb * CHANNEL_BLOCK);
     }
 }
 
 /* Runs [first, last) of a pass over `pixels` output pixels: whole runs, the
- * last one ending at the last pixel and recomputing the pixels it shares
- * with the one before to the values they hold; fewer pixels than a run, one
- * at a time. */
+ * last one ending at the last pixel, computing again the pixels it shares
+ * with the one before but storing only its own (another thread may be
+ * storing the others, and an activation is applied in place after the
+ * store); fewer pixels than a run, one at a time. */
 static inline __attribute__((always_inline)) void
 pass_runs(const pass *r, int first, int last, size_t pixels, const int nb, const int cg)
 {
     const int run = RUN_ACCS / nb;
     if (pixels < (size_t)run) {
-        for (size_t m = 0; m < pixels; m++) run_pixels(r, m, 1, nb, cg);
+        for (size_t m = 0; m < pixels; m++) run_pixels(r, m, 1, 0, nb, cg);
         return;
     }
-    for (int i = first; i < last; i++)
-        run_pixels(r, acl_min((size_t)i * run, pixels - run), run, nb, cg);
+    for (int i = first; i < last; i++) {
+        const size_t m = acl_min((size_t)i * run, pixels - run);
+        run_pixels(r, m, run, (int)((size_t)i * run - m), nb, cg);
+    }
 }
 
 static inline __attribute__((always_inline)) void pass_blocks(const pass *r, int first, int last,

@@ -14,12 +14,13 @@ node may still read is run then, and a later int8 convolution quantizes
 that float tensor back, which gives the same bytes: (q - z) * s / s rounds
 back to q - z exactly for |q - z| <= 255.
 
-A MaxPool or an Add between the DequantizeLinear of each input and one
-QuantizeLinear of its output runs on the uint8 tensors too: the uint8 max
-pool, where the two quantizations are the same (as quantizers make them),
-gives the float pool's bytes; quantized_add sums in double, so that a sum
-landing on a half-step may round to the other step than float's or
-onnxruntime's QLinearAdd (aclgraph.h).
+A MaxPool, an Add or a Concat between the DequantizeLinear of each input and
+one QuantizeLinear of its output runs on the uint8 tensors too: the uint8
+max pool, where the two quantizations are the same (as quantizers make
+them), gives the float pool's bytes; quantized_add sums in double, so that a
+sum landing on a half-step may round to the other step than float's or
+onnxruntime's QLinearAdd; the uint8 concat requantizes each input of
+another quantization as a dequantize and a quantize would (aclgraph.h).
 
 Delegation stays possible for the rest: a QuantizeLinear with another
 reader, per-axis or int8 activations, a model output in uint8.
@@ -209,7 +210,7 @@ def _u8_input(low: Lowering, dq_x: onnx.NodeProto) -> Value:
     """The convolution's uint8 NHWC input: the QuantizeLinear's tensor of this
     stage, or its float form (an earlier stage's) quantized back."""
     name = dq_x.input[0]
-    found = next((v for v in low.stage.values.get(name, []) if v.u8 and v.perm == NHWC), None)
+    found = _in_stage(low, dq_x, NHWC)
     if found is not None:
         return found
     if dq_x.output[0] not in low.producer and _u8_value(low, name) is not None:
@@ -236,7 +237,7 @@ def int8_conv_action(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode,
     return lower
 
 
-# ---- max pools and adds between uint8 tensors ----------------------------------------
+# ---- max pools, adds and concats between uint8 tensors -----------------------------
 
 def _dequantized_u8(g: OnnxGraph, t: str) -> onnx.NodeProto | None:
     """The DequantizeLinear making float tensor t of a uint8 tensor that stays

@@ -20,6 +20,7 @@ rounds, between onnxruntime's and ours, each in a process of its own.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -29,12 +30,17 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from acltuner.atomic import write_atomic
 from acltuner.bench.peers import ONNXRUNTIME
 from acltuner.zoo import MODELS
+
+if TYPE_CHECKING:
+    from acltuner.bench.peers.board import Board
+    from acltuner.bench.peers.cell import Here
 
 # compare.json: the rows of the table, with every peer engine's cell in full.
 COMPARE_SCHEMA = 1
@@ -186,6 +192,94 @@ def runs_per_round(ms: float, repeat: int, round_ms: float) -> int:
     return max(repeat, min(_MAX_RUNS, math.ceil(round_ms / max(ms, 1e-3))))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What every model of one `run` is compared with."""
+    trials: int
+    repeat: int
+    out_dir: Path
+    board: str
+    records: Path
+    rounds: int
+    realtime: bool
+    round_ms: float
+    also_strict: bool
+    peers: Sequence[str]
+    host: str | None
+    place: Here | Board
+    ort_threads: Sequence[int]
+
+
+def _compare_one(s: _Setup, name: str, model: Path, shapes: dict) -> tuple[dict, dict]:
+    """One model's row of the table and its peers' cells (engine -> Cell);
+    a ValueError where a step refuses it."""
+    from acltuner.bench.peers import cell as peer_cell
+    from acltuner.bench.peers.board import Board
+    on_board = ["--host", s.host, "--board", s.board] if s.host else []
+    default_plan, tuned_plan = s.out_dir / f"{name}.default.json", s.out_dir / f"{name}.tuned.json"
+    common = ["--board", s.board, "--records", str(s.records),
+              *(["--host", s.host] if s.host else []),
+              *(f"--input-shape={i}={','.join(map(str, d))}" for i, d in shapes.items())]
+    _call(_acltuner("tune", str(model), "-o", str(default_plan), "--strategy", "default",
+                    *common))
+    click.echo(f"tuning {name} ({s.trials} trials per task)...", err=True)
+    _call(_acltuner("tune", str(model), "-o", str(tuned_plan), "--trials", str(s.trials),
+                    *common))
+    tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
+    probe = _json_run(_acltuner("run", str(default_plan), "--json", "--repeat", "3",
+                                "--warmup", "1", *on_board), s.realtime)["median_ms"]
+    runs = runs_per_round(probe, s.repeat, s.round_ms)
+    timing = ["--json", "--repeat", str(runs), "--warmup", "3", *on_board]
+
+    def ort_timer(threads: int):
+        if isinstance(s.place, Board):
+            return lambda: s.place.onnxruntime_run(_ORT_PROBE, model, threads, runs, 3, shapes)
+        return lambda: onnxruntime_run(model, threads, runs, 3, shapes, s.realtime)
+    # onnxruntime's better thread setting by its median over the rounds, so
+    # that its spread is one setting's, as ours is one plan's.
+    timers = {f"ort_{t}t": ort_timer(t) for t in s.ort_threads}
+    # The peers' turns come between onnxruntime's and ours, each in a process
+    # of its own that has exited before the next turn starts.
+    if s.peers:
+        io_path = peer_cell.reference(model, shapes, s.out_dir / "peers" / name / "io.npz")
+    cells: dict[str, peer_cell.Cell] = {}
+    for engine in s.peers:
+        workdir = s.out_dir / "peers" / name / engine
+        cell = cells[engine] = peer_cell.prepare(engine, model, io_path, workdir, s.place)
+        if cell.problem:
+            click.echo(f"  {name}: {cell.engine}: {cell.problem}", err=True)
+        timers.update(peer_cell.timers(cell, io_path, workdir, runs, s.place))
+    timers["default"] = lambda: _json_run(_acltuner("run", str(default_plan), *timing),
+                                          s.realtime)
+    timers["tuned"] = lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), s.realtime)
+    if s.also_strict:
+        timers["strict"] = lambda: _json_run(
+            _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), s.realtime)
+    times = _rounds(timers, s.rounds)
+    for cell in cells.values():
+        cell.times = {t: times[f"{cell.engine}_{t}t"] for t in s.place.threads()
+                      if f"{cell.engine}_{t}t" in times}
+    ort = min((times[f"ort_{t}t"] for t in s.ort_threads), key=lambda t: t["median_ms"])
+    default, tuned = times["default"], times["tuned"]
+    row = {
+        "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
+        "tuned_ms": tuned["median_ms"],
+        "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
+        "tuned_vs_default": default["median_ms"] / tuned["median_ms"],
+        "tuned_is_default": same_configs(tuned_plan, default_plan), "tuning_s": tuning_s,
+        "onnxruntime_spread": ort["spread"], "tuned_spread": tuned["spread"],
+        "onnxruntime_rss_mb": ort["peak_rss_mb"], "default_rss_mb": default["peak_rss_mb"],
+        "tuned_rss_mb": tuned["peak_rss_mb"],
+        **({"tuned_strict_ms": times["strict"]["median_ms"],
+            "tuned_strict_spread": times["strict"]["spread"]} if s.also_strict else {})}
+    click.echo(f"  {name}: onnxruntime {_ms(ort['median_ms'])} ms, default "
+               f"{_ms(default['median_ms'])} ms, tuned {_ms(tuned['median_ms'])} ms "
+               f"({runs} runs per round)", err=True)
+    if s.peers:
+        row.update(_fastest(row, cells))
+    return row, cells
+
+
 def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir: Path,
         board: str, records: Path, rounds: int = 3, realtime: bool = True,
         round_ms: float = 300.0, also_strict: bool = False, peers: Sequence[str] = (),
@@ -207,78 +301,29 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     place = Board(host, board_python or DEFAULT_PYTHON) if host else peer_cell.Here(realtime)
     # Here onnxruntime's settings stay 1 and 2 threads, as this bench always timed it.
     ort_threads = place.threads() if host else (1, 2)
-    on_board = ["--host", host, "--board", board] if host else []
+    setup = _Setup(trials, repeat, out_dir, board, records, rounds, realtime, round_ms,
+                   also_strict, peers, host, place, ort_threads)
     rows: list[dict] = []
     cells: dict[str, dict[str, peer_cell.Cell]] = {}
+    skipped: dict[str, str] = {}
     for name, model, shapes in models:
-        default_plan, tuned_plan = out_dir / f"{name}.default.json", out_dir / f"{name}.tuned.json"
-        common = ["--board", board, "--records", str(records),
-                  *(["--host", host] if host else []),
-                  *(f"--input-shape={i}={','.join(map(str, d))}" for i, d in shapes.items())]
-        _call(_acltuner("tune", str(model), "-o", str(default_plan), "--strategy", "default",
-                        *common))
-        click.echo(f"tuning {name} ({trials} trials per task)...", err=True)
-        _call(_acltuner("tune", str(model), "-o", str(tuned_plan), "--trials", str(trials),
-                        *common))
-        tuning_s = json.loads(tuned_plan.read_text())["tuning"]["wall_s"]
-        probe = _json_run(_acltuner("run", str(default_plan), "--json", "--repeat", "3",
-                                    "--warmup", "1", *on_board), realtime)["median_ms"]
-        runs = runs_per_round(probe, repeat, round_ms)
-        timing = ["--json", "--repeat", str(runs), "--warmup", "3", *on_board]
-
-        def ort_timer(threads: int):
-            if isinstance(place, Board):
-                return lambda: place.onnxruntime_run(_ORT_PROBE, model, threads, runs, 3, shapes)
-            return lambda: onnxruntime_run(model, threads, runs, 3, shapes, realtime)
-        # onnxruntime's better thread setting by its median over the rounds, so
-        # that its spread is one setting's, as ours is one plan's.
-        timers = {f"ort_{t}t": ort_timer(t) for t in ort_threads}
-        # The peers' turns come between onnxruntime's and ours, each in a process
-        # of its own that has exited before the next turn starts.
-        if peers:
-            io_path = peer_cell.reference(model, shapes, out_dir / "peers" / name / "io.npz")
-        cells[name] = {}
-        for engine in peers:
-            workdir = out_dir / "peers" / name / engine
-            cell = cells[name][engine] = peer_cell.prepare(engine, model, io_path, workdir,
-                                                           place)
-            if cell.problem:
-                click.echo(f"  {name}: {cell.engine}: {cell.problem}", err=True)
-            timers.update(peer_cell.timers(cell, io_path, workdir, runs, place))
-        timers["default"] = lambda: _json_run(_acltuner("run", str(default_plan), *timing),
-                                              realtime)
-        timers["tuned"] = lambda: _json_run(_acltuner("run", str(tuned_plan), *timing), realtime)
-        if also_strict:
-            timers["strict"] = lambda: _json_run(
-                _acltuner("run", str(tuned_plan), *timing, "--balance", "strict"), realtime)
-        times = _rounds(timers, rounds)
-        for cell in cells[name].values():
-            cell.times = {t: times[f"{cell.engine}_{t}t"] for t in place.threads()
-                          if f"{cell.engine}_{t}t" in times}
-        ort = min((times[f"ort_{t}t"] for t in ort_threads), key=lambda t: t["median_ms"])
-        default, tuned = times["default"], times["tuned"]
-        rows.append({
-            "model": name, "onnxruntime_ms": ort["median_ms"], "default_ms": default["median_ms"],
-            "tuned_ms": tuned["median_ms"],
-            "tuned_vs_onnxruntime": ort["median_ms"] / tuned["median_ms"],
-            "tuned_vs_default": default["median_ms"] / tuned["median_ms"],
-            "tuned_is_default": same_configs(tuned_plan, default_plan), "tuning_s": tuning_s,
-            "onnxruntime_spread": ort["spread"], "tuned_spread": tuned["spread"],
-            "onnxruntime_rss_mb": ort["peak_rss_mb"], "default_rss_mb": default["peak_rss_mb"],
-            "tuned_rss_mb": tuned["peak_rss_mb"],
-            **({"tuned_strict_ms": times["strict"]["median_ms"],
-                "tuned_strict_spread": times["strict"]["spread"]} if also_strict else {})})
-        click.echo(f"  {name}: onnxruntime {_ms(ort['median_ms'])} ms, default "
-                   f"{_ms(default['median_ms'])} ms, tuned {_ms(tuned['median_ms'])} ms "
-                   f"({runs} runs per round)", err=True)
-        if peers:
-            rows[-1].update(_fastest(rows[-1], cells[name]))
+        try:
+            row, cells[name] = _compare_one(setup, name, model, shapes)
+            rows.append(row)
+        except ValueError as e:
+            # A model that one step refuses (a tune that fails, a file onnxruntime
+            # cannot load) is one line; the other models are still compared.
+            skipped[name] = str(e)
+            click.echo(f"  {name}: skipped: {e}", err=True)
+    if not rows:
+        raise ValueError("no model could be compared: "
+                         + "; ".join(f"{n}: {why}" for n, why in skipped.items()))
     with_cells = [{**r, "peers": {e: c.to_json() for e, c in cells[r["model"]].items()}}
                   for r in rows]
     data = {"schema": COMPARE_SCHEMA, "engines": [ONNXRUNTIME, *absent],
             "missing": {e: line for e, line in absent.items() if line},
             "host": host, "threads": list(place.threads()), "ort_threads": list(ort_threads),
-            "rows": with_cells}
+            "rows": with_cells, "skipped": skipped}
     write_atomic(out_dir / "compare.json", json.dumps(data, indent=1) + "\n")
     if peers:
         _chart(with_cells, out_dir)
@@ -306,6 +351,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, repeat: int, out_dir:
     table = "\n".join(lines)
     write_atomic(out_dir / "compare.md", table + "\n")
     click.echo(table)
+    if skipped:
+        click.echo(f"skipped: {', '.join(skipped)} (why: OUT/compare.json)")
     wider = [r["model"] for r in rows if r["tuned_spread"] > r["onnxruntime_spread"]]
     click.echo(f"spread of the {rounds} round medians wider than onnxruntime's: "
                f"{', '.join(wider) or 'none'}")

@@ -217,6 +217,8 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
     is onnxruntime's time over the tuned plan's, geometric mean (above 1: we
     are faster).
+    A model that cannot be tuned or loaded is one line, and the others are
+    still compared.
 
     With --engines, the engines users pick instead run too, each converted
     from the ONNX model by its own tools (cached in OUT/peers), batch 1, fp32,

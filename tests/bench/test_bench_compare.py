@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import os
 import shutil
 import sys
@@ -44,6 +45,33 @@ def test_a_folder_of_models_with_dynamic_inputs(tmp_path):
     assert "tuned slower than default: none" in summary or not same
     # A model of microseconds keeps its digits in the table.
     assert "| 0.0 |" not in (out / "compare.md").read_text()
+
+
+def test_a_model_that_cannot_be_loaded_is_one_line_and_the_others_run(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    onnx.save(b.model(b.conv(b.input, "c", 8, 3, pads=1), "tiny"), models / "tiny.onnx")
+    (models / "broken.onnx").write_bytes(b"not a model")
+    out = tmp_path / "out"
+    result = invoke("bench", "compare", "--model-dir", models, "--trials", "1", "--repeat", "2",
+                    "--rounds", "1", "--round-ms", "0", "--out", out)
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stderr.splitlines() if "broken" in x]
+    assert line.startswith("  broken: skipped: ")
+    assert "skipped: broken" in result.stdout
+    with (out / "compare.csv").open() as f:
+        assert [r["model"] for r in csv.DictReader(f)] == ["tiny"]
+    assert list(json.loads((out / "compare.json").read_text())["skipped"]) == ["broken"]
+
+
+def test_a_folder_where_no_model_can_be_compared_is_one_line(tmp_path):
+    (tmp_path / "broken.onnx").write_bytes(b"not a model")
+    result = invoke("bench", "compare", "--model-dir", tmp_path, "--trials", "1",
+                    "--out", tmp_path / "out")
+    assert result.exit_code != 0
+    assert "no model could be compared: broken: " in result.output
+    assert "Traceback" not in result.output
 
 
 def test_plans_are_the_same_only_when_every_node_has_the_same_config(tmp_path):

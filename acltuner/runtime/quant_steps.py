@@ -4,7 +4,10 @@ Two int8 engines may round a sum that lands within a float rounding of a
 half-step to neighbouring steps (tests/runtime/test_int8.py says where), so
 an output a DequantizeLinear makes is compared in steps of its quantization,
 its scale, rather than relative to its largest value: one step is a
-rounding, more is an error."""
+rounding.  More is an error unless the quantized model run in float64
+(runtime.reference) finds ours no more steps from it than onnxruntime's:
+a narrow range after a gate can turn one step of rounding into twenty
+(measure.Difference.quantized_passed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -26,6 +26,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper, version_converter
 
 _OPSET = 17
+# The evaluator implements QuantizeLinear and DequantizeLinear from opset 19.
+_QDQ_OPSET = 19
 _FLOAT, _DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
 # The input of each operator that stays float32 whatever the data's type.
 _FLOAT_ONLY = {"Resize": 2, "Upsample": 1}
@@ -74,12 +76,16 @@ def _to_float64(graph: onnx.GraphProto) -> None:
 
 
 def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model at opset 17 or later (as it is where onnx cannot convert it)
-    with its float32 tensors float64."""
+    """The model at opset 17 or later, 19 with quantization nodes (as it is
+    where onnx cannot convert it), with its float32 tensors float64: a
+    quantized model's float values then carry no float32 rounding, and each
+    QuantizeLinear rounds the exact value."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), _OPSET)
-    if opset < _OPSET:
+    target = _QDQ_OPSET if any(n.op_type in ("QuantizeLinear", "DequantizeLinear")
+                               for n in model.graph.node) else _OPSET
+    if opset < target:
         try:
-            model = version_converter.convert_version(model, _OPSET)
+            model = version_converter.convert_version(model, target)
         except Exception:  # noqa: BLE001 - the converter's errors share no base class
             pass
     model = onnx.ModelProto.FromString(model.SerializeToString())

@@ -37,6 +37,10 @@ def render_json(latency: Latency, rss_mb: float, program: Program, nodes: list[N
         data["float64_reference"] = None if judged is None else {
             "ours_max_rel_err": judged.ours, "onnxruntime_max_rel_err": judged.onnxruntime,
             "seconds": judged.seconds, "problem": judged.problem}
+        steps = diff.steps64
+        data["float64_reference_steps"] = None if steps is None else {
+            "ours_max_steps": steps.ours, "onnxruntime_max_steps": steps.onnxruntime,
+            "seconds": steps.seconds, "problem": steps.problem}
     if profile:
         data["nodes"] = [{"node": r.node, "op": r.op, "kind": r.kind, "ms": r.ms,
                           "share": r.share}
@@ -69,6 +73,13 @@ def render_text(latency: Latency, runs: int, warmup: int, rss_mb: float, program
         if diff.max_steps is not None:
             lines.append(f"check of the quantized outputs: {diff.max_steps:.3g} steps of their "
                          f"scale from onnxruntime's int8 at most")
+        steps = diff.steps64
+        if steps is not None and steps.ours is None:
+            lines.append(f"check of the quantized outputs vs float64: no reference "
+                         f"({steps.problem})")
+        elif steps is not None:
+            lines.append(f"check of the quantized outputs vs float64 ({steps.seconds:.1f} s): "
+                         f"ours {steps.ours:.3g} steps, onnxruntime {steps.onnxruntime:.3g}")
         judged = diff.float64
         if judged is not None and judged.ours is None:
             lines.append(f"check vs float64: no reference ({judged.problem})")

@@ -42,7 +42,9 @@ from acltuner.onnx.graph import conv_nodes
 from acltuner.onnx.model import load_model_detached
 from acltuner.runtime import compile_model
 from acltuner.runtime.load import int8_nodes
+from acltuner.runtime import measure
 from acltuner.runtime.measure import check
+from acltuner.runtime.reference import reference
 from acltuner.runtime.quant_steps import Step, output_steps
 from acltuner.taskgen.tasks import signature
 
@@ -340,6 +342,42 @@ def test_run_check_judges_quantized_outputs_in_steps(tmp_path):
         assert judged.max_steps == pytest.approx(moved, abs=1e-3)
         assert judged.passed == passes
         assert judged.max_rel > CHECK_TOLERANCE  # relative to the largest, one step fails
+
+
+def test_run_check_judges_many_steps_by_the_float64_reference(tmp_path, monkeypatch):
+    """Two outputs more than a step apart: the quantized model run in float64
+    says which engine is nearer (a gate's narrow range turns one step of a
+    rounding into many).  Ours passes when it is no more steps from that
+    reference than onnxruntime's output is, and fails when it is more."""
+    m = _Model()
+    y = m.conv(m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)]), 16, 8, 1)
+    path = m.quantized(tmp_path, [y])
+    inputs = {"x": np.random.default_rng(4).standard_normal(SHAPE).astype(np.float32)}
+    exact = reference(path, inputs, [y], timeout_s=60).outputs[y].astype(np.float32)
+    step = float(output_steps(path)[y].scale[0])
+
+    def moved(at: int, steps: int) -> np.ndarray:
+        out = exact.copy()
+        out.flat[at] += steps * step
+        return out
+
+    class Session:  # onnxruntime's int8 session, its output given
+        def __init__(self, out):
+            self.out = out
+
+        def run(self, names, feed):
+            return [self.out]
+
+    for ours, theirs, passes in ((exact, moved(3, 4), True), (moved(9, 3), moved(3, 3), True),
+                                 (moved(9, 3), moved(3, 2), False)):
+        monkeypatch.setattr(measure, "session", lambda _path, out=theirs: Session(out))
+        diff = check(path, inputs, {y: ours}, CHECK_TOLERANCE, reference_timeout_s=60)
+        assert diff.max_steps is not None and diff.max_steps > 1
+        judged = diff.steps64
+        assert judged is not None and judged.ours is not None
+        assert judged.ours == pytest.approx(np.abs(ours - exact).max() / step, abs=1e-3)
+        assert judged.onnxruntime == pytest.approx(np.abs(theirs - exact).max() / step, abs=1e-3)
+        assert diff.passed == passes
 
 
 def test_a_per_channel_step_scales_each_channel():

@@ -75,20 +75,24 @@ class Lowering:
         if stage is not None:
             stage.exports[name] = stage.values[name][0]
 
-    def _import(self, name: str) -> Value:
-        """A tensor computed before this stage: copied in from the host at run time."""
+    def _import(self, name: str, perm: Perm | None) -> Value:
+        """A tensor computed before this stage: copied in from the host at run
+        time, in layout `perm` (None: preferred), which that copy makes."""
         self._export(name)
         dims = shape(self.g, name)
-        value = Value(Buffer(math.prod(dims)), dims, preferred(len(dims)))
+        value = Value(Buffer(math.prod(dims)), dims, perm or preferred(len(dims)))
         self.stage.imports[name] = value
         return self._register(name, value)
 
-    def get(self, name: str, perm: Perm | None = None) -> Value:
-        """Tensor `name` in layout `perm` (None: any), transposed now if needed."""
+    def get(self, name: str, perm: Perm | None = None, prefer: Perm | None = None) -> Value:
+        """Tensor `name` in layout `perm` (None: any), transposed now if needed.
+        A tensor the stage imports comes in `perm`, else in `prefer` (None:
+        preferred): a reader that wants ONNX order, as a MatMul's operands,
+        gets it from the copy in, not from NHWC and a transpose."""
         if name in self.g.constants:
             rank = self.g.constants[name].ndim
             return self.operand(name, rank, identity(rank) if perm is None else perm)
-        values = self.stage.values.get(name) or [self._import(name)]
+        values = self.stage.values.get(name) or [self._import(name, perm or prefer)]
         if perm is None:
             return values[0]
         for v in values:

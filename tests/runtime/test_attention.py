@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 
 from acltuner.app.run import CHECK_TOLERANCE
@@ -84,6 +85,33 @@ def test_attention_moves_no_data_between_its_operations(tmp_path):
     kinds = [entry.kind.split(" ")[0] for entry in program.last_profile]
     assert kinds.count("batch") == 3 and kinds.count("gather") == 4
     assert "transpose" not in kinds, kinds
+
+
+def test_inputs_of_products_come_in_onnx_order(tmp_path):
+    """4-D tensors the stage imports and a MatMul or Softmax reads first (a
+    model's inputs, or a delegated segment's outputs) are copied in in ONNX
+    order: the products and the Softmax run on them with no transpose, where
+    NHWC took one per operand."""
+    from onnx import TensorProto, helper
+    q, k, v = ([1, 4, 64, 16], [1, 4, 16, 64], [1, 4, 64, 16])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["q", "k"], ["scores"]),
+         helper.make_node("Softmax", ["scores"], ["attn"], axis=-1),
+         helper.make_node("MatMul", ["attn", "v"], ["y"])], "products",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in
+         (("q", q), ("k", k), ("v", v))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 64, 16])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    program, path = _compile(model, tmp_path)
+    rng = np.random.default_rng(3)
+    inputs = {n: rng.standard_normal(d).astype(np.float32) for n, d in (("q", q), ("k", k),
+                                                                       ("v", v))}
+    ours = program.run(inputs)["y"]
+    theirs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        None, inputs)[0]
+    assert np.abs(ours - theirs).max() <= CHECK_TOLERANCE * np.abs(theirs).max()
+    kinds = [entry.kind.split(" ")[0] for entry in program.last_profile]
+    assert kinds.count("batch") == 2 and "transpose" not in kinds, kinds
 
 
 @pytest.mark.parametrize("m, k, n", [(256, 256, 16), (1024, 64, 192), (3136, 160, 40),

@@ -110,7 +110,8 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
     reduced = [axis] if g.opset >= 13 else list(range(axis, rank))
 
     def lower(low) -> None:
-        xv = low.get(node.input[0])
+        xv = low.get(node.input[0], prefer=tuple(
+            [p for p in range(rank) if p not in reduced] + reduced))
         # Softmax over a set of elements ignores their order: it suffices that
         # the reduced axes be the innermost ones of the layout, in any order.
         kept = [p for p in xv.perm if p not in reduced and dims[p] != 1]
@@ -306,7 +307,7 @@ def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
             out_perm = perm
 
     def stack(low, name: str, column: bool) -> Value:
-        v = low.get(name)
+        v = low.get(name, prefer=identity(len(_dims(g, name))))
         if len(v.shape) == 1:  # the row [1, K] or the column [K, 1]
             v = v.relabel((v.shape[0], 1) if column else (1, v.shape[0]), identity(2))
         return _padded(v, rank)

@@ -492,6 +492,47 @@ static void run_grouped_block_cases(void)
     }
 }
 
+/* Few output channels, which direct_dot takes (at most 4 everywhere, 8 with
+ * AVX-512) and the random shapes draw only on small maps: rows wider than
+ * its 256-pixel chunks (the right border in a later chunk), a kernel row's
+ * run that ends in a partial vector, a spectrogram's 3x39 kernel, a 1-D
+ * filter bank's long strided row, all pixels in the padding's reach, oc = 8
+ * (two lanes per output channel with AVX-512), two images. */
+static void run_direct_dot_cases(void)
+{
+    static const int cases[][11] = {
+        /* n, h, w, c, oc, kh, kw, stride_w, pad_h, pad_w, dil_h */
+        {1, 5, 300, 8, 4, 3, 39, 1, 1, 19, 1}, {1, 5, 300, 8, 8, 3, 39, 1, 1, 19, 1},
+        {1, 1, 700, 1, 1, 1, 67, 2, 0, 0, 1},  {2, 9, 20, 33, 1, 3, 3, 1, 1, 1, 1},
+        {1, 7, 11, 5, 3, 5, 5, 2, 2, 2, 2},    {1, 3, 4, 2, 2, 3, 7, 1, 1, 5, 1},
+        {1, 6, 270, 8, 1, 5, 5, 1, 2, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *k = cases[i];
+        acl_conv_shape s = {.n = k[0],
+                            .h = k[1],
+                            .w = k[2],
+                            .c = k[3],
+                            .oc = k[4],
+                            .kh = k[5],
+                            .kw = k[6],
+                            .stride_h = 1,
+                            .stride_w = k[7],
+                            .dil_h = k[10],
+                            .dil_w = 1,
+                            .pad_top = k[8],
+                            .pad_bottom = k[8],
+                            .pad_left = k[9],
+                            .pad_right = k[9],
+                            .group = 1};
+        random_epilogue(&s);
+        if (s.oc <= 4)
+            check(acl_conv_check(&s, "direct_dot", NULL) == 0, "direct_dot refused case %zu: %s", i,
+                  acl_last_error());
+        run_case(&s);
+    }
+}
+
 /* ---- unsupported combinations name their reason ----------------------------- */
 
 static const char *first_ukernel(const char *style)
@@ -580,6 +621,9 @@ static void check_rejections(void)
                          "oc=16 with c=8");
     expect_rejected(&base, "grouped_direct", NULL, "group=1");
     EXPECT_REJECTED_WITH((s.group = 2, s.oc = 12), "grouped_direct", NULL, "got 6");
+    EXPECT_REJECTED_WITH(s.oc = 17, "direct_dot", NULL, "oc=17");
+    EXPECT_REJECTED_WITH((s.oc = 4, s.dil_w = 2), "direct_dot", NULL, "dil_w == 1");
+    EXPECT_REJECTED_WITH((s.oc = 4, s.group = 2), "direct_dot", NULL, "group=2");
     expect_rejected(&base, "im2col", NULL, "micro-kernel");
     expect_rejected(&base, "no_such_algorithm", NULL, "unknown algorithm");
     EXPECT_REJECTED_WITH(s.group = 3, "reference", NULL, "group=3");
@@ -671,6 +715,7 @@ int main(int argc, char **argv)
         run_fused_winograd_cases();
         run_narrow_depthwise_cases();
         run_grouped_block_cases();
+        run_direct_dot_cases();
     }
     for (int i = 0; i < cases; i++) {
         acl_conv_shape s;

@@ -80,6 +80,14 @@ CATALOG = [
     # runs several blocks per worker.
     _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,
            pad_left=3, pad_bottom=3, pad_right=2, act="relu", has_residual=True),
+    # Few output channels, packed with a kernel row's run into each vector
+    # (direct_dot, which takes at most 4 on AVX2 and NEON): a one-channel head
+    # whose run (5 x 10 floats) ends in a partial vector, and 3 channels at
+    # stride 2 over a batch of two.
+    _shape(n=1, h=9, w=20, c=10, oc=1, kh=3, kw=5, pad_top=1, pad_left=2, pad_bottom=1,
+           pad_right=2, act="sigmoid", has_residual=True),
+    _shape(n=2, h=8, w=13, c=4, oc=3, kh=3, kw=3, stride_w=2, pad_top=1, pad_left=1,
+           pad_bottom=1, pad_right=1, act="relu"),
     # ConvTranspose: a decoder's 4x4 / stride 2 / pad 1 upsampling; stride 3 by 2
     # with output padding, dilation and groups; depthwise 3x3 / stride 2.
     _shape(n=2, h=7, w=6, c=12, oc=16, kh=4, kw=4, stride_h=2, stride_w=2, pad_top=1,

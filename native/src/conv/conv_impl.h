@@ -86,7 +86,7 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
     X(winograd_1x2_1x3) X(winograd_1x4_1x3) X(winograd_2x1_3x1) X(winograd_4x1_3x1)        \
     X(depthwise_pixel) X(depthwise_channel_block) X(deconv_col2im) X(deconv_phase)         \
     X(deconv_depthwise) X(deconv_dot) X(direct_nhwc) X(indirect_regions)                   \
-    X(grouped_channel_block) X(grouped_direct)
+    X(grouped_channel_block) X(grouped_direct) X(direct_dot)
 #define CONV_DECLARE_ALGORITHM(name) extern const conv_algo conv_##name;
 CONV_ALGORITHMS(CONV_DECLARE_ALGORITHM)
 

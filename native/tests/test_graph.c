@@ -56,6 +56,7 @@ int main(int argc, char **argv)
     check_errors();
     check_int8_errors();
     conv_int8_wide_b_case();
+    conv_int8_depthwise_case();
     accuracy_case();
     chain_case();
     shared_b_case();

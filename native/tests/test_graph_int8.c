@@ -511,6 +511,33 @@ void conv_int8_wide_b_case(void)
     qconv_case(&sh);
 }
 
+/* Depthwise shapes whose taps leave every remainder of the four a VNNI step
+ * sums (conv_int8.c's DW_STEP): 9 (two steps and one tap), 4, 2, 3, 6 and
+ * 25; rows of whole runs of pixels and a partial one, whole channel blocks
+ * and a partial one, strided and padded, and runs inside a row's width
+ * (their pixels' taps found from the first's) at stride 1 and 2, in padding
+ * rows too. */
+void conv_int8_depthwise_case(void)
+{
+    static const int k[][7] = {
+        /* h, w, channels, kh, kw, stride, pad */
+        {11, 19, 48, 3, 3, 1, 1}, {7, 7, 32, 3, 3, 2, 1},  {9, 10, 37, 2, 2, 1, 0},
+        {6, 12, 16, 1, 2, 1, 0},  {6, 12, 16, 1, 3, 1, 1}, {8, 9, 21, 2, 3, 2, 1},
+        {12, 12, 20, 5, 5, 1, 2}, {5, 36, 24, 3, 3, 2, 1}, {6, 21, 16, 5, 5, 1, 2}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        acl_conv_shape sh = conv3x3_shape(k[i][0], k[i][1], k[i][2], k[i][2], 1);
+        sh.group = k[i][2];
+        sh.kh = k[i][3];
+        sh.kw = k[i][4];
+        sh.stride_h = sh.stride_w = k[i][5];
+        sh.pad_top = sh.pad_bottom = sh.pad_left = sh.pad_right = k[i][6];
+        sh.act = (int)(i % 3);
+        sh.act_min = -0.3f;
+        sh.act_max = 0.4f;
+        qconv_case(&sh);
+    }
+}
+
 /* ---- errors ------------------------------------------------------------------------- */
 
 static void expect(int rc, const char *part)

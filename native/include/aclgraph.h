@@ -83,11 +83,13 @@ float *acl_graph_arena(acl_graph *g);
  * tensors matching `shape`.  core_weights/workloads: this convolution's own
  * split (acl_exec).  weight: oc x (c/group) x kh x kw floats (OIHW), c x
  * (oc/group) x kh x kw for a transposed shape; bias: oc floats or none;
- * ukernel: NULL or "" for direct algorithms. */
+ * ukernel: NULL or "" for direct algorithms.  x_nchw: x is NCHW instead
+ * (direct_nhwc only), so that a model's image input is copied in as it is,
+ * not transposed. */
 #define ACL_CONV_ATTRS(F, S)                                                           \
     F(S, CONV_SHAPE, shape, 0) F(S, STRING, algorithm, 0) F(S, STRING, ukernel, 0)    \
     F(S, INTS, core_weights, 0) F(S, INT, workloads, 0) F(S, FLOATS, weight, 0)       \
-    F(S, FLOATS, bias, 0)
+    F(S, FLOATS, bias, 0) F(S, BOOL, x_nchw, 0)
 
 /* The activations of aclengine.h, then the elementwise functions no
  * convolution fuses.  a and b are the activations' parameters as for a

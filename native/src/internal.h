@@ -18,6 +18,10 @@ void acl_free(void *p);
 
 double acl_now_ms(void);
 
+/* From now on conv reads its input NCHW (n, c, h, w) instead of NHWC; fails,
+ * changing nothing, where its algorithm reads NHWC only. */
+int conv_read_nchw(acl_conv *conv);
+
 static inline int acl_div_up(int a, int b) { return (a + b - 1) / b; }
 static inline int acl_min(int a, int b) { return a < b ? a : b; }
 static inline int acl_max(int a, int b) { return a > b ? a : b; }

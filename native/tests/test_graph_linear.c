@@ -222,21 +222,28 @@ void gather_case(int big)
 }
 
 /* A convolution through acl_graph_add; the weight's size follows the shape. */
+static acl_conv_attrs conv_attrs_of(const acl_conv_shape *shape, const char *algorithm,
+                                    const char *ukernel, const acl_exec *ex, const float *w,
+                                    const float *bias)
+{
+    return (acl_conv_attrs){.shape = *shape,
+                            .algorithm = algorithm,
+                            .ukernel = ukernel,
+                            .core_weights = ex->weights,
+                            .core_weights_count = ex->ncores,
+                            .workloads = ex->workloads,
+                            .weight = w,
+                            .weight_count = (size_t)shape->oc * (shape->c / shape->group) *
+                                            shape->kh * shape->kw,
+                            .bias = bias,
+                            .bias_count = bias ? (size_t)shape->oc : 0};
+}
+
 static int add_conv_op(acl_graph *g, const acl_conv_shape *shape, const char *algorithm,
                        const char *ukernel, const acl_exec *ex, const float *w, const float *bias,
                        const acl_tensor *ins, int nin, const acl_tensor *out)
 {
-    const acl_conv_attrs a = {.shape = *shape,
-                              .algorithm = algorithm,
-                              .ukernel = ukernel,
-                              .core_weights = ex->weights,
-                              .core_weights_count = ex->ncores,
-                              .workloads = ex->workloads,
-                              .weight = w,
-                              .weight_count = (size_t)shape->oc * (shape->c / shape->group) *
-                                              shape->kh * shape->kw,
-                              .bias = bias,
-                              .bias_count = bias ? (size_t)shape->oc : 0};
+    const acl_conv_attrs a = conv_attrs_of(shape, algorithm, ukernel, ex, w, bias);
     return acl_graph_add(g, ACL_OP_CONV, &a, nin, ins, out);
 }
 
@@ -244,6 +251,7 @@ typedef struct {
     acl_conv_shape shape;
     const char *algorithm, *ukernel;
     float *w, *bias;
+    int x_nchw;
     acl_tensor in, residual, out;
 } conv_spec;
 
@@ -251,8 +259,9 @@ static int add_conv(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const conv_spec *s = spec;
     const acl_tensor ins[2] = {s->in, s->residual};
-    return add_conv_op(g, &s->shape, s->algorithm, s->ukernel, ex, s->w, s->bias, ins,
-                       1 + s->shape.has_residual, &s->out);
+    acl_conv_attrs a = conv_attrs_of(&s->shape, s->algorithm, s->ukernel, ex, s->w, s->bias);
+    a.x_nchw = s->x_nchw;
+    return acl_graph_add(g, ACL_OP_CONV, &a, 1 + s->shape.has_residual, ins, &s->out);
 }
 
 /* Some algorithm (and micro-kernel) that runs the shape; "reference" always does. */
@@ -306,26 +315,35 @@ void conv_case(int big)
     int oh, ow;
     if (acl_conv_out_size(sh, &oh, &ow) != 0) return;
     pick_algorithm(&s);
-    const int in[4] = {sh->n, sh->h, sh->w, sh->c}, out[4] = {sh->n, oh, ow, sh->oc};
+    /* direct_nhwc also reads NCHW: the reference reads that input transposed. */
+    s.x_nchw = strcmp(s.algorithm, "direct_nhwc") == 0 && rnd(0, 1);
+    const int nhwc[4] = {sh->n, sh->h, sh->w, sh->c}, nchw[4] = {sh->n, sh->c, sh->h, sh->w};
+    const int *in = s.x_nchw ? nchw : nhwc, out[4] = {sh->n, oh, ow, sh->oc};
     const size_t wcount = (size_t)sh->oc * (sh->c / sh->group) * sh->kh * sh->kw;
     s.w = malloc(wcount * sizeof(float));
     s.bias = malloc((size_t)sh->oc * sizeof(float));
     fill_random(s.w, wcount, 1.0f);
     fill_random(s.bias, (size_t)sh->oc, 1.0f);
     trial t;
-    trial_begin(&t, TOL_GEMM, "conv %s %s %s -> %s k%d s%d g%d act %d%s", s.algorithm,
-                s.ukernel ? s.ukernel : "", dims_str(4, in), dims_str(4, out), sh->kh, sh->stride_h,
-                sh->group, sh->act, sh->has_residual ? " +res" : "");
+    trial_begin(&t, TOL_GEMM, "conv %s %s %s%s -> %s k%d s%d g%d act %d%s", s.algorithm,
+                s.ukernel ? s.ukernel : "", s.x_nchw ? "nchw " : "", dims_str(4, in),
+                dims_str(4, out), sh->kh, sh->stride_h, sh->group, sh->act,
+                sh->has_residual ? " +res" : "");
     place(&t, &s.in, 4, in);
     place(&t, &s.residual, 4, out);
     place(&t, &s.out, 4, out);
     float *arena = trial_arena(&t);
     memcpy(t.expected, arena, t.arena * sizeof(float));
+    const size_t plane = (size_t)sh->h * sh->w, image = plane * sh->c;
+    float *x = malloc((size_t)sh->n * image * sizeof(float));
+    for (size_t i = 0; i < (size_t)sh->n * image; i++) /* i: the NHWC index */
+        x[i] = s.x_nchw
+                   ? arena[s.in.offset + i / image * image + i % sh->c * plane + i % image / sh->c]
+                   : arena[s.in.offset + i];
     acl_conv *ref;
     if (acl_conv_create(sh, "reference", NULL, s.w, s.bias, &ref) != 0 ||
-        acl_conv_run(ref, &configs[0], arena + s.in.offset,
-                     sh->has_residual ? arena + s.residual.offset : NULL, t.expected + s.out.offset,
-                     NULL) != 0) {
+        acl_conv_run(ref, &configs[0], x, sh->has_residual ? arena + s.residual.offset : NULL,
+                     t.expected + s.out.offset, NULL) != 0) {
         trial_fail(&t, "reference: %s", acl_last_error());
         free(t.init);
         free(t.expected);
@@ -333,6 +351,7 @@ void conv_case(int big)
         acl_conv_destroy(ref);
         trial_run(&t, &s.out, add_conv, &s);
     }
+    free(x);
     free(s.w);
     free(s.bias);
 }

@@ -733,6 +733,34 @@ def test_conv(shape):
     assert tried >= 2
 
 
+NCHW_CONVS = [  # RGB (its own code path) and any other count, borders and a residual
+    ConvShape(2, 17, 19, 3, 40, 3, 3, stride_h=2, stride_w=2, pad_top=1, pad_left=1,
+              pad_bottom=1, pad_right=1, act="relu"),
+    ConvShape(1, 9, 11, 5, 16, 5, 3, pad_top=2, pad_left=1, pad_bottom=2, pad_right=1,
+              act="sigmoid", has_residual=True),
+]
+
+
+@pytest.mark.parametrize("shape", NCHW_CONVS, ids=["rgb_s2", "c5_residual"])
+@pytest.mark.parametrize("split", SPLITS[:2], ids=["one_core", "two_cores"])
+def test_direct_conv_reads_an_nchw_input(shape, split):
+    """x_nchw: the same bits as from the NHWC input (each pixel sums its taps
+    in the same order), within a rounding of onnxruntime."""
+    if split[0] == (1, 1) and native.cpu_count() < 2:
+        pytest.skip("needs two CPUs")
+    rng = _rng(21)
+    x, w = _uniform(rng, shape.input_shape), _uniform(rng, shape.weight_shape)
+    bias = _uniform(rng, (shape.oc,))
+    residual = [_uniform(rng, shape.output_shape)] if shape.has_residual else []
+    config = ExecConfig("direct_nhwc", None, split[0], split[1])
+    outs = [run_node(lambda g, i, o: g.add("conv", i, o[0], **conv_attrs(shape, config, w, bias),
+                                           x_nchw=nchw),
+                     [x.transpose(NCHW) if nchw else x, *residual], [shape.output_shape],
+                     split)[0] for nchw in (False, True)]
+    assert np.array_equal(outs[0], outs[1])
+    assert rel_err(outs[1], ort_conv(shape, x, w, bias, *residual)) <= TRANSCENDENTAL
+
+
 # ---- splits, programs, errors ----------------------------------------------------------
 
 def _big_cases():
@@ -905,6 +933,12 @@ BAD = {
                                           ExecConfig("reference", None, (1,), 1),
                                           np.zeros((4, 4, 1, 1), np.float32), None)),
              "conv: input has dims [1,8,8,3] but must have [1,8,8,4]"),
+    "conv_nchw": (lambda g: g.add("conv", [Tensor(0, (1, 4, 8, 8))], Tensor(1000, (1, 8, 8, 4)),
+                                  **conv_attrs(ConvShape(1, 8, 8, 4, 4, 1, 1),
+                                               ExecConfig("reference", None, (1,), 1),
+                                               np.zeros((4, 4, 1, 1), np.float32), None),
+                                  x_nchw=True),
+                  "conv: reference reads an NHWC input only, not NCHW"),
     "resize": (lambda g: g.add("resize", [Tensor(0, (1, 7, 7, 4))], Tensor(500, (1, 14, 14, 5)),
                                mode="linear", scales=(2.0, 2.0)),
                "resize: output has dims [1,14,14,5] but must have [1,14,14,4]"),

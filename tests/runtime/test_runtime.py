@@ -18,6 +18,7 @@ from acltuner import zoo
 from acltuner.armnn_default import armnn_default
 from acltuner.board.registry import load_board
 from acltuner.engine import native
+from acltuner.engine.config import ExecConfig
 from acltuner.runtime import compile_model
 from acltuner.runtime.arena import ALIGN, lifetimes, plan_arena
 from acltuner.runtime.ir import Buffer, NativeStage, Op, Value
@@ -724,3 +725,27 @@ def test_a_conv_missing_from_the_plan_is_named(tmp_path):
     del configs["other"]
     with pytest.raises(ValueError, match="no config for Conv node.*other"):
         compile_model(loaded, configs, BOARD)
+
+
+@pytest.mark.parametrize("second", [False, True], ids=["alone", "also_read_nhwc"])
+def test_an_image_input_is_copied_in_as_it_is_for_a_direct_first_layer(second, tmp_path):
+    """A first layer on direct_nhwc reads the model's NCHW input where it was
+    copied in, no transpose before it; a second convolution reading the
+    input NHWC gets its own transposed copy."""
+    b = GraphBuilder(seed=5, input_shape=(2, 3, 15, 13))
+    y = b.conv(b.input, "rgb", 24, 3, stride=2, pads=1, bias=True, relu="rgb.relu")
+    if second:
+        y = b.node("Add", [y, b.conv(b.input, "also", 24, 3, stride=2, pads=1)], "sum")
+    path = tmp_path / "model.onnx"
+    onnx.save(b.model(y, "image"), path)
+    loaded = load_model(path)
+    configs = {**_configs(loaded), "rgb": ExecConfig("direct_nhwc", None, (1,), 4)}
+    program = compile_model(loaded, configs, BOARD)
+    x = np.random.default_rng(0).standard_normal((2, 3, 15, 13)).astype(np.float32)
+    got = next(iter(program.run(x).values()))
+    ref = session(path).run(None, {b.input: x})[0]
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    (stage,) = program._stages
+    assert [perm for _, _, perm in stage.imports] == [identity(4)]
+    kinds = [e.kind for e in program.last_profile]
+    assert kinds.count("transpose") == second, kinds

@@ -249,6 +249,14 @@ int acl_conv_create_borrowing(const acl_conv_shape *s, const char *algorithm, co
     return conv_create(s, algorithm, ukernel, weight, bias, 0, out);
 }
 
+int conv_read_nchw(acl_conv *conv)
+{
+    if (!conv->algo->reads_nchw)
+        return acl_fail("%s reads an NHWC input only, not NCHW", conv->algo->name);
+    conv->x_nchw = 1;
+    return 0;
+}
+
 size_t acl_conv_scratch_bytes(const acl_conv *conv) { return conv ? conv->scratch_bytes : 0; }
 
 int acl_conv_run(acl_conv *conv, const acl_exec *ex, const float *input, const float *residual,

@@ -45,6 +45,7 @@ struct conv_algo {
     int uses_ukernel;
     int shapes;           /* enum conv_shapes; 0, ordinary, when not set */
     int fp16;             /* takes an fp16 micro-kernel (ukernel.h): a GEMM on packed A */
+    int reads_nchw;       /* reads an NCHW input too (conv_read_nchw) */
     const void *variant;  /* parameters shared implementations read (Winograd's F(m, r)) */
     /* 0 if the algorithm supports the (already valid) shape with uk (NULL for
      * direct algorithms); otherwise acl_fail with the reason. */
@@ -67,6 +68,7 @@ struct acl_conv {
     void *impl;             /* the algorithm's own state */
     size_t scratch_bytes;   /* what a run overwrites, reserved at create */
     void *own_scratch;      /* NULL when the caller lends the scratch per run */
+    int x_nchw;             /* the input is NCHW, not NHWC (conv_read_nchw) */
 };
 
 /* ---- scratch ----------------------------------------------------------------

@@ -28,15 +28,17 @@ static void conv_release(void *arg)
     free(p->ex_weights);
 }
 
-/* in, out and residual must be the NHWC tensors the shape describes; none of
- * them may overlap the output (direct algorithms accumulate in it). */
-static int check_tensors(const acl_graph *g, const acl_conv_shape *s, const acl_tensor *in,
-                         const acl_tensor *residual, const acl_tensor *out)
+/* in (NCHW with x_nchw), out and residual must be the NHWC tensors the shape
+ * describes; none of them may overlap the output (direct algorithms
+ * accumulate in it). */
+static int check_tensors(const acl_graph *g, const acl_conv_shape *s, int x_nchw,
+                         const acl_tensor *in, const acl_tensor *residual, const acl_tensor *out)
 {
     int oh, ow;
     size_t count;
     if (acl_conv_out_size(s, &oh, &ow) != 0) return graph_fail_in("conv");
-    const int in_dims[4] = {s->n, s->h, s->w, s->c}, out_dims[4] = {s->n, oh, ow, s->oc};
+    const int nhwc[4] = {s->n, s->h, s->w, s->c}, nchw[4] = {s->n, s->c, s->h, s->w};
+    const int *in_dims = x_nchw ? nchw : nhwc, out_dims[4] = {s->n, oh, ow, s->oc};
     if (graph_check_tensor(g, "conv", "input", in, &count) != 0 ||
         graph_check_dims("conv", "input", in, 4, in_dims) != 0 ||
         graph_check_tensor(g, "conv", "output", out, &count) != 0 ||
@@ -59,7 +61,7 @@ int graph_op_conv(acl_graph *g, const acl_conv_attrs *a, int nin, const acl_tens
     const acl_conv_shape *shape = &a->shape;
     const acl_tensor *in = &ins[0], *residual = nin > 1 ? &ins[1] : NULL;
     const acl_exec ex = {a->core_weights_count, a->core_weights, a->workloads};
-    if (check_tensors(g, shape, in, residual, out) != 0) return -1;
+    if (check_tensors(g, shape, a->x_nchw, in, residual, out) != 0) return -1;
     /* The shape is valid now: group divides c, and the product fits. */
     const size_t weight_floats = (size_t)shape->oc * (size_t)(shape->c / shape->group) *
                                  (size_t)shape->kh * (size_t)shape->kw;
@@ -72,6 +74,7 @@ int graph_op_conv(acl_graph *g, const acl_conv_attrs *a, int nin, const acl_tens
     if (rc == 0 && acl_conv_create_borrowing(shape, a->algorithm, a->ukernel, a->weight, a->bias,
                                              &p->conv) != 0)
         rc = graph_fail_in("conv");
+    if (rc == 0 && a->x_nchw && conv_read_nchw(p->conv) != 0) rc = graph_fail_in("conv");
     if (rc == 0) rc = graph_workspace_reserve(g, acl_conv_scratch_bytes(p->conv));
     if (rc != 0) {
         conv_release(p);

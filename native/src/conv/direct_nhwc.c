@@ -194,8 +194,9 @@ block_row_strides(const block_row *r, int ow, int lo, int hi, const int c, int n
     }
 }
 
-/* Specialised for one and three input channels (a spectrogram, RGB) and for
- * 16 and 32 (a squeeze layer's output). */
+/* Specialised for one and three input channels (a spectrogram, RGB), for 16
+ * and 32 (a squeeze layer's output) and for 64 (PP-OCRv6's detector head:
+ * 64 channels into 16 on 184x184, 0.69x indirect's time with runs of 16). */
 static void block_row_dispatch(const block_row *r, int ow, int lo, int hi, int nb)
 {
     switch (r->s->c) {
@@ -203,6 +204,7 @@ static void block_row_dispatch(const block_row *r, int ow, int lo, int hi, int n
     case 3: block_row_strides(r, ow, lo, hi, 3, nb); break;
     case 16: block_row_strides(r, ow, lo, hi, 16, nb); break;
     case 32: block_row_strides(r, ow, lo, hi, 32, nb); break;
+    case 64: block_row_strides(r, ow, lo, hi, 64, nb); break;
     default: block_row_blocks(r, ow, lo, hi, r->s->c, 0, nb); break;
     }
 }

@@ -533,6 +533,32 @@ static void run_direct_dot_cases(void)
     }
 }
 
+/* direct_nhwc's rows wider than its runs, which the random shapes (at most
+ * 13 pixels) never draw: runs of up to 16 pixels for one block of output
+ * channels, the rest by runs of 4 ending at the row's end, over the channel
+ * counts and strides compiled as constants (3, 16, 32 and 64 channels at
+ * stride 1 and 2) and the others (8 channels, stride 3); one to four blocks
+ * a pass, a partial block, two images, each with a random epilogue. */
+static void run_long_row_direct_cases(void)
+{
+    static const int cases[][6] = {
+        /* h, w, c, oc, stride, n */
+        {3, 45, 32, 16, 2, 1}, {4, 40, 3, 16, 1, 2},  {3, 37, 16, 8, 1, 1},
+        {3, 30, 16, 40, 2, 1}, {3, 29, 32, 24, 1, 1}, {3, 33, 8, 16, 1, 2},
+        {2, 50, 32, 64, 3, 1}, {3, 19, 3, 16, 2, 1},  {3, 41, 64, 16, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *k = cases[i];
+        acl_conv_shape s = conv3x3_shape(k[0], k[1], k[2], k[3], 1);
+        s.stride_h = s.stride_w = k[4];
+        s.n = k[5];
+        random_epilogue(&s);
+        check(acl_conv_check(&s, "direct_nhwc", NULL) == 0, "direct_nhwc refused case %zu: %s", i,
+              acl_last_error());
+        run_case(&s);
+    }
+}
+
 /* ---- unsupported combinations name their reason ----------------------------- */
 
 static const char *first_ukernel(const char *style)
@@ -716,6 +742,7 @@ int main(int argc, char **argv)
         run_narrow_depthwise_cases();
         run_grouped_block_cases();
         run_direct_dot_cases();
+        run_long_row_direct_cases();
     }
     for (int i = 0; i < cases; i++) {
         acl_conv_shape s;

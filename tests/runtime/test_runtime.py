@@ -433,6 +433,15 @@ def _aliases(b):
                   "sum")
 
 
+def _identity_pairs(b):
+    """Paddle's Identity pairs: between a convolution and a Concat, and ahead of
+    the model's output."""
+    x = _features(b)
+    y = b.node("Identity", [b.node("Identity", [b.conv(x, "other", 8, 3, pads=1)], "id1")], "id2")
+    z = b.node("Concat", [x, y], "cat", axis=1)
+    return b.node("Identity", [b.node("Identity", [z], "id3")], "id4")
+
+
 def _max_min(b):
     x = _features(b)
     y = b.conv(x, "other", 8, 3, pads=1)
@@ -565,7 +574,7 @@ def _aspp(b):
 CASES = {f.__name__[1:]: f for f in (
     _pools, _lrn_softmax, _fully_connected, _matmul_3d, _channel_shuffle, _shuffle_shared,
     _concat_pad, _broadcasting, _activations, _batchnorm_alone, _affine_chains, _aliases, _max_min,
-    _mean,
+    _mean, _identity_pairs,
     _reshapes, _transposed_output, _layer_norm_and_math, _view_output, _gelus,
     _linear_epilogues, _global_pools_1d_3d, _log_softmax, _div_no_nan, _aspp)}
 OPSETS = {"softmax_opset11": (_softmax_opset11, 11), "layer_norms": (_layer_norms, 17),
@@ -599,6 +608,11 @@ def test_affine_chains_are_one_pass_each(tmp_path):
     assert [k for k in kinds if k.startswith("affine")] == [
         "affine relu", "affine hard_swish", "affine none", "affine none"], kinds
     assert not {"mul", "add", "relu", "hard_swish"} & set(kinds), kinds
+
+
+def test_identity_pairs_copy_nothing(tmp_path):
+    kinds = _kinds("identity_pairs", tmp_path)
+    assert not [k for k in kinds if k.startswith("affine")], kinds
 
 
 def test_gelu_is_one_pass_and_rides_the_matmul_epilogue(tmp_path):

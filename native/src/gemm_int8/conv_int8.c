@@ -21,6 +21,13 @@
 #define BLOCK_BYTES (64 * 1024)
 /* ...but never fewer pixels than this, so each B panel serves several A panels. */
 #define MIN_BLOCK_PIXELS 64
+/* ...nor more than fill this many bytes of int32 sums, so that they are still
+ * in L2 when the requantisation reads them back: MobileNetV2's 112x112
+ * 16 -> 96 pointwise (K = 16, so its time is the epilogue's as much as the
+ * GEMM's) had 4096-pixel blocks, 1.5 MB of sums, and took 0.077 ms where
+ * 455-pixel ones take 0.068.  Blocks down to 64 pixels, 16 KB here, were
+ * faster still for that layer but slowed the 56x56 24 -> 144 ones by 15%. */
+#define ACC_BYTES (256 * 1024)
 #define SCRATCH_ALIGN 64
 /* The GEMM work is cut panel by panel (gemm_range) where a group's packed B
  * is larger than its A rows and than this: a B that stays in a core's L2
@@ -252,8 +259,10 @@ static void plan_scratch(acl_conv_int8 *c)
         return;
     }
     const int mr = c->uk->mr, row = c->kg * c->s.group;
+    const int acc_cap = (int)(ACC_BYTES / (c->ocg * sizeof(int32_t)));
     c->block_cap =
-        acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, BLOCK_BYTES / row), mr), round_up(c->m, mr));
+        acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, acl_min(BLOCK_BYTES / row, acc_cap)), mr),
+                round_up(c->m, mr));
     c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
     c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
     c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->kg));

@@ -18,10 +18,13 @@ static int keep(schema_buffers *b, void *p)
     return 0;
 }
 
-/* An INTS field: any number of integers, copied into a new buffer. */
+/* An INTS field: any number of integers, copied into a new buffer; null is
+ * none, as for FLOATS (an int8 convolution's absent bias). */
 static int decode_ints(const json_value *object, const acl_field_info *f, char *at,
                        schema_buffers *buffers)
 {
+    const json_value *given = json_get(object, f->name);
+    if (given && given->type == JSON_NULL) return 0;
     const json_value *list = NULL;
     if (request_member(object, f->name, OPTIONAL, JSON_ARRAY, &list)) return -1;
     if (!list) return 0;

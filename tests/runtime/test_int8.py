@@ -72,14 +72,16 @@ class _Model:
         self.shape = SHAPE
 
     def conv(self, x: str, cin: int, cout: int, k: int, *, group: int = 1, stride: int = 1,
-             pads: tuple[int, int, int, int] | None = None) -> str:
+             pads: tuple[int, int, int, int] | None = None, bias: bool = True) -> str:
         name = f"conv{len(self.nodes)}"
         w = self.rng.normal(0, 1 / np.sqrt(cin // group * k * k), (cout, cin // group, k, k))
-        self.inits += [numpy_helper.from_array(w.astype(np.float32), f"{name}_w"),
-                       numpy_helper.from_array(self.rng.normal(0, 0.1, cout).astype(np.float32),
-                                               f"{name}_b")]
+        self.inits.append(numpy_helper.from_array(w.astype(np.float32), f"{name}_w"))
+        if bias:
+            self.inits.append(numpy_helper.from_array(
+                self.rng.normal(0, 0.1, cout).astype(np.float32), f"{name}_b"))
         p = pads if pads is not None else (k // 2,) * 4
-        self.nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name],
+        inputs = [x, f"{name}_w", *([f"{name}_b"] if bias else [])]
+        self.nodes.append(helper.make_node("Conv", inputs, [name],
                                            name=name, group=group, strides=[stride, stride],
                                            pads=list(p), kernel_shape=[k, k]))
         return name
@@ -276,10 +278,11 @@ def test_stage_boundary_keeps_int8(tmp_path):
 
 def test_runs_inside_the_launcher(tmp_path):
     """The same program built in a launcher (its graph requests carry the
-    int8 weights as base64 floats) gives the in-process program's bytes."""
+    int8 weights as base64 floats) gives the in-process program's bytes,
+    a convolution without a bias included (its bias is null in the request)."""
     m = _Model()
     a = m.op("Relu", [m.conv("x", SHAPE[1], 16, 3)])
-    y = m.op("Add", [a, m.conv(a, 16, 16, 3, group=16)])
+    y = m.conv(m.op("Add", [a, m.conv(a, 16, 16, 3, group=16)]), 16, 8, 1, bias=False)
     path = m.quantized(tmp_path, [y])
     x = np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)
     outputs = []

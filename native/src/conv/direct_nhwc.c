@@ -28,32 +28,21 @@ static int direct_check(const conv_algo *self, const acl_conv_shape *s, const co
     return 0;
 }
 
-/* Blocks of output channels one pass over a row computes, and the sums a
- * run keeps in registers: each broadcast input value feeds nb multiply-adds
- * and each weight vector a run of DIRECT_SUMS / nb pixels, so loads stay
- * well below the multiply-adds (one block at a time needed a broadcast per
- * multiply-add and ran at 0.6x onnxruntime on a first layer).  AVX-512: 20
- * sums of its 32 registers, 4 x 5 for four blocks (4 x 6 left no room for
- * the weights, which were then re-read per multiply-add: 8-18% slower on
- * first layers); elsewhere 8, which is 8 of AVX2's 16 registers or 16 of
- * NEON's 32.  Fewer blocks take longer runs: with 5 pixels, a layer of 16
- * output channels had 5 independent sums, too few to cover the multiply-add's
- * latency, and loaded its weight vector once per 5 multiply-adds. */
+/* Blocks of output channels one pass over a row computes: each broadcast
+ * input value feeds DIRECT_BLOCKS multiply-adds and each weight vector
+ * DIRECT_RUN pixels, so loads stay well below the multiply-adds (one block
+ * at a time needed a broadcast per multiply-add and ran at 0.6x onnxruntime
+ * on a first layer).  AVX-512: 4 x 5 sums of its 32 registers (4 x 6 left no
+ * room for the weights, which were then re-read per multiply-add: 8-18%
+ * slower on first layers); elsewhere 2 x 4, which is 8 of AVX2's 16
+ * registers or 16 of NEON's 32. */
 #if defined(__AVX512F__)
 #define DIRECT_BLOCKS 4
-#define DIRECT_SUMS 20
+#define DIRECT_RUN 5
 #else
 #define DIRECT_BLOCKS 2
-#define DIRECT_SUMS 8
+#define DIRECT_RUN 4
 #endif
-/* At most 16 pixels: GCC unrolls no loop of more iterations completely
- * (max-completely-peel-times), and a run of 20 kept its sums on the stack.
- * Only where the column stride and the channels are constants (sw != 0):
- * else each pixel's input offset is a register, and a run of 16 needs more
- * than x86 has: it reloaded them from the stack in its inner loop.  Those
- * runs stay DIRECT_SUMS / DIRECT_BLOCKS pixels. */
-#define DIRECT_RUN(nb, sw)                                                                  \
-    (!(sw) ? DIRECT_SUMS / DIRECT_BLOCKS : DIRECT_SUMS / (nb) < 16 ? DIRECT_SUMS / (nb) : 16)
 
 /* One output row's view of a pass of up to DIRECT_BLOCKS channel blocks. */
 typedef struct {
@@ -74,28 +63,29 @@ typedef struct {
  * `full`: every block is whole; `nchw`: the input's layout.  Inlined with
  * constant count, c, checked, nb, full and nchw so the sums stay in registers
  * and go to the output without a round trip through the stack. */
-static inline __attribute__((always_inline)) void
-row_pixels(const block_row *r, int ox, const int count, const int c, const int sw,
-           const int checked, const int nb, const int full, const int nchw)
+static inline __attribute__((always_inline)) void row_pixels(const block_row *r, int ox,
+                                                             const int count, const int c,
+                                                             const int checked, const int nb,
+                                                             const int full, const int nchw)
 {
     const acl_conv_shape *s = r->s;
-    const int kw = s->kw, stride_w = sw ? sw : s->stride_w;
+    const int kw = s->kw;
     const ptrdiff_t pixel = nchw ? 1 : c, channel = nchw ? (ptrdiff_t)s->h * s->w : 1;
     /* Hoisted, with each channel's base below: computed in the loop, they cost
      * an NCHW first layer 8% (its channels' rows lie a plane apart). */
-    const ptrdiff_t step = (ptrdiff_t)stride_w * pixel;
+    const ptrdiff_t step = (ptrdiff_t)s->stride_w * pixel;
     int kx0 = 0, kx1 = kw;
-    if (checked) conv_taps_inside(ox, stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
-    channel_vec acc[DIRECT_SUMS]; /* [p * nb + b] */
+    if (checked) conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
+    channel_vec acc[DIRECT_RUN][DIRECT_BLOCKS];
     for (int p = 0; p < count; p++)
-        for (int b = 0; b < nb; b++) acc[p * nb + b] = (channel_vec){0};
+        for (int b = 0; b < nb; b++) acc[p][b] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
         const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
         const float *row = r->x + (ptrdiff_t)iy * s->w * pixel;
         for (int kx = kx0; kx < kx1; kx++) {
             const float *wt = r->weight + (size_t)(ky * kw + kx) * c * CHANNEL_BLOCK;
             const float *xp =
-                row + (ptrdiff_t)(ox * stride_w - s->pad_left + kx * s->dil_w) * pixel;
+                row + (ptrdiff_t)(ox * s->stride_w - s->pad_left + kx * s->dil_w) * pixel;
             for (int ci = 0; ci < c; ci++) {
                 channel_vec wv[DIRECT_BLOCKS];
                 for (int b = 0; b < nb; b++)
@@ -103,7 +93,7 @@ row_pixels(const block_row *r, int ox, const int count, const int c, const int s
                 const float *xc = xp + ci * channel;
                 for (int p = 0; p < count; p++) {
                     const float xv = xc[p * step];
-                    for (int b = 0; b < nb; b++) acc[p * nb + b] += xv * wv[b];
+                    for (int b = 0; b < nb; b++) acc[p][b] += xv * wv[b];
                 }
             }
         }
@@ -115,16 +105,12 @@ row_pixels(const block_row *r, int ox, const int count, const int c, const int s
     const float *const residual = r->residual, *const bias = r->bias;
     float *const y = r->y;
     const int row_len = r->len;
-    /* Unrolled whatever the body's size: a loop left rolled indexes the sums
-     * with a variable and keeps them in memory (16 pixels of one block went
-     * through the stack after every run). */
-#pragma GCC unroll 16
     for (int p = 0; p < count; p++) {
         const size_t at = (size_t)(ox + p) * s->oc;
         for (int b = 0; b < nb; b++) {
             const int o = b * CHANNEL_BLOCK;
             const int len = full ? CHANNEL_BLOCK : acl_min(CHANNEL_BLOCK, row_len - o);
-            channel_vec v = acc[p * nb + b] + load_vec(bias + o);
+            channel_vec v = acc[p][b] + load_vec(bias + o);
             if (len == CHANNEL_BLOCK) {  /* whole vectors: no copy of a variable length */
                 if (residual) v += load_vec(residual + at + o);
                 v = channel_clamp_apply(&clamp, v);
@@ -146,83 +132,62 @@ row_pixels(const block_row *r, int ox, const int count, const int c, const int s
     }
 }
 
-/* The interior pixels [lo, hi) by runs of DIRECT_RUN, the rest by runs
- * of DIRECT_TAIL, the last ending at hi and recomputing up to 3 pixels to the
- * values they already hold.  A whole run ending at hi would recompute up to
- * 19 of a row of 16 channels; pixels one at a time load a weight vector per
- * multiply-add (9% of a 55-pixel row, a quarter of its time). */
-#define DIRECT_TAIL 4
-static inline
-    __attribute__((always_inline)) void interior_runs(const block_row *r, int lo, int hi,
-                                                      const int c, const int sw, const int nb,
-                                                      const int full, const int nchw)
+/* The interior pixels [lo, hi) by runs.  The pixels a whole run does not
+ * reach take one more run ending at hi, which recomputes some pixels to the
+ * values they already hold: one at a time they would load a weight vector
+ * per multiply-add (9% of a 55-pixel row, a quarter of its time). */
+static inline __attribute__((always_inline)) void interior_runs(const block_row *r, int lo, int hi,
+                                                                const int c, const int nb,
+                                                                const int full, const int nchw)
 {
-    const int run = DIRECT_RUN(nb, sw);
     int ox = lo;
-    for (; ox + run <= hi; ox += run) row_pixels(r, ox, run, c, sw, 0, nb, full, nchw);
-    if (hi - lo >= DIRECT_TAIL)
-        for (; ox < hi; ox += DIRECT_TAIL)
-            row_pixels(r, acl_min(ox, hi - DIRECT_TAIL), DIRECT_TAIL, c, sw, 0, nb, full, nchw);
+    for (; ox + DIRECT_RUN <= hi; ox += DIRECT_RUN)
+        row_pixels(r, ox, DIRECT_RUN, c, 0, nb, full, nchw);
+    if (ox < hi && hi - lo >= DIRECT_RUN)
+        row_pixels(r, hi - DIRECT_RUN, DIRECT_RUN, c, 0, nb, full, nchw);
     else
-        for (; ox < hi; ox++) row_pixels(r, ox, 1, c, sw, 0, nb, full, nchw);
+        for (; ox < hi; ox++) row_pixels(r, ox, 1, c, 0, nb, full, nchw);
 }
 
 /* The row's pixels for nb blocks: left border, interior runs, right border. */
-static inline __attribute__((always_inline)) void block_row_run(const block_row *r, int ow, int lo,
-                                                                int hi, const int c, const int sw,
-                                                                const int nb, const int nchw)
+static inline __attribute__((always_inline)) void
+block_row_run(const block_row *r, int ow, int lo, int hi, const int c, const int nb, const int nchw)
 {
-    for (int ox = 0; ox < lo; ox++) row_pixels(r, ox, 1, c, sw, 1, nb, 0, nchw);
-    if (r->len == nb * CHANNEL_BLOCK) interior_runs(r, lo, hi, c, sw, nb, 1, nchw);
-    else interior_runs(r, lo, hi, c, sw, nb, 0, nchw);
-    for (int ox = acl_max(lo, hi); ox < ow; ox++) row_pixels(r, ox, 1, c, sw, 1, nb, 0, nchw);
+    for (int ox = 0; ox < lo; ox++) row_pixels(r, ox, 1, c, 1, nb, 0, nchw);
+    if (r->len == nb * CHANNEL_BLOCK) interior_runs(r, lo, hi, c, nb, 1, nchw);
+    else interior_runs(r, lo, hi, c, nb, 0, nchw);
+    for (int ox = acl_max(lo, hi); ox < ow; ox++) row_pixels(r, ox, 1, c, 1, nb, 0, nchw);
 }
 
-static inline __attribute__((always_inline)) void block_row_blocks(const block_row *r, int ow,
-                                                                   int lo, int hi, const int c,
-                                                                   const int sw, int nb,
-                                                                   const int nchw)
+static inline __attribute__((always_inline)) void
+block_row_blocks(const block_row *r, int ow, int lo, int hi, const int c, int nb, const int nchw)
 {
     switch (nb) {
-    case 1: block_row_run(r, ow, lo, hi, c, sw, 1, nchw); break;
+    case 1: block_row_run(r, ow, lo, hi, c, 1, nchw); break;
 #if DIRECT_BLOCKS > 2
-    case 2: block_row_run(r, ow, lo, hi, c, sw, 2, nchw); break;
-    case 3: block_row_run(r, ow, lo, hi, c, sw, 3, nchw); break;
+    case 2: block_row_run(r, ow, lo, hi, c, 2, nchw); break;
+    case 3: block_row_run(r, ow, lo, hi, c, 3, nchw); break;
 #endif
-    default: block_row_run(r, ow, lo, hi, c, sw, DIRECT_BLOCKS, nchw); break;
+    default: block_row_run(r, ow, lo, hi, c, DIRECT_BLOCKS, nchw); break;
     }
 }
 
-/* Column strides 1 and 2 as constants: each pixel of a long run then reads
- * its input at a constant offset from one pointer (DIRECT_RUN). */
-static inline __attribute__((always_inline)) void
-block_row_strides(const block_row *r, int ow, int lo, int hi, const int c, int nb, const int nchw)
-{
-    switch (r->s->stride_w) {
-    case 1: block_row_blocks(r, ow, lo, hi, c, 1, nb, nchw); break;
-    case 2: block_row_blocks(r, ow, lo, hi, c, 2, nb, nchw); break;
-    default: block_row_blocks(r, ow, lo, hi, c, 0, nb, nchw); break;
-    }
-}
-
-/* Specialised for one and three input channels (a spectrogram, RGB), for 16
- * and 32 (a squeeze layer's output) and for 64 (PP-OCRv6's detector head:
- * 64 channels into 16 on 184x184, 0.69x indirect's time with runs of 16);
- * an NCHW input for RGB (one channel is laid out alike either way). */
+/* Specialised for one and three input channels (a spectrogram, RGB) and for
+ * 16 and 32 (a squeeze layer's output); an NCHW input for RGB (one channel
+ * is laid out alike either way). */
 static void block_row_dispatch(const block_row *r, int ow, int lo, int hi, int nb, int nchw)
 {
     if (nchw && r->s->c != 1) {
-        if (r->s->c == 3) block_row_strides(r, ow, lo, hi, 3, nb, 1);
-        else block_row_blocks(r, ow, lo, hi, r->s->c, 0, nb, 1);
+        if (r->s->c == 3) block_row_blocks(r, ow, lo, hi, 3, nb, 1);
+        else block_row_blocks(r, ow, lo, hi, r->s->c, nb, 1);
         return;
     }
     switch (r->s->c) {
-    case 1: block_row_strides(r, ow, lo, hi, 1, nb, 0); break;
-    case 3: block_row_strides(r, ow, lo, hi, 3, nb, 0); break;
-    case 16: block_row_strides(r, ow, lo, hi, 16, nb, 0); break;
-    case 32: block_row_strides(r, ow, lo, hi, 32, nb, 0); break;
-    case 64: block_row_strides(r, ow, lo, hi, 64, nb, 0); break;
-    default: block_row_blocks(r, ow, lo, hi, r->s->c, 0, nb, 0); break;
+    case 1: block_row_blocks(r, ow, lo, hi, 1, nb, 0); break;
+    case 3: block_row_blocks(r, ow, lo, hi, 3, nb, 0); break;
+    case 16: block_row_blocks(r, ow, lo, hi, 16, nb, 0); break;
+    case 32: block_row_blocks(r, ow, lo, hi, 32, nb, 0); break;
+    default: block_row_blocks(r, ow, lo, hi, r->s->c, nb, 0); break;
     }
 }
 
@@ -264,9 +229,9 @@ static int direct_run(acl_conv *conv, const acl_exec *ex, const conv_io *io, acl
 const conv_algo conv_direct_nhwc = {
     .name = "direct_nhwc",
     .uses_ukernel = 0,
+    .reads_nchw = 1,
     .check = direct_check,
     .create = channel_blocks_create,
     .run = direct_run,
     .destroy = channel_blocks_destroy,
-    .reads_nchw = 1,
 };

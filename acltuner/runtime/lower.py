@@ -12,8 +12,8 @@ Layouts: new 4-D activations are NHWC; every tensor keeps the layout it was
 made in, and a transpose is inserted only when a consumer needs another one
 (a convolution reading a tensor rebuilt by Reshape, a Flatten of a feature
 map...), once per tensor and layout.  A convolution whose algorithm reads
-NCHW (READS_NCHW) takes an input coming from the host as it is: a model's
-image is then copied into the arena, not transposed there.
+NCHW (READS_NCHW) takes an input held in NCHW as it is: a model's image
+coming from the host is then copied into the arena, not transposed there.
 """
 from __future__ import annotations
 
@@ -85,13 +85,6 @@ class Lowering:
         value = Value(Buffer(math.prod(dims)), dims, preferred(len(dims)) if perm is None else perm)
         self.stage.imports[name] = value
         return self._register(name, value)
-
-    def get_host(self, name: str, perm: Perm) -> Value | None:
-        """Tensor `name` imported in layout `perm`, when it comes from the host
-        and this stage holds it in no layout yet; None otherwise."""
-        if name in self.g.constants or name in self.stage.values:
-            return None
-        return self._import(name, perm)
 
     def get(self, name: str, perm: Perm | None = None, prefer: Perm | None = None) -> Value:
         """Tensor `name` in layout `perm` (None: any), transposed now if needed.
@@ -210,8 +203,10 @@ def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
             out = low.new(None, (n, oc, oh, ow), NHWC)
             low.alias(conv.output, out.relabel((n, oc, ow), NLC))
         else:
-            x = (low.get_host(conv.input, identity(4)) if config.algorithm in READS_NCHW
-                 else None) or low.get(conv.input, NHWC)
+            x = low.get(conv.input, prefer=identity(4)) if config.algorithm in READS_NCHW \
+                else None
+            if x is None or x.perm not in (NHWC, identity(4)):
+                x = low.get(conv.input, NHWC)
             residual = low.get(conv.residual, NHWC) if conv.residual else None
             out = low.new(conv.output, (n, oc, oh, ow), NHWC)
         low.emit("conv", conv.name, f"conv {config}", {"x": x, "residual": residual, "out": out},

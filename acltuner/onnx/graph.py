@@ -1,7 +1,9 @@
 """The convolutions of a shape-inferred ONNX model, each with what it absorbs.
 
-A Conv or ConvTranspose absorbs, in this order and only while the tensor
-between them has no other consumer and is not a graph output:
+A Conv absorbs a chain of per-channel affine nodes before it (as below; only
+a scale where the convolution is padded), and a Conv or ConvTranspose
+absorbs, after it, in this order, each only while the tensor between them has
+no other consumer and is not a graph output:
   any chain of per-channel affine nodes, folded into weight and bias:
   BatchNormalization (inference, per-channel constants), and Add or Mul of a
   per-channel constant (a bias or scale exported as its own node, as Paddle
@@ -44,32 +46,52 @@ class ConvNode:
     input: str
     output: str  # the last fused node's output
     residual: str | None
-    fused: list[str] = field(default_factory=list)
+    fused: list[str] = field(default_factory=list)  # the input's affine nodes first
     # The fused affine nodes' per-channel (scale, shift), applied after conv_bias.
     affine: tuple[np.ndarray, np.ndarray] | None = None
+    # Per input channel (scale, shift) of the affine nodes between `input` and
+    # the node, applied to the input before the convolution.
+    input_affine: tuple[np.ndarray, np.ndarray] | None = None
 
     # Folded on each access rather than stored, so that a model's folded
     # weights need not all exist at once (whole-model runs pack one at a time).
     @property
     def weight(self) -> np.ndarray:
         """conv_weight's layout, float32, the affine nodes folded in."""
+        w = self.conv_weight
+        if self.input_affine is not None:
+            w = (self._by_input_channel(w) * self._input_per_tap(self.input_affine[0])
+                 ).reshape(w.shape)
         if self.affine is None:
-            return self.conv_weight
+            return w if w is self.conv_weight else w.astype(np.float32)
         if not self.shape.transposed:
-            return (self.conv_weight * self.affine[0][:, None, None, None]).astype(np.float32)
+            return (w * self.affine[0][:, None, None, None]).astype(np.float32)
         # (c, oc / group, kh, kw): output channel g * ocg + j is group g's column j.
-        group, w = self.shape.group, self.conv_weight
+        group = self.shape.group
         scale = self.affine[0].reshape(group, 1, -1, 1, 1)
         return (w.reshape(group, -1, *w.shape[1:]) * scale).reshape(w.shape).astype(np.float32)
 
     @property
     def bias(self) -> np.ndarray | None:
         """float32, the affine nodes folded in; None when there is neither bias nor affine."""
+        bias = self.conv_bias
+        if self.input_affine is not None:
+            # Each output sums its weights times the shift of the channel they read.
+            w = self._by_input_channel(self.conv_weight)
+            bias = (0.0 if bias is None else bias) + (
+                w * self._input_per_tap(self.input_affine[1])).sum(axis=(2, 3, 4)).reshape(-1)
         if self.affine is None:
-            return self.conv_bias
+            return None if bias is None else bias.astype(np.float32)
         scale, shift = self.affine
-        return ((0.0 if self.conv_bias is None else self.conv_bias) * scale + shift).astype(
-            np.float32)
+        return ((0.0 if bias is None else bias) * scale + shift).astype(np.float32)
+
+    def _by_input_channel(self, w: np.ndarray) -> np.ndarray:
+        """An OIHW weight as (group, oc / group, c / group, kh, kw)."""
+        return w.reshape(self.shape.group, -1, *w.shape[1:])
+
+    def _input_per_tap(self, values: np.ndarray) -> np.ndarray:
+        """Per input channel values, broadcast against _by_input_channel."""
+        return values.reshape(self.shape.group, 1, -1, 1, 1)
 
 
 def node_name(node: onnx.NodeProto) -> str:
@@ -202,7 +224,35 @@ def channel_affine(g: OnnxGraph, node: onnx.NodeProto, out: str, oc: int,
     return (np.ones(oc), value) if node.op_type == "Add" else (value, np.zeros(oc))
 
 
-def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNode | str:
+def _input_affine(g: OnnxGraph, x: str, shape: ConvShape, taken: set[str]
+                  ) -> tuple[str, tuple[np.ndarray, np.ndarray], list[str]] | None:
+    """The tensor before the chain of per-channel affine nodes making input x
+    (a scale and bias after an activation, as PP-LCNetV3's learnable affine
+    blocks), their combined (scale, shift) and their names in graph order;
+    None when there is none to fold.  Each must have no other reader, nor
+    belong to another convolution (`taken`).  A padded convolution folds only
+    a scale: its padding is 0 after the affine, and a shift would move it."""
+    scale, shift, names, rank = np.ones(shape.c), np.zeros(shape.c), [], g.rank(x)
+    while (p := g.producer.get(x)) is not None and node_name(p) not in taken and \
+            g.sole_consumer(p.output[0]) is not None and len(p.input) >= 1:
+        data = [t for t in p.input if t and t not in g.constants]
+        if len(data) != 1 or g.static_shape(data[0]) != g.static_shape(x) or \
+                g.types[data[0]].elem_type != TensorProto.FLOAT:
+            break
+        step = channel_affine(g, p, data[0], shape.c, rank)
+        if step is None:
+            break
+        scale, shift = scale * step[0], scale * step[1] + shift
+        names.insert(0, node_name(p))
+        x = data[0]
+    padded = shape.pad_top or shape.pad_left or shape.pad_bottom or shape.pad_right
+    if (scale == 1).all() and (shift == 0).all() or padded and (shift != 0).any():
+        return None
+    return x, (scale, shift), names
+
+
+def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str],
+               taken: set[str]) -> ConvNode | str:
     """The node with its fused epilogue, or why it is not tunable."""
     name, x, op = node_name(node), node.input[0], node.op_type
     rank = g.rank(x)
@@ -228,6 +278,9 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     base, weight = drop_padding_taps(base, weight.reshape(base.weight_shape))
     fused: list[str] = []
     out = node.output[0]
+    input_affine = None
+    if not base.transposed and (found := _input_affine(g, x, base, taken)) is not None:
+        x, input_affine, fused = found
 
     affine = None
     while (nxt := g.sole_consumer(out)) is not None:
@@ -261,8 +314,9 @@ def _conv_node(g: OnnxGraph, node: onnx.NodeProto, claimed: set[str]) -> ConvNod
     shape = dataclasses.replace(base, has_residual=residual is not None,
                                 **(act.shape_fields if act else {}))
     # A 1-D convolution's OIK (IOK) weight is the OIHW (IOHW) of height 1.
+    taken.update(fused)
     return ConvNode(name, shape, weight.reshape(shape.weight_shape), bias, x, out, residual,
-                    fused, affine)
+                    fused, affine, input_affine)
 
 
 def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None = None
@@ -273,9 +327,10 @@ def conv_nodes(model: onnx.ModelProto, weights: Mapping[str, np.ndarray] | None 
     nodes: list[ConvNode] = []
     skipped: list[str] = []
     claimed: set[str] = set()
+    taken: set[str] = set()  # the nodes earlier convolutions fused
     for node in model.graph.node:
         if is_op(node, "Conv") or is_op(node, "ConvTranspose"):
-            conv = _conv_node(g, node, claimed)
+            conv = _conv_node(g, node, claimed, taken)
             if isinstance(conv, str):
                 skipped.append(conv)
             else:

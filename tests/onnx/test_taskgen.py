@@ -394,6 +394,45 @@ def test_affine_chains_are_absorbed(tmp_path):
     assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
 
 
+def test_affine_chains_before_a_convolution_fold_into_it(tmp_path):
+    """A scale and bias after an activation (PP-LCNetV3's learnable affine
+    blocks) fold into the convolution reading them, grouped ones included; a
+    padded convolution folds a scale but not a shift (its padding must stay
+    0), and a chain with another reader stays a node of its own."""
+    b = GraphBuilder(seed=7, input_shape=(1, 8, 6, 6), opset=14)
+    rng = np.random.default_rng(7)
+
+    def scale_and_bias(x: str, name: str, shift: bool = True) -> str:
+        x = b.node("Mul", [b.constant(f"{name}.s", rng.uniform(0.5, 2, (8, 1, 1)).astype(
+            np.float32)), x], f"{name}.mul", channels=8)
+        x = b.node("Identity", [x], f"{name}.id")
+        if shift:
+            x = b.node("Add", [x, b.constant(f"{name}.t", rng.standard_normal(
+                (1, 8, 1, 1)).astype(np.float32))], f"{name}.add")
+        return x
+
+    x = b.node("HardSwish", [b.conv(b.input, "dw", 8, 3, pads=1, group=8)], "hs")
+    # Each with an activation, so that the chain after it is the next one's.
+    x = b.conv(scale_and_bias(x, "lab1"), "pw", 8, 1, bias=True, relu="pw.relu")
+    x = b.conv(scale_and_bias(x, "lab2"), "grouped", 8, 1, group=2, relu="grouped.relu")
+    x = b.conv(scale_and_bias(x, "lab3", shift=False), "scaled", 8, 3, pads=1,
+               relu="scaled.relu")
+    shared = scale_and_bias(x, "lab4")
+    x = b.add(b.conv(shared, "padded", 8, 3, pads=1), b.conv(shared, "other", 8, 1), "sum")
+    path = Path(_save(b.model(x, "labs"), tmp_path))
+    model = load_model(path)
+    nodes, _ = conv_nodes(model)
+    by_name = {n.name: n for n in nodes}
+    assert by_name["pw"].fused == ["lab1.mul", "lab1.id", "lab1.add", "pw.relu"]
+    assert by_name["pw"].input == "hs"
+    assert by_name["grouped"].fused == ["lab2.mul", "lab2.id", "lab2.add", "grouped.relu"]
+    assert by_name["scaled"].fused == ["lab3.mul", "lab3.id", "scaled.relu"]
+    assert by_name["padded"].input_affine is None and by_name["other"].input_affine is None
+    _check_numerics(model, nodes, (1, 8, 6, 6))
+    report = run_check(default_plan(path, tmp_path))
+    assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE
+
+
 def test_1d_conv_transpose_runs_as_height_1(tmp_path):
     """A 1-D ConvTranspose (stride 2, pads, output padding) after a 1-D Conv: its
     (c, oc, k) weight is the IOHW of height 1, and the model runs natively."""

@@ -29,6 +29,8 @@
  * faster still for that layer but slowed the 56x56 24 -> 144 ones by 15%. */
 #define ACC_BYTES (256 * 1024)
 #define SCRATCH_ALIGN 64
+/* Bytes past a block's im2col rows that copy_run may write. */
+#define COLS_SLACK 64
 /* The GEMM work is cut panel by panel (gemm_range) where a group's packed B
  * is larger than its A rows and than this: a B that stays in a core's L2
  * gains nothing, and cores writing the two halves of every output row slowed
@@ -263,7 +265,7 @@ static void plan_scratch(acl_conv_int8 *c)
     c->block_cap =
         acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, acl_min(BLOCK_BYTES / row, acc_cap)), mr),
                 round_up(c->m, mr));
-    c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
+    c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row + COLS_SLACK) : 0;
     c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
     c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->kg));
     c->worker_bytes = c->cols_bytes + c->acc_bytes + c->apack_bytes;
@@ -413,6 +415,59 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
     if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
 }
 
+/* len bytes from src to dst, and with AVX-512 up to 63 bytes past dst's
+ * end: each run is a masked load and a whole-vector store, which a later
+ * run, the row's K padding or the scratch's slack (COLS_SLACK) overwrites.
+ * An im2col row's runs are short (a first layer's kernel row of 7 pixels x
+ * 3 channels is 21 bytes), and a library call for each, with the per-pixel
+ * index arithmetic, took two fifths of ResNet-18's conv1 and twice the
+ * GEMM's time in MobileNetV2's first layer; a masked store was itself half
+ * the copy's time on Zen. */
+static inline void copy_run(uint8_t *dst, const uint8_t *src, size_t len)
+{
+#if defined(__AVX512BW__)
+    for (; len >= 64; len -= 64, src += 64, dst += 64)
+        _mm512_storeu_si512(dst, _mm512_loadu_si512(src));
+    if (len) _mm512_storeu_si512(dst, _mm512_maskz_loadu_epi8(~0ull >> (64 - len), src));
+#else
+    memcpy(dst, src, len);
+#endif
+}
+
+/* The im2col rows of output pixels [p0, p1) into cols (row bytes apart):
+ * a one-group, horizontally undilated pixel whose taps all lie inside the
+ * input is kh runs of kw * C bytes, its position stepped along rather than
+ * divided out per pixel; the others go through copy_pixel. */
+static void copy_block(const acl_conv_int8 *c, const uint8_t *x, int p0, int p1, uint8_t *cols,
+                       int row)
+{
+    const acl_conv_shape *s = &c->s;
+    if (s->group != 1 || s->dil_w != 1) {
+        for (int p = p0; p < p1; p++) copy_pixel(c, x, p, cols + (size_t)(p - p0) * row);
+        return;
+    }
+    /* Locals, as the byte stores could otherwise alias c and s. */
+    const int kh = s->kh, kw = s->kw, h = s->h, w = s->w, ow = c->ow, oh = c->oh;
+    const int sw = s->stride_w, sh = s->stride_h, pl = s->pad_left, pt = s->pad_top;
+    const size_t run = (size_t)kw * s->c, pad = (size_t)(c->kg - c->k);
+    const size_t krow = (size_t)s->dil_h * w * s->c;
+    const int za = c->za, ylast = (kh - 1) * s->dil_h;
+    int ox = p0 % ow, oy = p0 / ow % oh, b = p0 / (ow * oh);
+    for (int p = p0; p < p1; p++) {
+        uint8_t *dst = cols + (size_t)(p - p0) * row;
+        const int ix0 = ox * sw - pl, iy0 = oy * sh - pt;
+        if (ix0 >= 0 && ix0 + kw <= w && iy0 >= 0 && iy0 + ylast < h) {
+            const uint8_t *src = x + ((size_t)(b * h + iy0) * w + ix0) * s->c;
+            for (int ky = 0; ky < kh; ky++) copy_run(dst + ky * run, src + ky * krow, run);
+            if (pad) memset(dst + kh * run, za, pad);
+        } else copy_pixel(c, x, p, dst);
+        if (++ox == ow) {
+            ox = 0;
+            if (++oy == oh) oy = 0, b++;
+        }
+    }
+}
+
 /* Output pixels [p0, p1) for the output channels [j0, j1) of every group:
  * their im2col rows (unless pointwise), one GEMM per group on the packed B
  * panels of those channels, the sums requantised into y. */
@@ -429,7 +484,7 @@ static void gemm_span(const run_ctx *r, int p0, int p1, int j0, int j1, uint8_t 
         a = r->x + (size_t)p0 * c->s.c;  /* 1x1 unstrided: the pixels are the rows */
         lda = c->s.c;
     } else {
-        for (int p = p0; p < p1; p++) copy_pixel(c, r->x, p, cols + (size_t)(p - p0) * row);
+        copy_block(c, r->x, p0, p1, cols, row);
         a = cols;
         lda = row;
     }

@@ -217,6 +217,8 @@ static int depthwise_start(acl_conv_int8 *c)
     return 0;
 }
 
+static int channel_slack(const acl_conv_int8 *c) { return c->uk ? c->uk->nr : 0; }
+
 /* The GEMM epilogue's bias - za * colsum in int32 (requant.h's offset) where
  * no sum, |sum| <= K * 255 * 128, plus it can leave int32: the epilogue then
  * adds it in int32 rather than in int64, ResNet-18's layers everywhere. */
@@ -227,7 +229,8 @@ static int gemm_offset(acl_conv_int8 *c)
         const int64_t v = (c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o];
         if (v > room || v < -room) return 0;
     }
-    if (!(c->offset = acl_alloc((size_t)c->s.oc * sizeof(int32_t)))) return -1;
+    if (!(c->offset = acl_alloc((size_t)(c->s.oc + channel_slack(c)) * sizeof(int32_t)))) return -1;
+    memset(c->offset, 0, (size_t)(c->s.oc + channel_slack(c)) * sizeof(int32_t));
     for (int o = 0; o < c->s.oc; o++)
         c->offset[o] = (int32_t)((c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o]);
     return 0;
@@ -306,8 +309,11 @@ static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
     if (c->algo != ALGO_DEPTHWISE && pick_kernel(c, ukernel) != 0) return -1;
     c->kg = c->algo == ALGO_DEPTHWISE ? c->k : kgemm_of(c);
     c->colsum = acl_alloc((size_t)s->oc * sizeof(int32_t));
-    c->scale = acl_alloc((size_t)s->oc * sizeof(float));
+    /* NR entries past the last channel: a requantising kernel's last panel
+     * reads a whole NR of scales and offsets (int8.h). */
+    c->scale = acl_alloc((size_t)(s->oc + channel_slack(c)) * sizeof(float));
     if (!c->colsum || !c->scale) return -1;
+    memset(c->scale, 0, (size_t)(s->oc + channel_slack(c)) * sizeof(float));
     /* In float and in this order, as onnxruntime's QLinearConv folds them. */
     for (int o = 0; o < s->oc; o++)
         c->scale[o] = q->x_scale * q->w_scale[q->w_scale_count == 1 ? 0 : o] / q->y_scale;
@@ -493,13 +499,19 @@ static void gemm_span(const run_ctx *r, int p0, int p1, int j0, int j1, uint8_t 
     const size_t skip = acl_gemm_int8_packed_b_size(c->uk, c->kg, j0);
     for (int g = 0; g < c->s.group; g++) {
         const int o0 = g * c->ocg + j0;
-        acl_gemm_int8_scratch(c->uk, rows, j1 - j0, c->kg,
-                              a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
-                              c->packed + (size_t)g * c->group_bytes + skip, acc, c->ocg, apack);
+        const uint8_t *ag = a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k);
+        const void *bg = c->packed + (size_t)g * c->group_bytes + skip;
+        uint8_t *yg = r->y + (size_t)p0 * oc + o0;
+        if (c->offset && c->uk->rows_requant_fn) {
+            const acl_int8_tile_requant q = {c->offset + o0, c->scale + o0, c->zc, c->lo, c->hi};
+            acl_gemm_int8_requant(c->uk, rows, j1 - j0, c->kg, ag, lda, bg, &q, yg, oc, apack);
+            continue;
+        }
+        acl_gemm_int8_scratch(c->uk, rows, j1 - j0, c->kg, ag, lda, bg, acc, c->ocg, apack);
         const acl_requant rq = {
             c->scale + o0, c->bias ? c->bias + o0 : NULL,    c->colsum + o0, c->za, c->zc, c->lo,
             c->hi,         c->offset ? c->offset + o0 : NULL};
-        acl_requantize_u8(&rq, rows, j1 - j0, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
+        acl_requantize_u8(&rq, rows, j1 - j0, acc, c->ocg, yg, oc);
     }
 }
 

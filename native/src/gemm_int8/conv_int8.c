@@ -244,9 +244,15 @@ static int pick_kernel(acl_conv_int8 *c, const char *ukernel)
             return acl_fail("int8 micro-kernel '%s' is unknown or this CPU cannot run it", ukernel);
     } else {
         const acl_ukernel_int8 *const *list;
-        if (acl_int8_ukernels_available(&list) < 1)
-            return acl_fail("this CPU runs no int8 micro-kernel");
-        c->uk = list[0];  /* fastest first */
+        const int n = acl_int8_ukernels_available(&list);
+        if (n < 1) return acl_fail("this CPU runs no int8 micro-kernel");
+        /* Fastest first; but where a group has 16 output channels or fewer,
+         * the first 16 columns wide: a wider one computes columns for
+         * nothing (MobileNetV2's 112x112 32 -> 16 pointwise: 0.107 ms on
+         * 8x32c4-rows, 0.051 on 8x16c4-rows, one core). */
+        c->uk = list[0];
+        for (int i = 0; c->ocg <= 16 && c->uk->nr > 16 && i < n; i++)
+            if (list[i]->nr == 16) c->uk = list[i];
     }
     return acl_gemm_int8_check(c->uk, c->k);
 }

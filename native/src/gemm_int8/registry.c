@@ -18,8 +18,9 @@
 #if defined(ACL_ARCH_X86)
 /* 8x32 first: its 16 accumulators keep vpdpbusd at about two a cycle on
  * Zen 5 where 8x16's 8 reach 85% of that (550 and 468 GMAC/s, one core);
- * the rows kernel before the interleaved ones, as it skips packing A. */
-#define ACL_INT8_ROWS_AVX512VNNI(X) X(8, 32, 4, avx512vnni)
+ * the rows kernels before the interleaved ones, as they skip packing A
+ * (conv_int8 takes 8x16c4-rows for 16 output channels or fewer). */
+#define ACL_INT8_ROWS_AVX512VNNI(X) X(8, 32, 4, avx512vnni) X(8, 16, 4, avx512vnni)
 #define ACL_INT8_FAMILY_AVX512VNNI(X) X(8, 32, 4, avx512vnni) X(8, 16, 4, avx512vnni)
 #define ACL_INT8_FAMILY_AVX2(X) X(4, 16, 2, avx2)
 #elif defined(ACL_ARCH_AARCH64)

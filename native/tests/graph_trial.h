@@ -112,6 +112,7 @@ void u8_max_pool_case(int big);
 void u8_concat_case(int big);
 void conv_int8_wide_b_case(void);
 void conv_int8_depthwise_case(void);
+void conv_int8_im2col_runs_case(void);
 void check_int8_errors(void);
 
 #endif

@@ -2,7 +2,8 @@
  * macro-kernel, against an int64 triple loop on random shapes (edge tiles, K
  * no multiple of the kernel's K group), extreme values (u8 255 x s8 -128 at
  * the largest K) and the zero-point correction for za = 0, 128 and 255; and
- * the requantising epilogue's rounding and saturation.  Each kernel prints
+ * the requantising epilogue's rounding and saturation, and a rows kernel's
+ * requantising twin byte for byte against it.  Each kernel prints
  * "ran NAME" or "skipped NAME", so that a run under an emulated CPU that
  * lacks an ISA shows the dispatch left its kernels out. */
 #include <math.h>
@@ -60,8 +61,44 @@ static void check_product(const acl_ukernel_int8 *uk, int m, int n, int k, value
     free(a), free(b), free(c), free(sums), free(packed);
 }
 
+/* A rows kernel's requantising twin against the int32 sums requantised
+ * by requant.c: the same bytes, edge tiles included, with random offsets
+ * and scales that send some values past [lo, hi] and past +-512. */
+static void check_requant(const acl_ukernel_int8 *uk, int m, int n, int k)
+{
+    const int lda = k + rnd(0, 3), ldc = n + rnd(0, 3), slack = n + uk->nr;
+    uint8_t *a = malloc((size_t)m * lda), *got = malloc((size_t)m * ldc);
+    uint8_t *want = malloc((size_t)m * ldc),
+            *apack = malloc(acl_gemm_int8_packed_a_bytes(uk, m, k));
+    int8_t *b = malloc((size_t)k * n);
+    int32_t *c = malloc((size_t)m * n * sizeof *c),
+            *offset = malloc((size_t)slack * sizeof *offset);
+    float *scale = malloc((size_t)slack * sizeof *scale);
+    void *packed = malloc(acl_gemm_int8_packed_b_size(uk, k, n));
+    fill(a, (size_t)m * lda, b, (size_t)k * n, VALUES_RANDOM);
+    for (int j = 0; j < slack; j++) {
+        offset[j] = rnd(-300000, 300000);
+        scale[j] = (float)rnd(1, 4000) / (float)(1 << 22);
+    }
+    acl_gemm_int8_pack_b(uk, k, n, b, n, packed);
+    memset(got, 0xa5, (size_t)m * ldc);
+    memcpy(want, got, (size_t)m * ldc);
+    const acl_int8_tile_requant q = {offset, scale, rnd(0, 255), rnd(0, 40), rnd(200, 255)};
+    const acl_requant rq = {scale, NULL, NULL, 0, q.zc, (uint8_t)q.lo, (uint8_t)q.hi, offset};
+    const int rc = acl_gemm_int8(uk, m, n, k, a, lda, packed, c, n);
+    acl_requantize_u8(&rq, m, n, c, n, want, ldc);
+    acl_gemm_int8_requant(uk, m, n, k, a, lda, packed, &q, got, ldc, apack);
+    check(rc == 0 && memcmp(got, want, (size_t)m * ldc) == 0,
+          "%s requantising twin %dx%dx%d: bytes differ from the sums requantised", uk->name, m, n,
+          k);
+    free(a), free(got), free(want), free(apack), free(b), free(c), free(offset), free(scale);
+    free(packed);
+}
+
 static void test_kernel(const acl_ukernel_int8 *uk)
 {
+    for (int t = 0; uk->rows_requant_fn && t < 30; t++)
+        check_requant(uk, rnd(1, 3 * uk->mr + 1), rnd(1, 3 * uk->nr + 1), rnd(1, 300));
     /* Shapes of one tile, a tile and a bit, and several tiles with edges. */
     for (int t = 0; t < 60; t++) {
         const int m = rnd(1, 3 * uk->mr + 1), n = rnd(1, 3 * uk->nr + 1);

@@ -57,6 +57,7 @@ int main(int argc, char **argv)
     check_int8_errors();
     conv_int8_wide_b_case();
     conv_int8_depthwise_case();
+    conv_int8_im2col_runs_case();
     accuracy_case();
     chain_case();
     shared_b_case();

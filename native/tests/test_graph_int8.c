@@ -538,6 +538,26 @@ void conv_int8_depthwise_case(void)
     }
 }
 
+/* im2col rows whose kernel rows are copied as runs of kw * C bytes
+ * (conv_int8.c's copy_block): a first layer's 7x7 and 3x3 over 3 channels
+ * at stride 2, their K no multiple of 4 (a rows kernel's row then padded),
+ * a map small enough that most pixels touch the padding and large enough
+ * that some do not, and runs past 64 bytes (kw * C = 99 and 128). */
+void conv_int8_im2col_runs_case(void)
+{
+    /* h, w, c, oc, kernel, stride; padding kernel / 2 */
+    static const int k[][6] = {
+        {23, 20, 3, 40, 7, 2}, {17, 18, 3, 32, 3, 2}, {9, 11, 33, 20, 3, 1}, {8, 8, 64, 24, 2, 1}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        acl_conv_shape sh = conv3x3_shape(k[i][0], k[i][1], k[i][2], k[i][3], 1);
+        sh.kh = sh.kw = k[i][4];
+        sh.stride_h = sh.stride_w = k[i][5];
+        sh.pad_top = sh.pad_bottom = sh.pad_left = sh.pad_right = k[i][4] / 2;
+        sh.act = ACL_ACT_RELU;
+        qconv_case(&sh);
+    }
+}
+
 /* ---- errors ------------------------------------------------------------------------- */
 
 static void expect(int rc, const char *part)

@@ -29,6 +29,8 @@
  * faster still for that layer but slowed the 56x56 24 -> 144 ones by 15%. */
 #define ACC_BYTES (256 * 1024)
 #define SCRATCH_ALIGN 64
+/* Bytes past a block's im2col rows that copy_run may write. */
+#define COLS_SLACK 64
 /* The GEMM work is cut panel by panel (gemm_range) where a group's packed B
  * is larger than its A rows and than this: a B that stays in a core's L2
  * gains nothing, and cores writing the two halves of every output row slowed
@@ -215,6 +217,8 @@ static int depthwise_start(acl_conv_int8 *c)
     return 0;
 }
 
+static int channel_slack(const acl_conv_int8 *c) { return c->uk ? c->uk->nr : 0; }
+
 /* The GEMM epilogue's bias - za * colsum in int32 (requant.h's offset) where
  * no sum, |sum| <= K * 255 * 128, plus it can leave int32: the epilogue then
  * adds it in int32 rather than in int64, ResNet-18's layers everywhere. */
@@ -225,7 +229,8 @@ static int gemm_offset(acl_conv_int8 *c)
         const int64_t v = (c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o];
         if (v > room || v < -room) return 0;
     }
-    if (!(c->offset = acl_alloc((size_t)c->s.oc * sizeof(int32_t)))) return -1;
+    if (!(c->offset = acl_alloc((size_t)(c->s.oc + channel_slack(c)) * sizeof(int32_t)))) return -1;
+    memset(c->offset, 0, (size_t)(c->s.oc + channel_slack(c)) * sizeof(int32_t));
     for (int o = 0; o < c->s.oc; o++)
         c->offset[o] = (int32_t)((c->bias ? c->bias[o] : 0) - (int64_t)c->za * c->colsum[o]);
     return 0;
@@ -239,9 +244,15 @@ static int pick_kernel(acl_conv_int8 *c, const char *ukernel)
             return acl_fail("int8 micro-kernel '%s' is unknown or this CPU cannot run it", ukernel);
     } else {
         const acl_ukernel_int8 *const *list;
-        if (acl_int8_ukernels_available(&list) < 1)
-            return acl_fail("this CPU runs no int8 micro-kernel");
-        c->uk = list[0];  /* fastest first */
+        const int n = acl_int8_ukernels_available(&list);
+        if (n < 1) return acl_fail("this CPU runs no int8 micro-kernel");
+        /* Fastest first; but where a group has 16 output channels or fewer,
+         * the first 16 columns wide: a wider one computes columns for
+         * nothing (MobileNetV2's 112x112 32 -> 16 pointwise: 0.107 ms on
+         * 8x32c4-rows, 0.051 on 8x16c4-rows, one core). */
+        c->uk = list[0];
+        for (int i = 0; c->ocg <= 16 && c->uk->nr > 16 && i < n; i++)
+            if (list[i]->nr == 16) c->uk = list[i];
     }
     return acl_gemm_int8_check(c->uk, c->k);
 }
@@ -263,7 +274,7 @@ static void plan_scratch(acl_conv_int8 *c)
     c->block_cap =
         acl_min(round_up(acl_max(MIN_BLOCK_PIXELS, acl_min(BLOCK_BYTES / row, acc_cap)), mr),
                 round_up(c->m, mr));
-    c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row) : 0;
+    c->cols_bytes = c->algo == ALGO_IM2COL ? align_up((size_t)c->block_cap * row + COLS_SLACK) : 0;
     c->acc_bytes = align_up((size_t)c->block_cap * c->ocg * sizeof(int32_t));
     c->apack_bytes = align_up(acl_gemm_int8_packed_a_bytes(c->uk, c->block_cap, c->kg));
     c->worker_bytes = c->cols_bytes + c->acc_bytes + c->apack_bytes;
@@ -304,8 +315,11 @@ static int setup(acl_conv_int8 *c, const acl_conv_shape *s, const char *ukernel,
     if (c->algo != ALGO_DEPTHWISE && pick_kernel(c, ukernel) != 0) return -1;
     c->kg = c->algo == ALGO_DEPTHWISE ? c->k : kgemm_of(c);
     c->colsum = acl_alloc((size_t)s->oc * sizeof(int32_t));
-    c->scale = acl_alloc((size_t)s->oc * sizeof(float));
+    /* NR entries past the last channel: a requantising kernel's last panel
+     * reads a whole NR of scales and offsets (int8.h). */
+    c->scale = acl_alloc((size_t)(s->oc + channel_slack(c)) * sizeof(float));
     if (!c->colsum || !c->scale) return -1;
+    memset(c->scale, 0, (size_t)(s->oc + channel_slack(c)) * sizeof(float));
     /* In float and in this order, as onnxruntime's QLinearConv folds them. */
     for (int o = 0; o < s->oc; o++)
         c->scale[o] = q->x_scale * q->w_scale[q->w_scale_count == 1 ? 0 : o] / q->y_scale;
@@ -413,6 +427,59 @@ static void copy_pixel(const acl_conv_int8 *c, const uint8_t *x, int p, uint8_t 
     if (c->kg > c->k) memset(dst, c->za, (size_t)(c->kg - c->k));
 }
 
+/* len bytes from src to dst, and with AVX-512 up to 63 bytes past dst's
+ * end: each run is a masked load and a whole-vector store, which a later
+ * run, the row's K padding or the scratch's slack (COLS_SLACK) overwrites.
+ * An im2col row's runs are short (a first layer's kernel row of 7 pixels x
+ * 3 channels is 21 bytes), and a library call for each, with the per-pixel
+ * index arithmetic, took two fifths of ResNet-18's conv1 and twice the
+ * GEMM's time in MobileNetV2's first layer; a masked store was itself half
+ * the copy's time on Zen. */
+static inline void copy_run(uint8_t *dst, const uint8_t *src, size_t len)
+{
+#if defined(__AVX512BW__)
+    for (; len >= 64; len -= 64, src += 64, dst += 64)
+        _mm512_storeu_si512(dst, _mm512_loadu_si512(src));
+    if (len) _mm512_storeu_si512(dst, _mm512_maskz_loadu_epi8(~0ull >> (64 - len), src));
+#else
+    memcpy(dst, src, len);
+#endif
+}
+
+/* The im2col rows of output pixels [p0, p1) into cols (row bytes apart):
+ * a one-group, horizontally undilated pixel whose taps all lie inside the
+ * input is kh runs of kw * C bytes, its position stepped along rather than
+ * divided out per pixel; the others go through copy_pixel. */
+static void copy_block(const acl_conv_int8 *c, const uint8_t *x, int p0, int p1, uint8_t *cols,
+                       int row)
+{
+    const acl_conv_shape *s = &c->s;
+    if (s->group != 1 || s->dil_w != 1) {
+        for (int p = p0; p < p1; p++) copy_pixel(c, x, p, cols + (size_t)(p - p0) * row);
+        return;
+    }
+    /* Locals, as the byte stores could otherwise alias c and s. */
+    const int kh = s->kh, kw = s->kw, h = s->h, w = s->w, ow = c->ow, oh = c->oh;
+    const int sw = s->stride_w, sh = s->stride_h, pl = s->pad_left, pt = s->pad_top;
+    const size_t run = (size_t)kw * s->c, pad = (size_t)(c->kg - c->k);
+    const size_t krow = (size_t)s->dil_h * w * s->c;
+    const int za = c->za, ylast = (kh - 1) * s->dil_h;
+    int ox = p0 % ow, oy = p0 / ow % oh, b = p0 / (ow * oh);
+    for (int p = p0; p < p1; p++) {
+        uint8_t *dst = cols + (size_t)(p - p0) * row;
+        const int ix0 = ox * sw - pl, iy0 = oy * sh - pt;
+        if (ix0 >= 0 && ix0 + kw <= w && iy0 >= 0 && iy0 + ylast < h) {
+            const uint8_t *src = x + ((size_t)(b * h + iy0) * w + ix0) * s->c;
+            for (int ky = 0; ky < kh; ky++) copy_run(dst + ky * run, src + ky * krow, run);
+            if (pad) memset(dst + kh * run, za, pad);
+        } else copy_pixel(c, x, p, dst);
+        if (++ox == ow) {
+            ox = 0;
+            if (++oy == oh) oy = 0, b++;
+        }
+    }
+}
+
 /* Output pixels [p0, p1) for the output channels [j0, j1) of every group:
  * their im2col rows (unless pointwise), one GEMM per group on the packed B
  * panels of those channels, the sums requantised into y. */
@@ -429,7 +496,7 @@ static void gemm_span(const run_ctx *r, int p0, int p1, int j0, int j1, uint8_t 
         a = r->x + (size_t)p0 * c->s.c;  /* 1x1 unstrided: the pixels are the rows */
         lda = c->s.c;
     } else {
-        for (int p = p0; p < p1; p++) copy_pixel(c, r->x, p, cols + (size_t)(p - p0) * row);
+        copy_block(c, r->x, p0, p1, cols, row);
         a = cols;
         lda = row;
     }
@@ -438,13 +505,19 @@ static void gemm_span(const run_ctx *r, int p0, int p1, int j0, int j1, uint8_t 
     const size_t skip = acl_gemm_int8_packed_b_size(c->uk, c->kg, j0);
     for (int g = 0; g < c->s.group; g++) {
         const int o0 = g * c->ocg + j0;
-        acl_gemm_int8_scratch(c->uk, rows, j1 - j0, c->kg,
-                              a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k), lda,
-                              c->packed + (size_t)g * c->group_bytes + skip, acc, c->ocg, apack);
+        const uint8_t *ag = a + (size_t)g * (c->algo == ALGO_POINTWISE ? c->cg : c->k);
+        const void *bg = c->packed + (size_t)g * c->group_bytes + skip;
+        uint8_t *yg = r->y + (size_t)p0 * oc + o0;
+        if (c->offset && c->uk->rows_requant_fn) {
+            const acl_int8_tile_requant q = {c->offset + o0, c->scale + o0, c->zc, c->lo, c->hi};
+            acl_gemm_int8_requant(c->uk, rows, j1 - j0, c->kg, ag, lda, bg, &q, yg, oc, apack);
+            continue;
+        }
+        acl_gemm_int8_scratch(c->uk, rows, j1 - j0, c->kg, ag, lda, bg, acc, c->ocg, apack);
         const acl_requant rq = {
             c->scale + o0, c->bias ? c->bias + o0 : NULL,    c->colsum + o0, c->za, c->zc, c->lo,
             c->hi,         c->offset ? c->offset + o0 : NULL};
-        acl_requantize_u8(&rq, rows, j1 - j0, acc, c->ocg, r->y + (size_t)p0 * oc + o0, oc);
+        acl_requantize_u8(&rq, rows, j1 - j0, acc, c->ocg, yg, oc);
     }
 }
 

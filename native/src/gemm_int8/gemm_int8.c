@@ -115,9 +115,11 @@ int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t
 /* A rows kernel's run: A read in place where its rows hold whole K groups
  * and a full tile of rows; otherwise (K no multiple of KR, the last rows)
  * those rows are first copied into a_packed as rows of KR * kgroups bytes,
- * zero-padded. */
+ * zero-padded.  With q, through the kernel's requantising twin into the
+ * bytes c8; without, the int32 sums into c. */
 static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, size_t lda,
-                      const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
+                      const void *packed_b, int32_t *c, const acl_int8_tile_requant *q, uint8_t *c8,
+                      int ldc, uint8_t *a_packed)
 {
     const int mr = uk->mr, nr = uk->nr;
     const size_t kgroups = kgroups_of(uk, k), kpad = kgroups * uk->kr;
@@ -130,16 +132,29 @@ static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uin
             memcpy(a_packed + (size_t)(i - copied) * kpad, a + (size_t)i * lda, (size_t)k);
     }
     int32_t edge[ACL_INT8_MAX_TILE];
+    uint8_t edge8[ACL_INT8_MAX_TILE];
     for (int j0 = 0; j0 < n; j0 += nr) {
         const int cols = n - j0 < nr ? n - j0 : nr;
         const int32_t *b_panel = panel_of(uk, k, packed_b, j0 / nr);
+        const acl_int8_tile_requant tq =
+            q ? (acl_int8_tile_requant){q->offset + j0, q->scale + j0, q->zc, q->lo, q->hi}
+              : (acl_int8_tile_requant){0};
         for (int i0 = 0; i0 < m; i0 += mr) {
             const int rows = m - i0 < mr ? m - i0 : mr;
             const uint8_t *a_tile =
                 i0 < copied ? a + (size_t)i0 * lda : a_packed + (size_t)(i0 - copied) * kpad;
             const size_t stride = i0 < copied ? lda : kpad;
+            const int whole = rows == mr && cols == nr;
+            if (q) {
+                uint8_t *tile = c8 + (size_t)i0 * ldc + j0;
+                uk->rows_requant_fn(kgroups, a_tile, stride, b_panel, &tq, whole ? tile : edge8,
+                                    whole ? (size_t)ldc : (size_t)nr);
+                for (int i = 0; !whole && i < rows; i++)
+                    memcpy(tile + (size_t)i * ldc, edge8 + (size_t)i * nr, (size_t)cols);
+                continue;
+            }
             int32_t *tile = c + (size_t)i0 * ldc + j0;
-            if (rows == mr && cols == nr) {
+            if (whole) {
                 uk->rows_fn(kgroups, a_tile, stride, b_panel, tile, ldc);
                 continue;
             }
@@ -150,12 +165,19 @@ static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uin
     }
 }
 
+void acl_gemm_int8_requant(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
+                           int lda, const void *packed_b, const acl_int8_tile_requant *q,
+                           uint8_t *c, int ldc, uint8_t *a_packed)
+{
+    gemm_rows(uk, m, n, k, a, (size_t)lda, packed_b, NULL, q, c, ldc, a_packed);
+}
+
 void acl_gemm_int8_scratch(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
                            int lda, const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed)
 {
     const int mr = uk->mr, nr = uk->nr;
     if (uk->rows_fn) {
-        gemm_rows(uk, m, n, k, a, (size_t)lda, packed_b, c, ldc, a_packed);
+        gemm_rows(uk, m, n, k, a, (size_t)lda, packed_b, c, NULL, NULL, ldc, a_packed);
         return;
     }
     const size_t kgroups = kgroups_of(uk, k), panel = kgroups * mr * uk->kr;

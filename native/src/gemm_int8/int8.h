@@ -54,6 +54,28 @@ typedef void (*acl_ukr_int8_rows_fn)(size_t kgroups, const uint8_t *a, size_t ld
     void name(size_t kgroups, const uint8_t *a, size_t lda, const int32_t *b_panel, int32_t *c, \
               size_t ldc)
 
+/* The requantisation a rows kernel's twin applies to its tile's sums
+ * before storing them as bytes, requant.h's with an int32 offset:
+ *   out = clamp(round_half_even(clamp((sum + offset[j]) * scale[j], +-512)) + zc, lo, hi)
+ * offset and scale hold the tile's NR columns from its first (columns past
+ * N are read but not stored). */
+typedef struct {
+    const int32_t *offset;
+    const float *scale;
+    int32_t zc;
+    int32_t lo, hi;  /* 0 <= lo <= hi <= 255 */
+} acl_int8_tile_requant;
+/* A rows kernel's twin: the same tile, its sums requantised in registers
+ * and stored as bytes (row stride ldc), rather than written out as int32
+ * for a second pass to read back: that pass took half the time of a
+ * pointwise layer with K = 16 (MobileNetV2's 16 -> 96). */
+typedef void (*acl_ukr_int8_rows_requant_fn)(size_t kgroups, const uint8_t *a, size_t lda,
+                                             const int32_t *b_panel, const acl_int8_tile_requant *q,
+                                             uint8_t *c, size_t ldc);
+#define ACL_UKR_INT8_ROWS_REQUANT(name)                                                      \
+    void name(size_t kgroups, const uint8_t *a, size_t lda, const int32_t *b_panel,          \
+              const acl_int8_tile_requant *q, uint8_t *c, size_t ldc)
+
 typedef struct {
     /* "MRxNRcKR-interleaved-isa" (packed A) or "MRxNRcKR-rows-isa" (A in place),
      * e.g. "8x16c4-interleaved-avx512vnni" */
@@ -62,6 +84,7 @@ typedef struct {
     int mr, nr, kr;
     acl_ukr_int8_fn fn;            /* an interleaved kernel, or NULL */
     acl_ukr_int8_rows_fn rows_fn;  /* a rows kernel, or NULL */
+    acl_ukr_int8_rows_requant_fn rows_requant_fn;  /* a rows kernel's twin, or NULL */
 } acl_ukernel_int8;
 
 #define ACL_INT8_MAX_MR 16
@@ -92,6 +115,12 @@ size_t acl_gemm_int8_packed_a_bytes(const acl_ukernel_int8 *uk, int m, int k);
  * int8 convolution, per worker); K must have passed acl_gemm_int8_check. */
 void acl_gemm_int8_scratch(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
                            int lda, const void *packed_b, int32_t *c, int ldc, uint8_t *a_packed);
+/* acl_gemm_int8_scratch through uk's rows_requant_fn (uk must have one): C
+ * (M x N bytes, row stride ldc) requantised by q, whose offset and scale
+ * are those of C's column 0 and readable up to N rounded up to NR. */
+void acl_gemm_int8_requant(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a,
+                           int lda, const void *packed_b, const acl_int8_tile_requant *q,
+                           uint8_t *c, int ldc, uint8_t *a_packed);
 /* The column sums in a packed B, N of them, for the zero-point epilogue. */
 void acl_gemm_int8_column_sums(const acl_ukernel_int8 *uk, int n, int k, const void *packed_b,
                                int32_t *sums);

@@ -18,8 +18,9 @@
 #if defined(ACL_ARCH_X86)
 /* 8x32 first: its 16 accumulators keep vpdpbusd at about two a cycle on
  * Zen 5 where 8x16's 8 reach 85% of that (550 and 468 GMAC/s, one core);
- * the rows kernel before the interleaved ones, as it skips packing A. */
-#define ACL_INT8_ROWS_AVX512VNNI(X) X(8, 32, 4, avx512vnni)
+ * the rows kernels before the interleaved ones, as they skip packing A
+ * (conv_int8 takes 8x16c4-rows for 16 output channels or fewer). */
+#define ACL_INT8_ROWS_AVX512VNNI(X) X(8, 32, 4, avx512vnni) X(8, 16, 4, avx512vnni)
 #define ACL_INT8_FAMILY_AVX512VNNI(X) X(8, 32, 4, avx512vnni) X(8, 16, 4, avx512vnni)
 #define ACL_INT8_FAMILY_AVX2(X) X(4, 16, 2, avx2)
 #elif defined(ACL_ARCH_AARCH64)
@@ -40,12 +41,17 @@
 #define INT8_ENTRY(M, N, K, ISA) \
     {.name = #M "x" #N "c" #K "-interleaved-" #ISA, .isa = #ISA, .mr = M, .nr = N, .kr = K, \
      .fn = INT8_SYMBOL(M, N, K, ISA)},
+/* A rows kernel comes with its requantising twin, ..._rows_requant_<isa>. */
 #define INT8_ROWS_SYMBOL(mr, nr, kr, isa) acl_ukr_int8_##mr##x##nr##c##kr##_rows_##isa
-#define INT8_ROWS_DECLARE(M, N, K, ISA) \
-    INT8_TILE_DECLARE(M, N, acl_ukr_int8_rows_fn, INT8_ROWS_SYMBOL(M, N, K, ISA))
+#define INT8_ROWS_REQUANT_SYMBOL(mr, nr, kr, isa) \
+    acl_ukr_int8_##mr##x##nr##c##kr##_rows_requant_##isa
+#define INT8_ROWS_DECLARE(M, N, K, ISA)                                            \
+    INT8_TILE_DECLARE(M, N, acl_ukr_int8_rows_fn, INT8_ROWS_SYMBOL(M, N, K, ISA)) \
+    extern __typeof__(*(acl_ukr_int8_rows_requant_fn)0) INT8_ROWS_REQUANT_SYMBOL(M, N, K, ISA);
 #define INT8_ROWS_ENTRY(M, N, K, ISA) \
     {.name = #M "x" #N "c" #K "-rows-" #ISA, .isa = #ISA, .mr = M, .nr = N, .kr = K, \
-     .rows_fn = INT8_ROWS_SYMBOL(M, N, K, ISA)},
+     .rows_fn = INT8_ROWS_SYMBOL(M, N, K, ISA),                                        \
+     .rows_requant_fn = INT8_ROWS_REQUANT_SYMBOL(M, N, K, ISA)},
 
 #if defined(ACL_ARCH_X86)
 ACL_INT8_ROWS_AVX512VNNI(INT8_ROWS_DECLARE)

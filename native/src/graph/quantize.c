@@ -103,9 +103,8 @@ typedef struct {
 /* In double, where each product is exact (9 by 24 bits) and so the sum is
  * rounded once whether or not the compiler contracts it into an FMA: the
  * result is the same under every build. */
-static void quantized_add_rows(const void *arg, size_t begin, size_t end)
+static void quantized_add_exact(const qadd_params *p, size_t begin, size_t end)
 {
-    const qadd_params *p = arg;
     const uint8_t *restrict a = p->a, *restrict b = p->b;
     uint8_t *restrict y = p->y;
     const double as = p->a_scale, bs = p->b_scale, scale = p->scale;
@@ -116,6 +115,45 @@ static void quantized_add_rows(const void *arg, size_t begin, size_t end)
         v = v > lo ? v : lo;
         v = v < hi ? v : hi;
         y[i] = (uint8_t)((int)nearbyint(v) + zp);
+    }
+}
+
+/* quantized_add_exact's bytes, computed in float: (a - az) * ka + (b - bz)
+ * * kb with ka = a_scale / scale and kb alike, within `margin` of the
+ * double quotient (255 (|ka| + |kb|) 2^-21 bounds the float roundings of
+ * the two ratios, the products and the sum, 1e-6 the double's own).
+ * Clamping moves neither further, so the two round to the same integer
+ * unless the float lies within margin of a half-step: a block of
+ * QADD_BLOCK holding one is done again in double.  Twice the speed of
+ * the double loop (its vdivpd dear): ResNet-18's adds took twice
+ * onnxruntime's time. */
+#define QADD_BLOCK 64
+static void quantized_add_rows(const void *arg, size_t begin, size_t end)
+{
+    const qadd_params *p = arg;
+    const double ka_d = (double)p->a_scale / p->scale, kb_d = (double)p->b_scale / p->scale;
+    const float margin = (float)(255.0 * (fabs(ka_d) + fabs(kb_d)) * 0x1p-21 + 1e-6);
+    if (margin > 0.25f) {
+        quantized_add_exact(p, begin, end);  /* nearly every value would be near a half-step */
+        return;
+    }
+    const uint8_t *restrict a = p->a, *restrict b = p->b;
+    uint8_t *restrict y = p->y;
+    const float ka = (float)ka_d, kb = (float)kb_d, edge = 0.5f - margin;
+    const int az = p->a_zp, bz = p->b_zp, zp = p->zp;
+    const float lo = (float)-zp, hi = (float)(255 - zp);
+    for (size_t i0 = begin; i0 < end; i0 += QADD_BLOCK) {
+        const size_t i1 = end - i0 < QADD_BLOCK ? end : i0 + QADD_BLOCK;
+        int near_tie = 0;
+        for (size_t i = i0; i < i1; i++) {
+            float v = (float)((int)a[i] - az) * ka + (float)((int)b[i] - bz) * kb;
+            v = v > lo ? v : lo;
+            v = v < hi ? v : hi;
+            const float r = nearbyintf(v);
+            near_tie |= fabsf(v - r) > edge;
+            y[i] = (uint8_t)((int)r + zp);
+        }
+        if (near_tie) quantized_add_exact(p, i0, i1);
     }
 }
 

@@ -281,7 +281,8 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
     tensors (types, constants) they refer to (weights: as OnnxGraph's).
     int8: the model's int8 convolutions (taskgen.int8, read from the model
     as written, whose int8 weights loading folded into floats), run as
-    conv_int8 on their config's split; without, they run in float."""
+    conv_int8 on their config's split (a fully connected one without a
+    config on the graph's); without, they run in float."""
     low = Lowering(model, target or local_target(), weights)
     convs, _ = conv_nodes(model, weights)  # non-2-D convolutions have no handler: delegated
     missing = [c.name for c in convs if c.name not in configs]
@@ -297,11 +298,17 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
         q8 = int8_by_conv.get(c.name)
         names = quant.int8_chain(low.g, c, q8) if q8 is not None else None
         if q8 is not None and names is not None:
-            chains[names[-1]] = names, quant.int8_conv_action(low.g, c, q8, configs[c.name])
+            chains[names[-1]] = names, quant.int8_conv_action(low.g, c.name, c.input, q8,
+                                                              configs[c.name])
             low.u8_readers.add(c.name)
         else:
             chains[([c.name, *c.fused])[-1]] = ([c.name, *c.fused],
                                                 _conv_action(c, configs[c.name], low.target))
+    for q8 in int8 or []:
+        found = quant.int8_fc(low.g, q8, configs.get(q8.name))
+        if found is not None:
+            chains[found[0][-1]] = found
+            low.u8_readers.add(q8.name)
     if int8 is not None:
         fused = {n for names, _ in chains.values() for n in names}
         for last, (names, action) in quant.u8_chains(low.g, model).items():

@@ -9,6 +9,14 @@ for Arm boards with onnxruntime's quantize_static:
       without one;
   QOperator format: QLinearConv.
 
+A fully connected layer, DequantizeLinear(x_q) and DequantizeLinear(W_int8)
+-> Gemm | MatMul -> [Relu | Clip] -> QuantizeLinear (a classifier's, the
+bias a Gemm's C), is recorded as the 1x1 convolution it is on an M x 1 x 1
+map of K channels (M rows of K in features, N out features as output
+channels), its weight transposed to OIHW where written K x N: the int8
+kernels then read 4x fewer weight bytes than the float GEMM does, which
+decides a layer that reads each weight once per row.
+
 Each is recorded with its shape, dtypes, scales and zero points, and the
 convolutions of one shape and dtypes are one int8 task.  The patterns are
 read from the model as written: loading folds a DequantizeLinear of an
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -48,8 +57,8 @@ class Quantization:
 
 @dataclass
 class Int8ConvNode:
-    name: str  # the Conv or QLinearConv node
-    pattern: str  # "qdq" or "qlinearconv"
+    name: str  # the Conv, QLinearConv, Gemm or MatMul node
+    pattern: str  # "qdq", "qlinearconv" or "qdq-fc" (a Gemm or MatMul)
     shape: ConvShape  # with a fused Relu or Clip as act
     input: Quantization
     weight: Quantization
@@ -58,7 +67,7 @@ class Int8ConvNode:
     bias_q: np.ndarray | None  # int32 in units of input scale x weight scale
     input_name: str  # the quantized tensor read
     output_name: str  # the quantized tensor written
-    nodes: list[str]  # every node the int8 convolution replaces, the Conv's first
+    nodes: list[str]  # every node the int8 convolution replaces, the Conv's (Gemm's...) first
 
 
 @dataclass
@@ -66,7 +75,7 @@ class Int8Task:
     key: str
     shape: ConvShape  # the signature, as fp32 tasks have it
     dtypes: tuple[str, str, str]  # input, weight, output
-    nodes: list[str]  # the Conv or QLinearConv nodes
+    nodes: list[str]  # the Conv, QLinearConv, Gemm or MatMul nodes
     flops: int  # all nodes together
 
 
@@ -106,6 +115,9 @@ def int8_conv_nodes(raw: onnx.ModelProto, loaded: OnnxGraph
                 nodes.append(_qlinearconv(g, loaded, node))
             elif is_op(node, "Conv") and is_op(producer.get(node.input[0]), "DequantizeLinear"):
                 nodes.append(_qdq_conv(g, loaded, producer, node))
+            elif (is_op(node, "Gemm") or is_op(node, "MatMul")) and \
+                    is_op(producer.get(node.input[0]), "DequantizeLinear"):
+                nodes.append(_qdq_fc(g, loaded, producer, node))
         except _NotInt8 as e:
             skipped.append(f"{node.op_type} node '{node_name(node)}': {e}")
     return nodes, skipped
@@ -127,9 +139,10 @@ def _quantization(g: OnnxGraph, scale: str, zero_point: str, what: str,
     return Quantization(_SHORT[z.dtype], s, z)
 
 
-def _weight(g: OnnxGraph, q: str, scale: str, zero_point: str, axis: int
+def _weight(g: OnnxGraph, w: np.ndarray, scale: str, zero_point: str, axis: int
             ) -> tuple[np.ndarray, Quantization]:
-    w = _constant(g, q, "weight")
+    """w (its output channels along axis 0) and its quantization, whose
+    per-channel scales lie along `axis` of w."""
     quant = _quantization(g, scale, zero_point, "weight", WEIGHT_DTYPE)
     if w.dtype != np.int8:
         raise _NotInt8(f"{w.dtype} weight, not int8")
@@ -169,7 +182,7 @@ def _inputs(node: onnx.NodeProto, count: int) -> list[str]:
 
 def _qlinearconv(g: OnnxGraph, loaded: OnnxGraph, node: onnx.NodeProto) -> Int8ConvNode:
     x, x_scale, x_zp, w_q, w_scale, w_zp, y_scale, y_zp, b = _inputs(node, 9)
-    w, weight = _weight(g, w_q, w_scale, w_zp, 0)
+    w, weight = _weight(g, _constant(g, w_q, "weight"), w_scale, w_zp, 0)
     bias = _constant(g, b, "bias").astype(np.int32) if b else None
     return Int8ConvNode(
         node_name(node), "qlinearconv", _shape(node, _static_shape(loaded, x), w),
@@ -178,18 +191,23 @@ def _qlinearconv(g: OnnxGraph, loaded: OnnxGraph, node: onnx.NodeProto) -> Int8C
         node.output[0], [node_name(node)])
 
 
-def _qdq_conv(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProto],
-              conv: onnx.NodeProto) -> Int8ConvNode:
-    dq_x = producer[conv.input[0]]
-    dq_w = producer.get(conv.input[1])
+def _weight_dq(g: OnnxGraph, producer: dict[str, onnx.NodeProto], node: onnx.NodeProto
+               ) -> tuple[np.ndarray, str, str, int]:
+    """The int8 initializer, scale, zero point and axis of the
+    DequantizeLinear making node's weight (input 1)."""
+    dq_w = producer.get(node.input[1])
     if dq_w is None or not is_op(dq_w, "DequantizeLinear"):
         raise _NotInt8("its weight is not a DequantizeLinear of an int8 initializer")
-    _, x_scale, x_zp = _inputs(dq_x, 3)
-    inp = _quantization(g, x_scale, x_zp, "input", ACTIVATION_DTYPE)
     w_q, w_scale, w_zp = _inputs(dq_w, 3)
-    w, weight = _weight(g, w_q, w_scale, w_zp, _axis(dq_w))
-    bias, bias_nodes = _qdq_bias(g, producer, conv, inp, weight)
-    out, act = conv.output[0], dict[str, object]()
+    return _constant(g, w_q, "weight"), w_scale, w_zp, _axis(dq_w)
+
+
+def _epilogue(g: OnnxGraph, out: str
+              ) -> tuple[dict[str, Any], list[onnx.NodeProto], onnx.NodeProto, Quantization]:
+    """What follows the product written to `out`: a Relu or Clip fused (as
+    ConvShape's act), the nodes that absorbs, and the QuantizeLinear that
+    must be the sole reader, with its quantization."""
+    act: dict[str, Any] = {}
     fused = g.sole_consumer(out)
     bounds = clip_bounds(g, fused) if fused is not None and is_op(fused, "Clip") else None
     if fused is not None and is_op(fused, "Relu"):
@@ -202,19 +220,65 @@ def _qdq_conv(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProt
         raise _NotInt8("its output is not only quantized (no QuantizeLinear as its sole "
                        "consumer): it stays a float convolution")
     _, y_scale, y_zp = _inputs(quantize, 3)
-    output = _quantization(g, y_scale, y_zp, "output", ACTIVATION_DTYPE)
+    return act, absorbed, quantize, _quantization(g, y_scale, y_zp, "output", ACTIVATION_DTYPE)
+
+
+def _qdq_conv(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProto],
+              conv: onnx.NodeProto) -> Int8ConvNode:
+    dq_x = producer[conv.input[0]]
+    w_q, w_scale, w_zp, axis = _weight_dq(g, producer, conv)
+    _, x_scale, x_zp = _inputs(dq_x, 3)
+    inp = _quantization(g, x_scale, x_zp, "input", ACTIVATION_DTYPE)
+    w, weight = _weight(g, w_q, w_scale, w_zp, axis)
+    bias, bias_nodes = _qdq_bias(g, producer, conv, inp, weight)
+    act, absorbed, quantize, output = _epilogue(g, conv.output[0])
     shape = _shape(conv, _static_shape(loaded, conv.input[0]), w, **act)
     return Int8ConvNode(node_name(conv), "qdq", shape, inp, weight, output, w, bias,
                         dq_x.input[0], quantize.output[0],
-                        [node_name(conv), node_name(dq_x), node_name(dq_w), *bias_nodes,
-                         *(node_name(n) for n in absorbed), node_name(quantize)])
+                        [node_name(conv), node_name(dq_x), node_name(producer[conv.input[1]]),
+                         *bias_nodes, *(node_name(n) for n in absorbed), node_name(quantize)])
+
+
+def _qdq_fc(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProto],
+            fc: onnx.NodeProto) -> Int8ConvNode:
+    """A Gemm or MatMul as the module's docstring says, or _NotInt8."""
+    a = {x.name: helper.get_attribute_value(x) for x in fc.attribute}
+    if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+        raise _NotInt8("transA, alpha or beta other than 0, 1 and 1")
+    dq_x = producer[fc.input[0]]
+    w_q, w_scale, w_zp, axis = _weight_dq(g, producer, fc)
+    if w_q.ndim != 2:
+        raise _NotInt8(f"a {w_q.ndim}-D weight, not a 2-D one")
+    # OIHW has the out features first: MatMul's weight and a Gemm's without
+    # transB are K x N, their per-channel scales along axis 1.
+    n_axis = 0 if a.get("transB", 0) else 1
+    w, weight = _weight(g, w_q.T if n_axis else w_q, w_scale, w_zp,
+                        0 if axis % 2 == n_axis else 1)
+    x_shape = loaded.static_shape(fc.input[0])
+    if x_shape is None or len(x_shape) != 2 or x_shape[1] != w.shape[1]:
+        raise _NotInt8(f"input '{fc.input[0]}' is no static M x {w.shape[1]} matrix")
+    _, x_scale, x_zp = _inputs(dq_x, 3)
+    inp = _quantization(g, x_scale, x_zp, "input", ACTIVATION_DTYPE)
+    bias, bias_nodes = _qdq_bias(g, producer, fc, inp, weight)
+    if bias is not None:
+        if bias.size != w.shape[0]:
+            raise _NotInt8(f"a bias of shape {list(bias.shape)}, not one per output feature")
+        bias = bias.reshape(-1)
+    act, absorbed, quantize, output = _epilogue(g, fc.output[0])
+    shape = ConvShape(n=x_shape[0], h=1, w=1, c=w.shape[1], oc=w.shape[0], kh=1, kw=1, **act)
+    return Int8ConvNode(node_name(fc), "qdq-fc", shape, inp, weight, output,
+                        np.ascontiguousarray(w[:, :, None, None]), bias, dq_x.input[0],
+                        quantize.output[0],
+                        [node_name(fc), node_name(dq_x), node_name(producer[fc.input[1]]),
+                         *bias_nodes, *(node_name(n) for n in absorbed), node_name(quantize)])
 
 
 def _qdq_bias(g: OnnxGraph, producer: dict[str, onnx.NodeProto], conv: onnx.NodeProto,
               inp: Quantization, weight: Quantization) -> tuple[np.ndarray | None, list[str]]:
-    """The bias in int32 units of input scale x weight scale: a DequantizeLinear
-    of an int32 initializer as written (quantize_static makes that scale), a
-    float initializer rounded to them."""
+    """The bias (node's input 2, a Conv's or a Gemm's) in int32 units of
+    input scale x weight scale: a DequantizeLinear of an int32 initializer
+    as written (quantize_static makes that scale), a float initializer
+    rounded to them."""
     t = conv.input[2] if len(conv.input) > 2 else ""
     if not t:
         return None, []

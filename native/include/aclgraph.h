@@ -294,7 +294,8 @@ float *acl_graph_arena(acl_graph *g);
  * packed now; bias: oc int32 in units of x_scale * w_scale[o], or none;
  * w_scale: oc floats, or one for every channel.  ukernel: an int8 GEMM
  * micro-kernel (gemm_int8/int8.h), empty for the fastest this CPU runs;
- * core_weights/workloads: this convolution's own split, as for conv.  A
+ * core_weights/workloads: this convolution's own split, as for conv, or
+ * none (core_weights empty) for the graph's.  A
  * depthwise shape (one input and one output channel per group) runs a
  * direct loop instead of the GEMM. */
 #define ACL_CONV_INT8_ATTRS(F, S)                                                        \

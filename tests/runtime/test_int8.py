@@ -22,6 +22,7 @@ scale): at most one step.  Why it holds:
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import onnx
@@ -38,14 +39,15 @@ from acltuner.engine import native
 from acltuner.engine.graph import Graph
 from acltuner.engine.launcher import LauncherClient
 from acltuner.engine.launcher_graph import LauncherGraph
-from acltuner.onnx.graph import conv_nodes
-from acltuner.onnx.model import load_model_detached
+from acltuner.onnx.graph import OnnxGraph, conv_nodes
+from acltuner.onnx.model import load_model, load_model_detached
 from acltuner.runtime import compile_model
 from acltuner.runtime.load import int8_nodes
 from acltuner.runtime import measure
 from acltuner.runtime.measure import check
 from acltuner.runtime.reference import reference
 from acltuner.runtime.quant_steps import Step, output_steps
+from acltuner.taskgen.int8 import int8_conv_nodes
 from acltuner.taskgen.tasks import signature
 
 BOARD = load_board("split-host")
@@ -438,3 +440,34 @@ def test_concat_of_int8_convolutions(tmp_path):
     concats = [e.kind for e in program.last_profile if e.op == "concat"]
     assert concats == ["concat (uint8)"], concats
     assert _kinds(program).count("dequantize") == 1
+
+
+@pytest.mark.parametrize("op", ["Gemm", "MatMul"])
+def test_fully_connected_layer_runs_as_conv_int8(tmp_path, op):
+    """A classifier's DQ(x), DQ(W) -> Gemm (transB, a bias) or MatMul (K x N
+    weights, scales along axis 1; its rows the 8 rows of a Reshape) -> Q runs
+    as conv_int8 of a 1x1 kernel on the rows: no float matmul, no
+    dequantize but the output's, and onnxruntime's bytes (its QGemm and
+    QLinearMatMul sum in integers and requantize as conv_int8 does)."""
+    m = _Model()
+    k = math.prod(SHAPE[1:])
+    if op == "Gemm":
+        rows, features = 1, m.op("Flatten", ["x"], axis=1)
+        w = m.rng.normal(0, 1 / np.sqrt(k), (10, k))
+        m.inits += [numpy_helper.from_array(w.astype(np.float32), "fc_w"),
+                    numpy_helper.from_array(m.rng.normal(0, 0.1, 10).astype(np.float32), "fc_b")]
+        y = m.op("Gemm", [features, "fc_w", "fc_b"], transB=1)
+    else:
+        rows = 8
+        m.inits.append(numpy_helper.from_array(np.array([rows, k // rows], np.int64), "rows"))
+        features = m.op("Reshape", ["x", "rows"])
+        w = m.rng.normal(0, 1 / np.sqrt(k // rows), (k // rows, 24))
+        m.inits.append(numpy_helper.from_array(w.astype(np.float32), "fc_w"))
+        y = m.op("MatMul", [features, "fc_w"])
+    path = m.quantized(tmp_path, [y])
+    (fc,), _ = int8_conv_nodes(onnx.load(path), OnnxGraph(load_model(path)))
+    assert fc.pattern == "qdq-fc" and fc.shape.n == rows and fc.shape.h == fc.shape.w == 1
+    program, steps = _output_steps(path)
+    _check(program, steps, convs=1)
+    assert "matmul" not in _kinds(program)
+    assert [e.op for e in program.last_profile if e.node == fc.name] == ["conv_int8"]

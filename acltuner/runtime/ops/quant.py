@@ -1,7 +1,9 @@
 """Quantized tensors at run time: QDQ models' QuantizeLinear and
 DequantizeLinear as the native quantize / dequantize operations, and their
 int8 convolutions (taskgen.int8's pattern: DQ(x), DQ(w), [DQ(b)] -> Conv ->
-[Relu | Clip] -> Q) as conv_int8 operations.
+[Relu | Clip] -> Q) as conv_int8 operations, and its fully connected layers
+(DQ(x), DQ(w) -> Gemm | MatMul -> ... -> Q) as conv_int8 operations on an
+M x 1 x 1 map, the (M, K) and (M, N) tensors' bytes seen as NHWC ones.
 
 A QuantizeLinear's uint8 output stays in the arena (Value.u8) when every
 reader is a DequantizeLinear.  The int8 convolution reads that uint8 tensor
@@ -38,7 +40,7 @@ from acltuner.engine.config import ExecConfig
 from acltuner.onnx.activation import is_op
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name
 from acltuner.runtime.ir import Buffer, Deferred, Value
-from acltuner.runtime.layout import NHWC
+from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.nn import pool_args
 from acltuner.runtime.ops.registry import HANDLERS, Action, attrs, shape
 from acltuner.taskgen.int8 import Int8ConvNode
@@ -153,17 +155,32 @@ def flush(low: Lowering) -> None:
 
 # ---- int8 convolutions ---------------------------------------------------------------
 
+def _int8_ends(g: OnnxGraph, dq_x: onnx.NodeProto | None, q8: Int8ConvNode
+               ) -> onnx.NodeProto | None:
+    """The QuantizeLinear writing q8's output, where dq_x dequantizes q8's
+    input, both uint8 tensors can stay in the arena and conv_int8 takes q8's
+    scales; else None."""
+    quantize = g.producer.get(q8.output_name)
+    if (not is_op(dq_x, "DequantizeLinear") or dq_x.input[0] != q8.input_name
+            or not native_quantize(g, g.producer.get(q8.input_name))
+            or not native_quantize(g, quantize) or quantize is None):
+        return None
+    scales = [q8.input.scale, q8.weight.scale, q8.output.scale]
+    if not all(np.all(np.isfinite(s)) and np.all(s > 0) for s in scales):
+        return None  # conv_int8 would refuse them: the float node runs it as written
+    return quantize
+
+
 def int8_chain(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode) -> list[str] | None:
     """The nodes an int8 convolution replaces in the loaded model (the Conv,
     its fused Relu or Clip, the QuantizeLinear), or None when the loaded
     model's fusion differs from the int8 pattern's (a residual Add...) or
     the tensors around it cannot stay uint8."""
-    dq_x = g.producer.get(conv.input)
-    quantize = g.producer.get(q8.output_name)
-    if (q8.pattern != "qdq" or conv.residual or conv.shape.transposed or conv.affine is not None
-            or not is_op(dq_x, "DequantizeLinear") or dq_x.input[0] != q8.input_name
-            or not native_quantize(g, g.producer.get(q8.input_name))
-            or not native_quantize(g, quantize) or quantize is None):
+    if (q8.pattern != "qdq" or conv.residual or conv.shape.transposed
+            or conv.affine is not None):
+        return None
+    quantize = _int8_ends(g, g.producer.get(conv.input), q8)
+    if quantize is None:
         return None
     s = q8.shape
     if 1 < s.group and not s.c == s.oc == s.group:
@@ -174,11 +191,32 @@ def int8_chain(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode) -> list[str] | No
         # half-step.  A quantized RegNetY-400MF: 5.2 -> 1.8 ms, its output
         # unchanged.  Until the tuner chooses int8 or float per layer.
         return None
-    scales = [q8.input.scale, q8.weight.scale, q8.output.scale]
-    if not all(np.all(np.isfinite(s)) and np.all(s > 0) for s in scales):
-        return None  # conv_int8 would refuse them: the float convolution runs it as written
     chain = [conv.name, *conv.fused, node_name(quantize)]
     return chain if set(chain) <= {*q8.nodes} else None
+
+
+def int8_fc(g: OnnxGraph, q8: Int8ConvNode, config: ExecConfig | None
+            ) -> tuple[list[str], Action] | None:
+    """A fully connected layer's int8 convolution (pattern "qdq-fc"): the
+    nodes it replaces in the loaded model (the Gemm or MatMul, its Relu or
+    Clip, the QuantizeLinear), found back from the QuantizeLinear, and its
+    action; None as int8_chain."""
+    chain: list[onnx.NodeProto] = []
+    node = g.producer.get(q8.output_name)
+    while node is not None and len(chain) < 3:
+        chain.insert(0, node)
+        if node_name(node) == q8.name:
+            break
+        node = g.producer.get(node.input[0])
+    fc = chain[0] if chain else None
+    if (q8.pattern != "qdq-fc" or fc is None or node_name(fc) != q8.name
+            or _int8_ends(g, g.producer.get(fc.input[0]), q8) is None
+            or any(g.sole_consumer(a.output[0]) is not b for a, b in zip(chain, chain[1:]))):
+        return None
+    names = [node_name(n) for n in chain]
+    if not set(names) <= {*q8.nodes}:
+        return None
+    return names, int8_conv_action(g, q8.name, fc.input[0], q8, config)
 
 
 def _algorithm(q8: Int8ConvNode) -> str:
@@ -191,12 +229,15 @@ def _algorithm(q8: Int8ConvNode) -> str:
     return "pointwise" if pointwise else "im2col"
 
 
-def conv_int8_attrs(q8: Int8ConvNode, config: ExecConfig) -> dict:
+def conv_int8_attrs(q8: Int8ConvNode, config: ExecConfig | None) -> dict:
     """conv_int8's attributes (aclgraph.h): the weights as floats holding
-    int8 values, converted when built (Deferred) so that one exists at a time."""
+    int8 values, converted when built (Deferred) so that one exists at a
+    time; without a config (a fully connected layer, which plans hold none
+    for), the graph's own split."""
     w = q8.weight_q
-    return {"shape": q8.shape, "ukernel": "", "core_weights": config.core_weights,
-            "workloads": config.workloads,
+    return {"shape": q8.shape, "ukernel": "",
+            "core_weights": config.core_weights if config else (),
+            "workloads": config.workloads if config else 1,
             "weight": Deferred(lambda: w.astype(np.float32), w.size * 4),
             "bias": None if q8.bias_q is None else [int(b) for b in q8.bias_q],
             "x_scale": float(q8.input.scale.reshape(())),
@@ -206,33 +247,41 @@ def conv_int8_attrs(q8: Int8ConvNode, config: ExecConfig) -> dict:
             "y_zero_point": int(q8.output.zero_point.reshape(()))}
 
 
-def _u8_input(low: Lowering, dq_x: onnx.NodeProto) -> Value:
-    """The convolution's uint8 NHWC input: the QuantizeLinear's tensor of this
-    stage, or its float form (an earlier stage's) quantized back."""
+def _u8_input(low: Lowering, dq_x: onnx.NodeProto, perm) -> Value:
+    """The node's uint8 input in layout `perm`: the QuantizeLinear's tensor
+    of this stage, or its float form (an earlier stage's) quantized back."""
     name = dq_x.input[0]
-    found = _in_stage(low, dq_x, NHWC)
+    found = _in_stage(low, dq_x, perm)
     if found is not None:
         return found
     if dq_x.output[0] not in low.producer and _u8_value(low, name) is not None:
         dequantize(low, dq_x)  # held in another layout here: through float, once
-    x = low.get(dq_x.output[0], NHWC)
+    x = low.get(dq_x.output[0], perm)
     scale, zp = scalar_quantization(low.g, dq_x) or (1.0, 0)
-    out = _new_u8(low, None, x.shape, NHWC)
+    out = _new_u8(low, None, x.shape, perm)
     low.emit("quantize", node_name(dq_x), "quantize (back to uint8)", {"x": x, "out": out},
              scale=scale, zero_point=zp)
     low.stage.values.setdefault(name, []).append(out)
     return out
 
 
-def int8_conv_action(g: OnnxGraph, conv: ConvNode, q8: Int8ConvNode,
-                     config: ExecConfig) -> Action:
-    dq_x = g.producer[conv.input]
+def int8_conv_action(g: OnnxGraph, node: str, x: str, q8: Int8ConvNode,
+                     config: ExecConfig | None) -> Action:
+    """Node `node` (a Conv, or a Gemm or MatMul of pattern "qdq-fc") reading
+    float tensor x, as conv_int8 on x's uint8 tensor."""
+    dq_x = g.producer[x]
+    n, oh, ow, oc = q8.shape.output_shape
+    # A fully connected layer's (M, K) and (M, N) in ONNX order: the same
+    # bytes as NHWC (M, 1, 1, K) and (M, 1, 1, N).
+    fc = q8.pattern == "qdq-fc"
+    perm = identity(2) if fc else NHWC
 
     def lower(low: Lowering) -> None:
-        x = _u8_input(low, dq_x)
-        n, oh, ow, oc = q8.shape.output_shape
-        out = _new_u8(low, q8.output_name, (n, oc, oh, ow), NHWC)
-        low.emit("conv_int8", conv.name, f"conv int8 {_algorithm(q8)}", {"x": x, "out": out},
+        x = _u8_input(low, dq_x, perm)
+        out = _new_u8(low, q8.output_name, (n, oc) if fc else (n, oc, oh, ow), perm)
+        if fc:
+            x, out = (v.relabel((n, v.shape[1], 1, 1), NHWC) for v in (x, out))
+        low.emit("conv_int8", node, f"conv int8 {_algorithm(q8)}", {"x": x, "out": out},
                  **conv_int8_attrs(q8, config))
     return lower
 

@@ -48,7 +48,11 @@ int graph_op_conv_int8(acl_graph *g, const acl_conv_int8_attrs *a, int nin, cons
                        const acl_tensor *out)
 {
     const acl_conv_shape *shape = &a->shape;
-    const acl_exec ex = {a->core_weights_count, a->core_weights, a->workloads};
+    /* No split of its own (a fully connected layer, which plans hold none
+     * for): the graph's, as its other operations run on. */
+    const acl_exec ex = a->core_weights_count
+                            ? (acl_exec){a->core_weights_count, a->core_weights, a->workloads}
+                            : g->ex;
     if (acl_conv_check(shape, "reference", NULL) != 0) return graph_fail_in("conv_int8");
     if (check_tensors(g, shape, &ins[0], out) != 0) return -1;
     const size_t weights = (size_t)shape->oc * (size_t)(shape->c / shape->group) *

@@ -99,6 +99,11 @@ static void test_kernel(const acl_ukernel_int8 *uk)
 {
     for (int t = 0; uk->rows_requant_fn && t < 30; t++)
         check_requant(uk, rnd(1, 3 * uk->mr + 1), rnd(1, 3 * uk->nr + 1), rnd(1, 300));
+    /* A lone row (row_requant_fn), whole and edge panels, K past its
+     * accumulator sets' turns and a classifier's. */
+    for (int k = 1; uk->rows_requant_fn && k <= 40; k += 13)
+        check_requant(uk, 1, 2 * uk->nr + 5, k);
+    if (uk->rows_requant_fn) check_requant(uk, 1, 3 * uk->nr, 1280);
     /* Shapes of one tile, a tile and a bit, and several tiles with edges. */
     for (int t = 0; t < 60; t++) {
         const int m = rnd(1, 3 * uk->mr + 1), n = rnd(1, 3 * uk->nr + 1);

@@ -116,7 +116,8 @@ int acl_gemm_int8(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t
  * and a full tile of rows; otherwise (K no multiple of KR, the last rows)
  * those rows are first copied into a_packed as rows of KR * kgroups bytes,
  * zero-padded.  With q, through the kernel's requantising twin into the
- * bytes c8; without, the int32 sums into c. */
+ * bytes c8 (a tile of one row through the twin's one-row kernel, where
+ * there is one); without, the int32 sums into c. */
 static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uint8_t *a, size_t lda,
                       const void *packed_b, int32_t *c, const acl_int8_tile_requant *q, uint8_t *c8,
                       int ldc, uint8_t *a_packed)
@@ -147,9 +148,12 @@ static void gemm_rows(const acl_ukernel_int8 *uk, int m, int n, int k, const uin
             const int whole = rows == mr && cols == nr;
             if (q) {
                 uint8_t *tile = c8 + (size_t)i0 * ldc + j0;
-                uk->rows_requant_fn(kgroups, a_tile, stride, b_panel, &tq, whole ? tile : edge8,
-                                    whole ? (size_t)ldc : (size_t)nr);
-                for (int i = 0; !whole && i < rows; i++)
+                const int one = rows == 1 && uk->row_requant_fn;
+                const int direct = (whole || one) && cols == nr;
+                (one ? uk->row_requant_fn : uk->rows_requant_fn)(kgroups, a_tile, stride, b_panel,
+                                                                 &tq, direct ? tile : edge8,
+                                                                 direct ? (size_t)ldc : (size_t)nr);
+                for (int i = 0; !direct && i < rows; i++)
                     memcpy(tile + (size_t)i * ldc, edge8 + (size_t)i * nr, (size_t)cols);
                 continue;
             }

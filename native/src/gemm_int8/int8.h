@@ -85,6 +85,10 @@ typedef struct {
     acl_ukr_int8_fn fn;            /* an interleaved kernel, or NULL */
     acl_ukr_int8_rows_fn rows_fn;  /* a rows kernel, or NULL */
     acl_ukr_int8_rows_requant_fn rows_requant_fn;  /* a rows kernel's twin, or NULL */
+    /* The twin for a tile of one row (a fully connected layer at batch 1),
+     * or NULL: rows_requant_fn would sum MR - 1 rows of zero padding too,
+     * at MR times the instructions. */
+    acl_ukr_int8_rows_requant_fn row_requant_fn;
 } acl_ukernel_int8;
 
 #define ACL_INT8_MAX_MR 16

@@ -41,17 +41,20 @@
 #define INT8_ENTRY(M, N, K, ISA) \
     {.name = #M "x" #N "c" #K "-interleaved-" #ISA, .isa = #ISA, .mr = M, .nr = N, .kr = K, \
      .fn = INT8_SYMBOL(M, N, K, ISA)},
-/* A rows kernel comes with its requantising twin, ..._rows_requant_<isa>. */
+/* A rows kernel comes with its requantising twin, ..._rows_requant_<isa>,
+ * and the twin's one-row kernel, acl_ukr_int8_1x<NR>c<KR>_rows_requant_<isa>. */
 #define INT8_ROWS_SYMBOL(mr, nr, kr, isa) acl_ukr_int8_##mr##x##nr##c##kr##_rows_##isa
 #define INT8_ROWS_REQUANT_SYMBOL(mr, nr, kr, isa) \
     acl_ukr_int8_##mr##x##nr##c##kr##_rows_requant_##isa
 #define INT8_ROWS_DECLARE(M, N, K, ISA)                                            \
     INT8_TILE_DECLARE(M, N, acl_ukr_int8_rows_fn, INT8_ROWS_SYMBOL(M, N, K, ISA)) \
-    extern __typeof__(*(acl_ukr_int8_rows_requant_fn)0) INT8_ROWS_REQUANT_SYMBOL(M, N, K, ISA);
+    extern __typeof__(*(acl_ukr_int8_rows_requant_fn)0) INT8_ROWS_REQUANT_SYMBOL(M, N, K, ISA); \
+    extern __typeof__(*(acl_ukr_int8_rows_requant_fn)0) INT8_ROWS_REQUANT_SYMBOL(1, N, K, ISA);
 #define INT8_ROWS_ENTRY(M, N, K, ISA) \
     {.name = #M "x" #N "c" #K "-rows-" #ISA, .isa = #ISA, .mr = M, .nr = N, .kr = K, \
      .rows_fn = INT8_ROWS_SYMBOL(M, N, K, ISA),                                        \
-     .rows_requant_fn = INT8_ROWS_REQUANT_SYMBOL(M, N, K, ISA)},
+     .rows_requant_fn = INT8_ROWS_REQUANT_SYMBOL(M, N, K, ISA),                         \
+     .row_requant_fn = INT8_ROWS_REQUANT_SYMBOL(1, N, K, ISA)},
 
 #if defined(ACL_ARCH_X86)
 ACL_INT8_ROWS_AVX512VNNI(INT8_ROWS_DECLARE)

@@ -12,6 +12,25 @@
 
 #include "int8.h"
 
+#ifndef KS
+#define KS 1
+#endif
+/* One K group g of the MR x NB tile into acc (MR x NB accumulators), the
+ * group's B vectors at b. */
+#define TILE_STEP(acc, g)                                                                  \
+    do {                                                                                   \
+        __m512i vb[NB];                                                                    \
+        _Pragma("GCC unroll 4") for (int j = 0; j < NB; j++) vb[j] =                       \
+            _mm512_loadu_si512(b + j * 64);                                                \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) {                            \
+            int32_t quad;                                                                  \
+            memcpy(&quad, A_QUAD(r, g), sizeof quad);                                      \
+            const __m512i va = _mm512_set1_epi32(quad);                                    \
+            _Pragma("GCC unroll 4") for (int j = 0; j < NB; j++) (acc)[r][j] =             \
+                _mm512_dpbusd_epi32((acc)[r][j], va, vb[j]);                               \
+        }                                                                                  \
+    } while (0)
+
 #if defined(TILE_ROWS) && defined(TILE_REQUANT)
 /* A read in place, the sums requantised to bytes (int8.h's rows twins). */
 #define A_QUAD(r, g) (a + (r) * lda + (g) * 4)
@@ -26,24 +45,28 @@ ACL_UKR_INT8(TILE_NAME)
 #endif
 {
     const int8_t *b = (const int8_t *)(b_panel + 16 * NB);
-    __m512i acc[MR][NB];
+    /* KS sets of accumulators take the K groups in turn and are summed at
+     * the end (exact in integers, so the same sums): a one-row tile has NB
+     * vpdpbusd chains alone, too few to cover the instruction's latency. */
+    __m512i acc[KS][MR][NB];
+#pragma GCC unroll 4
+    for (int s = 0; s < KS; s++)
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; r++)
+        for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; j++) acc[r][j] = _mm512_setzero_si512();
-    for (size_t g = 0; g < kgroups; g++, b += NB * 64) {
-        __m512i vb[NB];
+            for (int j = 0; j < NB; j++) acc[s][r][j] = _mm512_setzero_si512();
+    size_t g = 0;
+    for (; g + KS <= kgroups; g += KS)
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; j++) vb[j] = _mm512_loadu_si512(b + j * 64);
+        for (int s = 0; s < KS; s++, b += NB * 64) TILE_STEP(acc[s], g + s);
+    for (; g < kgroups; g++, b += NB * 64) TILE_STEP(acc[0], g);
+#pragma GCC unroll 4
+    for (int s = 1; s < KS; s++)
 #pragma GCC unroll 16
-        for (int r = 0; r < MR; r++) {
-            int32_t quad;
-            memcpy(&quad, A_QUAD(r, g), sizeof quad);
-            const __m512i va = _mm512_set1_epi32(quad);
+        for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
-            for (int j = 0; j < NB; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], va, vb[j]);
-        }
-    }
+            for (int j = 0; j < NB; j++)
+                acc[0][r][j] = _mm512_add_epi32(acc[0][r][j], acc[s][r][j]);
 #ifdef TILE_REQUANT
     /* requant.c's requant_i32 and requant_tail, lane for lane: the same
      * float operations in the same order, so the same bytes. */
@@ -61,8 +84,8 @@ ACL_UKR_INT8(TILE_NAME)
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
         for (int j = 0; j < NB; j++) {
-            __m512 v =
-                _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][j], offset[j])), scale[j]);
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[0][r][j], offset[j])),
+                                     scale[j]);
             v = _mm512_min_ps(_mm512_max_ps(v, nbound), bound);
             __m512i u = _mm512_add_epi32(
                 _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zc);
@@ -73,6 +96,6 @@ ACL_UKR_INT8(TILE_NAME)
 #pragma GCC unroll 16
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; j++) _mm512_storeu_si512(c + r * ldc + j * 16, acc[r][j]);
+        for (int j = 0; j < NB; j++) _mm512_storeu_si512(c + r * ldc + j * 16, acc[0][r][j]);
 #endif
 }

@@ -115,8 +115,7 @@ def int8_conv_nodes(raw: onnx.ModelProto, loaded: OnnxGraph
                 nodes.append(_qlinearconv(g, loaded, node))
             elif is_op(node, "Conv") and is_op(producer.get(node.input[0]), "DequantizeLinear"):
                 nodes.append(_qdq_conv(g, loaded, producer, node))
-            elif (is_op(node, "Gemm") or is_op(node, "MatMul")) and \
-                    is_op(producer.get(node.input[0]), "DequantizeLinear"):
+            elif _fully_connected(g, producer, node):
                 nodes.append(_qdq_fc(g, loaded, producer, node))
         except _NotInt8 as e:
             skipped.append(f"{node.op_type} node '{node_name(node)}': {e}")
@@ -237,6 +236,16 @@ def _qdq_conv(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProt
                         dq_x.input[0], quantize.output[0],
                         [node_name(conv), node_name(dq_x), node_name(producer[conv.input[1]]),
                          *bias_nodes, *(node_name(n) for n in absorbed), node_name(quantize)])
+
+
+def _fully_connected(g: OnnxGraph, producer: dict[str, onnx.NodeProto],
+                     node: onnx.NodeProto) -> bool:
+    """A Gemm or MatMul of a dequantized tensor by a dequantized constant: a
+    MatMul of two activations (attention's) is no fully connected layer."""
+    dq_w = producer.get(node.input[1]) if len(node.input) > 1 else None
+    return ((is_op(node, "Gemm") or is_op(node, "MatMul"))
+            and is_op(producer.get(node.input[0]), "DequantizeLinear")
+            and is_op(dq_w, "DequantizeLinear") and dq_w.input[0] in g.constants)
 
 
 def _qdq_fc(g: OnnxGraph, loaded: OnnxGraph, producer: dict[str, onnx.NodeProto],

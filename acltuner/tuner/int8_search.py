@@ -33,7 +33,7 @@ from acltuner.taskgen.tasks import Task
 from acltuner.tuner.in_context import MARGIN, WholeModelRuns, with_configs
 from acltuner.tuner.tune import TaskReport
 
-ROUNDS, REPEAT = 2, 5
+ROUNDS, REPEAT = 3, 10
 
 # Each plan's node times: by node, its median in the model (None: not in
 # the profile), one dict per plan run.

@@ -24,7 +24,7 @@ from acltuner.engine.launcher import LauncherClient
 from acltuner.measure.launcher_runner import LauncherRunner
 from acltuner.measure.runner import Result, Runner
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
-from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task, is_depthwise
+from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task
 from acltuner.taskgen.tasks import Task, TaskSet
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.callbacks import TuneReporter
@@ -87,12 +87,10 @@ class TaskTuner:
 
     def int8_default(self, task: Int8Task) -> ExecConfig:
         """An int8 task's default: the ArmNN rule's split (its float
-        convolution's), the fastest int8 kernel (the one conv_int8 picks
-        unnamed)."""
+        convolution's) and no kernel named, so conv_int8 picks its own (the
+        fastest, narrower for a narrow layer)."""
         split = rule_default(self.board, self.rules, task.shape)
-        kernel = None if is_depthwise(task.shape) or not self.int8_ukernels \
-            else self.int8_ukernels[0]
-        return ExecConfig(INT8_ALGORITHM, kernel, split.core_weights, split.workloads)
+        return ExecConfig(INT8_ALGORITHM, None, split.core_weights, split.workloads)
 
     def _begin(self, task: Task, runner: Runner | None):
         """The runner measuring the task (the tuner's own unless given), its

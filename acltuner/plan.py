@@ -33,15 +33,18 @@ from acltuner.validate import (JSON, FieldError, at, exec_config, now, parse_jso
 # micro-kernels tuning was allowed: fp32, or fp16 with `tune --precision
 # fp16`; fp32 when absent, as in every older plan); older plans still load.
 # Plans written since version 3 hold model.path relative to the plan's folder
-# (older ones an absolute path, which still loads).
-SCHEMA_VERSION = 4
+# (older ones an absolute path, which still loads).  Version 5 added no
+# field: a convolution that runs in int8 has its int8 task's key and config
+# (algorithm conv_int8, its int8 kernel and split); in older plans it has
+# its float task's, and runs with the first int8 kernel on that split.
+SCHEMA_VERSION = 5
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
                "strategy", "tuning", "nodes", "in_context", "precision")
 _NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned",
                 "reverted")
 # The fields each older version did not have yet.
 _LATER_FIELDS = {1: ("pinned", "reverted", "in_context", "precision"),
-                 2: ("reverted", "in_context", "precision"), 3: ("precision",)}
+                 2: ("reverted", "in_context", "precision"), 3: ("precision",), 4: ()}
 _REVERTED_FIELDS = ("config", "tuned_ms", "why", "in_model_ms", "default_in_model_ms")
 # Why the in-context check sent a node back to its default config.
 REVERT_REASONS = {"node": "slower in the model than its default",

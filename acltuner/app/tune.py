@@ -12,13 +12,16 @@ from acltuner.app.doctor import doctor_for_tune
 from acltuner.atomic import check_writable
 from acltuner.board.model import Board
 from acltuner.board.registry import load_board
+from acltuner.engine import native
 from acltuner.engine.build import host_isa
 from acltuner.engine.launcher import LauncherClient
 from acltuner.measure.launchers import open_launcher
 from acltuner.onnx.model import parse_input_shapes
 from acltuner.plan import Plan, save_plan
+from acltuner.taskgen.int8 import split_int8
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
+from acltuner.tuner.int8_search import tune_int8, whole_model_runs
 from acltuner.tuner.pins import EngineRules, Pin
 from acltuner.tuner.precision import check_precision
 from acltuner.tuner.records import default_records_path, tuning_lock
@@ -73,7 +76,10 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     members (farm.members.Member) or scheduler (tcp:// or tls://HOST:PORT):
     tune on a farm, embedded or of an existing Dask cluster, instead of one
     launcher; security: the farm's Dask TLS (farm.cluster.farm_security); precision:
-    the micro-kernels it may choose, fp32 or fp16 (tuner/precision.py)."""
+    the micro-kernels it may choose, fp32 or fp16 (tuner/precision.py).
+    The convolutions that run in int8 are int8 tasks, searched in the whole
+    model after the float ones (int8_search.py; on one board only, a farm's
+    keep their defaults)."""
     reporter = reporter or SessionReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -82,7 +88,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     board = load_board(board_name)
     check_precision(precision, board)
     shapes = parse_input_shapes(input_shapes)
-    taskset = generate_tasks(model, shapes)
+    taskset, int8 = split_int8(generate_tasks(model, shapes), shapes)
     records = Path(records_path) if records_path else default_records_path()
     try:
         records.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +113,14 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
                                    records_path=str(records), config=config, strategy=strategy,
                                    input_shapes=shapes, seed=seed, reporter=reporter,
                                    pinned=pinned, tune_tasks=tune_tasks, transfer=transfer,
-                                   precision=precision)
+                                   precision=precision, int8=int8)
+        if strategy != "default" and int8 and farm is None:
+            plan, int8_reports = tune_int8(plan, int8, native.hello_int8_ukernels(
+                client.hello_info), whole_model_runs(plan, client), reporter.progress)
+            for report in int8_reports:
+                reporter.task_done(report)
+            reports += int8_reports
+            save_plan(plan, plan_path)
         if strategy != "default":
             # onnxruntime runs here: beside a launcher that runs here natively.
             native_here = host is None and board.isa == host_isa()

@@ -186,9 +186,10 @@ def _task_line(r: TaskReport) -> str:
     def ms(v):
         return f"{v:9.3f}" if v is not None else f"{'-':>9s}"
     speed = f"{r.speedup:6.2f}x" if r.speedup else f"{'-':>7s}"
-    pinned = f"  pinned ({r.pinned})" if r.pinned else ""
+    note = f"  pinned ({r.pinned})" if r.pinned else ""
+    note += "  (int8: times in the whole model)" if r.in_model else ""
     return (f"{r.task.key:48s} {len(r.task.nodes):5d} {ms(r.default_ms)} {ms(r.tuned_ms)} "
-            f"{speed}  {r.best}{pinned}")
+            f"{speed}  {r.best}{note}")
 
 
 class _Printer(SessionReporter):
@@ -290,7 +291,7 @@ class _Printer(SessionReporter):
             self._info(f"the connection to {self.host} dropped {reconnects} time(s): "
                        f"reconnected, and the interrupted measurements were taken again")
         per_node = [(len(r.task.nodes) * r.default_ms, len(r.task.nodes) * r.tuned_ms)
-                    for r in reports if r.default_ms and r.tuned_ms]
+                    for r in reports if r.default_ms and r.tuned_ms and not r.in_model]
         if per_node:
             default_total = sum(d for d, _ in per_node)
             tuned_total = sum(t for _, t in per_node)

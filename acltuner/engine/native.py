@@ -158,6 +158,12 @@ def hello_engine_id(hello: dict) -> str:
     return engine_id(hello["version"], hello["fingerprint"])
 
 
+def hello_int8_ukernels(hello: dict) -> list[str]:
+    """The int8 kernels a launcher's conv_int8 runs, fastest first, from its
+    hello answer; none from a launcher older than them there (PROTOCOL.md)."""
+    return list(hello.get("int8_ukernels", []))
+
+
 def isa() -> str:
     return library().acl_isa().decode()
 

@@ -34,7 +34,7 @@ from acltuner.runtime.ops.registry import Action, shape
 from acltuner.runtime.target import Target, local_target
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
-from acltuner.taskgen.int8 import Int8ConvNode
+from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8ConvNode
 
 # The native graph API's largest rank.
 MAX_RANK = 6
@@ -272,6 +272,20 @@ def pattern_actions(g: OnnxGraph, model: onnx.ModelProto, claimed: set[str]
     return found
 
 
+def int8_chains(g: OnnxGraph, convs: list[ConvNode], int8: list[Int8ConvNode]
+                ) -> dict[str, tuple[Int8ConvNode, list[str]]]:
+    """The convolutions that run as conv_int8, by name: each one's int8 node
+    and the nodes it replaces (quant.int8_chain); the rest run in float."""
+    by_conv = {q.name: q for q in int8}
+    found = {}
+    for c in convs:
+        q8 = by_conv.get(c.name)
+        names = quant.int8_chain(g, c, q8) if q8 is not None else None
+        if q8 is not None and names is not None:
+            found[c.name] = q8, names
+    return found
+
+
 def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
           target: Target | None = None,
           weights: dict[str, np.ndarray] | None = None,
@@ -292,15 +306,18 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
     # A fused convolution, or a chain of nodes a pattern covers, is lowered
     # where its last node was: by then its other inputs (a residual) have
     # been computed too.
-    int8_by_conv = {q.name: q for q in int8 or []}
+    runs_int8 = int8_chains(low.g, convs, int8 or [])
     chains: dict[str, tuple[list[str], Action]] = {}
     for c in convs:
-        q8 = int8_by_conv.get(c.name)
-        names = quant.int8_chain(low.g, c, q8) if q8 is not None else None
-        if q8 is not None and names is not None:
+        if c.name in runs_int8:
+            q8, names = runs_int8[c.name]
             chains[names[-1]] = names, quant.int8_conv_action(low.g, c.name, c.input, q8,
                                                               configs[c.name])
             low.u8_readers.add(c.name)
+        elif configs[c.name].algorithm == INT8_ALGORITHM:
+            raise ValueError(f"Conv node {c.name}: its config {configs[c.name]} is an int8 "
+                             f"convolution's, and it does not run in int8 here: tune this "
+                             f"model again")
         else:
             chains[([c.name, *c.fused])[-1]] = ([c.name, *c.fused],
                                                 _conv_action(c, configs[c.name], low.target))

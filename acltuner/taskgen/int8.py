@@ -26,6 +26,7 @@ model, whose activation tensors keep their names.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,13 @@ from acltuner.onnx.activation import clip_bounds, is_op
 from acltuner.onnx.conv_attrs import ConvAttributeError, conv_shape
 from acltuner.onnx.graph import OnnxGraph, node_name
 from acltuner.onnx.model import load_model, read_model
-from acltuner.taskgen.tasks import signature, task_key
+from acltuner.taskgen.tasks import TaskSet, signature, task_key
 
 # What the int8 kernels take: uint8 activations in and out, int8 weights.
 ACTIVATION_DTYPE, WEIGHT_DTYPE = np.uint8, np.int8
+# An int8 task's configs name it as their algorithm: conv_int8 (aclgraph.h)
+# with an int8 micro-kernel (None: depthwise, which runs none) on a split.
+INT8_ALGORITHM = "conv_int8"
 _SHORT = {np.dtype(np.uint8): "u8", np.dtype(np.int8): "s8"}
 
 
@@ -91,6 +95,11 @@ def generate_int8_tasks(model_path: str | Path,
     model without quantization."""
     nodes, skipped = int8_conv_nodes(read_model(model_path),
                                      OnnxGraph(load_model(model_path, input_shapes)))
+    return int8_tasks(nodes), skipped
+
+
+def int8_tasks(nodes: list[Int8ConvNode]) -> list[Int8Task]:
+    """The nodes grouped into int8 tasks by shape and dtypes, most FLOPs first."""
     groups: dict[tuple, list[Int8ConvNode]] = {}
     for node in nodes:
         dtypes = (node.input.dtype, node.weight.dtype, node.output.dtype)
@@ -99,7 +108,35 @@ def generate_int8_tasks(model_path: str | Path,
                       [n.name for n in members], s.flops * len(members))
              for (s, dtypes), members in groups.items()]
     tasks.sort(key=lambda t: -t.flops)
-    return tasks, skipped
+    return tasks
+
+
+def split_int8(taskset: TaskSet, input_shapes: dict[str, tuple[int, ...]] | None = None
+               ) -> tuple[TaskSet, list[Int8Task]]:
+    """The model's convolutions that run in int8 (conv_int8: its int8
+    patterns the lowering runs so, runtime.lower.int8_chains) as int8 tasks,
+    and its float tasks without them: a float task whose every convolution
+    runs in int8 is gone, its configs never running.  The taskset's
+    conv_nodes stay all of them."""
+    raw = read_model(taskset.model_path)
+    if not any(n.op_type == "DequantizeLinear" for n in raw.graph.node):
+        return taskset, []
+    from acltuner.runtime.lower import int8_chains  # the runtime reads this module's nodes
+    loaded = OnnxGraph(load_model(taskset.model_path, input_shapes))
+    runs = int8_chains(loaded, taskset.conv_nodes, int8_conv_nodes(raw, loaded)[0])
+    tasks = []
+    for t in taskset.tasks:
+        names = [n for n in t.nodes if n not in runs]
+        if names:
+            tasks.append(dataclasses.replace(t, nodes=names,
+                                             flops=t.flops // len(t.nodes) * len(names)))
+    int8 = int8_tasks([q8 for q8, _ in runs.values()])
+    return dataclasses.replace(taskset, tasks=tasks), int8
+
+
+def is_depthwise(shape: ConvShape) -> bool:
+    """conv_int8 runs a depthwise shape with a direct loop, no int8 kernel."""
+    return shape.c // shape.group == 1 and shape.oc // shape.group == 1
 
 
 def int8_conv_nodes(raw: onnx.ModelProto, loaded: OnnxGraph

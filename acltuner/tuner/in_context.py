@@ -41,17 +41,17 @@ class ContextCheck:
     ort_threads: int | None = None
 
 
-def _with_configs(plan: Plan, configs: dict[str, ExecConfig]) -> Plan:
+def with_configs(plan: Plan, configs: dict[str, ExecConfig]) -> Plan:
     nodes = tuple(dataclasses.replace(n, config=configs[n.node]) if n.node in configs else n
                   for n in plan.nodes)
     return dataclasses.replace(plan, nodes=nodes)
 
 
 def _default_plan(plan: Plan) -> Plan:
-    return _with_configs(plan, {n.node: n.default_config for n in plan.nodes if not n.pinned})
+    return with_configs(plan, {n.node: n.default_config for n in plan.nodes if not n.pinned})
 
 
-class _Runs:
+class WholeModelRuns:
     """Candidate plans, each lowered once, run in turns in one launcher.  The
     launcher holds one graph at a time, so each turn builds its plan's graph
     again (its weights packed again: seconds for a large model on this
@@ -101,7 +101,7 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
         model = read_model(plan)
         lowered = {name: lower_plan(p, model, target, native_only=True)
                    for name, p in (("tuned", plan), ("default", default))}
-        runs = _Runs(client, lowered)
+        runs = WholeModelRuns(client, lowered)
         runs.rounds(rounds, repeat)
     except ValueError as e:  # nodes outside the engine: the launcher cannot run it
         return ContextCheck("tuned", {}, (), plan, str(e))
@@ -115,11 +115,11 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
     ms = {name: runs.median(name) for name in ("tuned", "default")}
     candidates = {"tuned": plan, "default": default}
     if reverted and len(reverted) < sum(1 for n in plan.nodes if n.config != n.default_config):
-        mixed = _with_configs(plan, {n.node: n.default_config for n in plan.nodes
+        mixed = with_configs(plan, {n.node: n.default_config for n in plan.nodes
                                      if n.node in reverted})
         progress(f"in context: {len(reverted)} node(s) faster with their default, "
                  f"measuring that mix")
-        again = _Runs(client, {"tuned": lowered["tuned"],
+        again = WholeModelRuns(client, {"tuned": lowered["tuned"],
                                "mixed": lower_plan(mixed, model, target, native_only=True)})
         again.rounds(rounds, repeat)
         # The mix against the tuned plan of the same rounds, scaled to the first.
@@ -137,7 +137,8 @@ def check_in_context(plan: Plan, client: LauncherClient, *, rounds: int = 3, rep
                         ort_ms=ort_ms, ort_threads=ort_threads)
 
 
-def _marked(tuned: Plan, kept: Plan, check: InContext, reverted: list[str], runs: _Runs) -> Plan:
+def _marked(tuned: Plan, kept: Plan, check: InContext, reverted: list[str],
+            runs: WholeModelRuns) -> Plan:
     """The plan kept, recording the check: its whole-model medians, and each
     node it sent back to its default, with the tuned config dropped, why, and
     both configs' times in the model."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from acltuner.engine.launcher import LauncherClient
 from acltuner.measure.launcher_runner import LauncherRunner
 from acltuner.measure.runner import Result, Runner
 from acltuner.plan import Plan, PlanNode, Tuning, save_plan, sha256_file
+from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task
 from acltuner.taskgen.tasks import Task, TaskSet
 from acltuner.tuner import TUNE_STRATEGIES
 from acltuner.tuner.callbacks import TuneReporter
@@ -48,6 +50,7 @@ class TaskReport:
     tuner_s: float
     pinned: str | None = None  # the pin that chose `best`, as written (Pin.text)
     transferred: bool = False  # warm-started by the transfer model
+    in_model: bool = False  # its times a node's in the whole model (int8_search.py), not alone
 
     @property
     def speedup(self) -> float | None:
@@ -74,12 +77,20 @@ class TaskTuner:
         self.rules = EngineRules.of(client, precision, board)
         self.algorithms = list(self.rules.algorithms.items())
         self.ukernels = self.rules.ukernels
+        self.int8_ukernels = native.hello_int8_ukernels(client.hello_info)
         self.clusters = [list(c.cpus) for c in board.clusters]
         self.runner = LauncherRunner(client, config.measure.options(client.largest_cache_bytes))
         self.warm_start = WarmStart(transfer, config.transfer, board, store)
 
     def default_config(self, task: Task) -> ExecConfig:
         return rule_default(self.board, self.rules, task.shape)
+
+    def int8_default(self, task: Int8Task) -> ExecConfig:
+        """An int8 task's default: the ArmNN rule's split (its float
+        convolution's) and no kernel named, so conv_int8 picks its own (the
+        fastest, narrower for a narrow layer)."""
+        split = rule_default(self.board, self.rules, task.shape)
+        return ExecConfig(INT8_ALGORITHM, None, split.core_weights, split.workloads)
 
     def _begin(self, task: Task, runner: Runner | None):
         """The runner measuring the task (the tuner's own unless given), its
@@ -198,7 +209,8 @@ def pin_nodes(taskset: TaskSet, pins: list[Pin], board: Board,
               rules: EngineRules) -> dict[str, PinnedNode]:
     """Every pinned node's config, checked against the engine (ValueError, one line)."""
     shape_of = {name: t.shape for t in taskset.tasks for name in t.nodes}
-    nodes = [(n.name, shape_of[n.name], taskset.reads_model_input(n)) for n in taskset.conv_nodes]
+    nodes = [(n.name, shape_of[n.name], taskset.reads_model_input(n)) for n in taskset.conv_nodes
+             if n.name in shape_of]  # not those of int8 tasks (split_int8)
     return resolve_pins(pins, nodes, rules, lambda shape: rule_default(board, rules, shape))
 
 
@@ -226,10 +238,19 @@ def _time_of(config: ExecConfig, already: dict[ExecConfig, Result], measured) ->
 
 def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine: str,
                strategy: str, input_shapes: dict, wall_s: float,
-               precision: str = "fp32") -> Plan:
+               precision: str = "fp32",
+               int8: Sequence[tuple[Int8Task, ExecConfig]] = ()) -> Plan:
+    """int8: the int8 tasks with their default, which their nodes take
+    (tune_int8 searches them in the whole model)."""
     report_of = {name: r for r in reports for name in r.task.nodes}
+    int8_of = {name: (t, default) for t, default in int8 for name in t.nodes}
     nodes = []
     for node in taskset.conv_nodes:
+        if node.name in int8_of:
+            t, default = int8_of[node.name]
+            nodes.append(PlanNode(node=node.name, task=t.key, config=default,
+                                  default_config=default))
+            continue
         r = report_of[node.name]
         nodes.append(PlanNode(node=node.name, task=r.task.key, config=r.best,
                               default_config=r.default, tuned_ms=r.tuned_ms,
@@ -267,11 +288,14 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
                reporter: TuneReporter | None = None,
                pinned: dict[str, PinnedNode] | None = None,
                tune_tasks=tune_in_order,
-               transfer: str = "auto", precision: str = "fp32") -> tuple[Plan, list[TaskReport]]:
+               transfer: str = "auto", precision: str = "fp32",
+               int8: Sequence[Int8Task] = ()) -> tuple[Plan, list[TaskReport]]:
     """pinned: pin_nodes()'s, whose nodes are measured with their pin only;
     tune_tasks(tuner, units): how the units are tuned (on a farm: side by side),
     their reports in order; transfer: auto or off (warm_start.py); precision:
-    the micro-kernels it may choose (tuner/precision.py), which the plan records."""
+    the micro-kernels it may choose (tuner/precision.py), which the plan records;
+    int8: the int8 tasks (split_int8's, taskset's tasks not holding their
+    nodes), written with their default configs."""
     start = time.perf_counter()
     store = RecordStore(records_path)
     tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer,
@@ -281,6 +305,7 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
         tuner.reporter.planned([tuner.planned(task, pin) for task, pin in todo])
     reports = tune_tasks(tuner, todo)
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
-                      time.perf_counter() - start, precision)
+                      time.perf_counter() - start, precision,
+                      [(t, tuner.int8_default(t)) for t in int8])
     save_plan(plan, plan_path)
     return plan, reports

@@ -205,6 +205,12 @@ typedef struct {
 int acl_ukernel_count(void);
 int acl_ukernel_get(int i, acl_ukernel_info *out);
 
+/* The int8 micro-kernels this CPU runs (aclgraph.h's conv_int8 takes one by
+ * name), fastest first: the first is the one an empty name picks.  NULL
+ * with the error set for an index out of range. */
+int acl_int8_ukernel_count(void);
+const char *acl_int8_ukernel_name(int i);
+
 /* How far an fp16 micro-kernel's output may be from the exact one: an output
  * of K products is within acl_fp16_error_bound(K) x (sum_k |x w| + |bias| +
  * |residual|), beyond fp32's own rounding.  Each operand is rounded to half

@@ -169,10 +169,12 @@ float *acl_graph_arena(acl_graph *g);
  * tensor given is the matrix stack transposed by its perm (absent: in order),
  * so that a Transpose around the product moves no data; a's K axis and out's
  * N axis must stay innermost, b may be held in any order.  B is packed into
- * the program's workspace at every run; ukernel must accept K and N. */
+ * the program's workspace at every run; ukernel must accept K and N.  scale:
+ * a factor of the product (an attention's 1 / sqrt(d)), taken into B as it is
+ * packed; 0 (absent) is none. */
 #define ACL_BATCH_MATMUL_ATTRS(F, S)                                                   \
     F(S, STRING, ukernel, 0) F(S, INTS, a_perm, 0) F(S, INTS, b_perm, 0)              \
-    F(S, INTS, out_perm, 0)
+    F(S, INTS, out_perm, 0) F(S, FLOAT, scale, 0)
 
 /* out = in's slices at `indices` along axis (ONNX Gather with constant
  * indices; negative ones count from the end): out has in's rank and dims

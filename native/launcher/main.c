@@ -86,6 +86,15 @@ static int handle_hello(session *s, const json_value *request, json_writer *w)
         json_object_end(w);
     }
     json_array_end(w);
+
+    json_key(w, "int8_ukernels");
+    json_array_begin(w);
+    for (int i = 0; i < acl_int8_ukernel_count(); i++) {
+        const char *name = acl_int8_ukernel_name(i);
+        if (!name) return request_fail("%s", acl_last_error());
+        json_string(w, name);
+    }
+    json_array_end(w);
     json_key(w, "schema");
     json_raw(w, schema);
     return 0;

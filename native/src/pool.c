@@ -34,6 +34,12 @@
  * as it would a single-threaded engine, then tries its cores again.  Only
  * runs: between them the caller is the application's, anywhere. */
 #define CONTENDED_SHARE 0.2
+/* ... and for at least this long: a thread that wants the core takes whole
+ * time slices (milliseconds), where a caller woken from its wait for the
+ * workers waits some microseconds runnable, which in a run of tens of
+ * microseconds is past the share (a single attention node's runs went to one
+ * core so, a third of the time in fresh processes). */
+#define CONTENDED_MIN_MS 0.5
 #define SOLO_MS 200.0
 /* Adaptive balance: a caller that has waited RESCUE_AFTER_MS for the last
  * units of a job looks at their holders every RESCUE_LOOK_MS; a worker that
@@ -524,7 +530,8 @@ void acl_pool_run_end(void)
     atomic_fetch_sub_explicit(&pool.runs, 1, memory_order_relaxed);
     if (watch.at_ms == 0) return;
     const double now = acl_now_ms(), waited = waited_ms();
-    if (waited - watch.waited_ms > CONTENDED_SHARE * (now - watch.at_ms))
+    const double lost = waited - watch.waited_ms;
+    if (lost > CONTENDED_SHARE * (now - watch.at_ms) && lost >= CONTENDED_MIN_MS)
         watch.solo_until = now + SOLO_MS;
     watch.at_ms = 0;
 }

@@ -534,18 +534,20 @@ static void run_direct_dot_cases(void)
 }
 
 /* direct_nhwc's rows wider than its runs, which the random shapes (at most
- * 13 pixels) never draw: runs of up to 16 pixels for one block of output
- * channels, the rest by runs of 4 ending at the row's end, over the channel
- * counts and strides compiled as constants (3, 16, 32 and 64 channels at
- * stride 1 and 2) and the others (8 channels, stride 3); one to four blocks
- * a pass, a partial block, two images, each with a random epilogue. */
+ * 13 pixels) never draw: with one or three input channels runs of up to 16
+ * pixels (fewer as the blocks a pass grow), else of 5 (AVX-512) or 4, the
+ * rest by runs of 4 ending at the row's end; over the channel counts
+ * compiled as constants (1, 3, 16, 32) and the others (8, 64), strides 1, 2
+ * and 3, one to four blocks a pass, a partial block, two images, each with a
+ * random epilogue. */
 static void run_long_row_direct_cases(void)
 {
     static const int cases[][6] = {
         /* h, w, c, oc, stride, n */
-        {3, 45, 32, 16, 2, 1}, {4, 40, 3, 16, 1, 2},  {3, 37, 16, 8, 1, 1},
-        {3, 30, 16, 40, 2, 1}, {3, 29, 32, 24, 1, 1}, {3, 33, 8, 16, 1, 2},
-        {2, 50, 32, 64, 3, 1}, {3, 19, 3, 16, 2, 1},  {3, 41, 64, 16, 1, 1},
+        {3, 45, 32, 16, 2, 1}, {4, 40, 3, 16, 1, 2}, {3, 37, 16, 8, 1, 1},  {3, 30, 16, 40, 2, 1},
+        {3, 29, 32, 24, 1, 1}, {3, 33, 8, 16, 1, 2}, {2, 50, 32, 64, 3, 1}, {3, 19, 3, 16, 2, 1},
+        {3, 41, 64, 16, 1, 1}, {3, 45, 1, 16, 1, 1}, {3, 52, 1, 40, 2, 2},  {3, 37, 3, 32, 1, 1},
+        {3, 61, 3, 24, 2, 1},  {2, 47, 1, 64, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int *k = cases[i];

@@ -108,6 +108,7 @@ enum { BMM_A, BMM_B, BMM_OUT };
 typedef struct {
     const char *ukernel;
     int rank, perm[3][ACL_MAX_RANK], given[3];  /* given: the perm is passed, else in order */
+    float scale;                                /* 0: none */
     acl_tensor t[3];
 } bmm_spec;
 
@@ -122,6 +123,7 @@ static int add_batch_matmul(acl_graph *g, const void *spec, const acl_exec *ex)
         s->given[BMM_B] ? s->rank : 0,
         s->perm[BMM_OUT],
         s->given[BMM_OUT] ? s->rank : 0,
+        s->scale,
     };
     return acl_graph_add(g, ACL_OP_BATCH_MATMUL, &a, 2, s->t, &s->t[BMM_OUT]);
 }
@@ -133,7 +135,8 @@ void batch_matmul_case(int big)
     acl_ukernel_info info;
     if (acl_ukernel_count() == 0) return;
     random_ukernel(&info);
-    bmm_spec s = {.ukernel = info.name, .rank = rnd(2, 5)};
+    /* Half the cases scaled, by a factor that rounds (1 / sqrt(20)). */
+    bmm_spec s = {.ukernel = info.name, .rank = rnd(2, 5), .scale = rnd(0, 1) ? 0.2236068f : 0.0f};
     const int r = s.rank, m = big ? rnd(30, 90) : rnd(1, 20);
     const int k = rnd(info.kmin + 1, info.kmax ? info.kmax : info.kmin + 70);
     const int n = info.n_multiple * rnd(1, 50 / info.n_multiple + 1);
@@ -155,9 +158,10 @@ void batch_matmul_case(int big)
             for (int i = 0; i < r; i++) s.perm[x][i] = i;
     }
     trial t;
-    trial_begin(&t, TOL_GEMM, "batch_matmul %s a %s perm %s x b %s perm %s -> perm %s", s.ukernel,
-                dims_str(r, dims[BMM_A]), dims_str(r, s.perm[BMM_A]), dims_str(r, dims[BMM_B]),
-                dims_str(r, s.perm[BMM_B]), dims_str(r, s.perm[BMM_OUT]));
+    trial_begin(&t, TOL_GEMM, "batch_matmul %s a %s perm %s x b %s perm %s -> perm %s scale %g",
+                s.ukernel, dims_str(r, dims[BMM_A]), dims_str(r, s.perm[BMM_A]),
+                dims_str(r, dims[BMM_B]), dims_str(r, s.perm[BMM_B]), dims_str(r, s.perm[BMM_OUT]),
+                s.scale);
     size_t stride[3][ACL_MAX_RANK];
     for (int x = 0; x < 3; x++) place_held(&t, &s.t[x], r, dims[x], s.perm[x], stride[x]);
     float *arena = trial_arena(&t);
@@ -178,7 +182,7 @@ void batch_matmul_case(int big)
                                          c * stride[BMM_A][r - 1]] *
                            arena[off[BMM_B] + c * stride[BMM_B][r - 2] + j * stride[BMM_B][r - 1]];
                 t.expected[off[BMM_OUT] + i * stride[BMM_OUT][r - 2] + j * stride[BMM_OUT][r - 1]] =
-                    (float)acc;
+                    (float)(s.scale != 0.0f ? acc * s.scale : acc);
             }
     }
     trial_run(&t, &s.t[BMM_OUT], add_batch_matmul, &s);

@@ -87,6 +87,18 @@ def test_attention_moves_no_data_between_its_operations(tmp_path):
     assert "transpose" not in kinds, kinds
 
 
+def test_attention_scale_is_taken_into_its_product(tmp_path):
+    """The Mul of the scores by 1 / sqrt(d) runs inside their product (B
+    packed times it), not as a pass over all the scores: the checks against
+    onnxruntime above hold it to the same numbers."""
+    program, _ = _compile(_attention(), tmp_path)
+    program.run(np.zeros((1, 3, 4, 10), np.float32))
+    kinds = [entry.kind for entry in program.last_profile]
+    assert [k for k in kinds if k.endswith(" scaled")] == [
+        k for k in kinds if k.startswith("batch matmul 2x40x4x40")], kinds
+    assert not any(k.split(" ")[0] in ("mul", "binary") for k in kinds), kinds
+
+
 def test_inputs_of_products_come_in_onnx_order(tmp_path):
     """4-D tensors the stage imports and a MatMul or Softmax reads first (a
     model's inputs, or a delegated segment's outputs) are copied in in ONNX

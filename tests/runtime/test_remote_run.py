@@ -46,7 +46,8 @@ def every_kind_model() -> onnx.ModelProto:
     channels, pad, a per-channel Mul and sigmoid (one affine pass), tanh and the
     difference of two computed maps, a bilinear resize, the transpose
     a Flatten of an NHWC map needs, Gemm, softmax, a Gather of channels and
-    the MatMul of two computed tensors; three outputs."""
+    the MatMul of two computed tensors, scaled (its scale attribute); three
+    outputs."""
     b = GraphBuilder(seed=3, input_shape=(1, 3, 12, 12))
     a = b.conv("input", "conv1", 8, 3, pads=1, bias=True, relu="relu1")
     r = b.conv(a, "conv2", 8, 3, pads=1, bn="bn2")
@@ -76,6 +77,7 @@ def every_kind_model() -> onnx.ModelProto:
     some = b.node("Gather", [h, b.constant("channels", np.array([0, 3, -1]))], "some", axis=1)
     gram = b.node("MatMul", [some, b.node("Transpose", [some], "some_t", perm=[0, 1, 3, 2])],
                   "gram")
+    gram = b.node("Mul", [gram, b.constant("gram.scale", np.float32(0.3))], "gram_scaled")
     model = b.model(y, "every_kind")
     model.graph.output.extend(helper.make_tensor_value_info(t, TensorProto.FLOAT, None)
                               for t in (gap, gram))

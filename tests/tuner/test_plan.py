@@ -59,7 +59,7 @@ def test_save_and_load_round_trip(tmp_path, model):
     path = tmp_path / "plan.json"
     save_plan(plan, path)
     assert load_plan(path) == plan
-    assert json.loads(path.read_text())["schema_version"] == 4
+    assert json.loads(path.read_text())["schema_version"] == 5
     assert json.loads(path.read_text())["precision"] == "fp32"
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
 
@@ -82,6 +82,16 @@ def test_a_reverted_node_runs_its_default_and_keeps_the_tuned_config_it_dropped(
                                      "ms": {"tuned": 9.5, "default": 9.0, "mixed": 8.5}}
     assert written["nodes"][2]["reverted"]["why"] == "plan"
     assert "reverted" not in written["nodes"][0]
+
+
+def test_a_version_4_plan_loads(tmp_path, model):
+    """Version 5 added no field (int8 nodes' configs, runtime/ops/quant.py)."""
+    plan = make_plan(model)
+    data = plan.to_dict()
+    data["schema_version"] = 4
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    assert load_plan(path) == plan
 
 
 @pytest.mark.parametrize("version, later", [(1, "pinned"), (2, "reverted"), (3, "precision")])
@@ -152,7 +162,7 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     (set_field("tuning.measurements", "4000"),
      "tuning.measurements must be an integer, got '4000'"),
     (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (set_field("schema_version", 5), "schema_version 5 is not supported (this acltuner reads 4)"),
+    (set_field("schema_version", 6), "schema_version 6 is not supported (this acltuner reads 5)"),
     (set_field("precision", "fp8"), "precision must be 'fp32' or 'fp16', got 'fp8'"),
     (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
     (set_field("nodes[1].reverted.why", "slow"),

@@ -260,12 +260,48 @@ def _linear(g: OnnxGraph, node: onnx.NodeProto):
     return nodes, lower
 
 
+def _by_constant(g: OnnxGraph, node: onnx.NodeProto) -> bool:
+    """Whether the MatMul `node` is by a constant matrix: a fully connected
+    layer, lowered to matmul with its weights packed once."""
+    b = g.constants.get(node.input[1])
+    return b is not None and b.ndim == 2 and len(shape(g, node.input[0])) >= 2
+
+
 @handles("MatMul")
 def _matmul_node(g: OnnxGraph, node: onnx.NodeProto):
-    b = g.constants.get(node.input[1])
-    if b is not None and b.ndim == 2 and len(shape(g, node.input[0])) >= 2:
+    if _by_constant(g, node):
+        b = g.constants[node.input[1]]
         return lambda low: _matmul(low, node, node.input[0], b, None, node.output[0])
     return _batch_matmul(g, node)
+
+
+def _product_scale(g: OnnxGraph, node: onnx.NodeProto | None, y: str) -> float | None:
+    """The factor of `node` = y times a constant of one finite, nonzero
+    value (an attention's scores times 1 / sqrt(d)) that keeps y's shape;
+    else None."""
+    if not is_op(node, "Mul") or y not in node.input:
+        return None
+    c = g.constants.get(node.input[1] if node.input[0] == y else node.input[0])
+    if (c is None or c.size != 1 or c.ndim > len(shape(g, y))
+            or shape(g, node.output[0]) != shape(g, y)):
+        return None
+    value = float(np.asarray(c, np.float32).reshape(()))
+    return value if value != 0.0 and math.isfinite(value) else None
+
+
+@pattern
+def _scaled_batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
+    """A MatMul of two computed tensors and the Mul by a scalar after it, as
+    one batch_matmul whose packed B takes the factor."""
+    if not is_op(node, "MatMul") or not all(
+            t in g.constants or g.static_shape(t) is not None for t in [*node.input, *node.output]):
+        return None
+    mul = g.sole_consumer(node.output[0])
+    scale = _product_scale(g, mul, node.output[0])
+    if mul is None or scale is None or _by_constant(g, node):
+        return None
+    lower = _batch_matmul(g, node, mul.output[0], scale)
+    return None if lower is None else ([node, mul], lower)
 
 
 def _dims(g: OnnxGraph, t: str) -> tuple[int, ...]:
@@ -284,13 +320,17 @@ def _contiguous_along(v: Value, axis: int) -> bool:
     return v.shape[axis] == 1 or all(v.shape[p] == 1 for p in v.perm[v.perm.index(axis) + 1:])
 
 
-def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
+def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto, out_name: str | None = None,
+                  scale: float = 1.0):
     """MatMul of two tensors of the program (or of a constant stack): numpy's
     rules, a 1-D operand promoted to a row (A) or a column (B) whose axis the
     output drops.  A is read in any layout keeping its K axis innermost, B in
     any layout; the output is written in the layout its sole consumer, a
-    Transpose keeping the last axis last, turns into ONNX order."""
-    a_name, b_name, out_name = node.input[0], node.input[1], node.output[0]
+    Transpose keeping the last axis last, turns into ONNX order.  out_name:
+    the tensor written (default: the node's output), the product times
+    `scale`."""
+    a_name, b_name = node.input[0], node.input[1]
+    out_name = out_name or node.output[0]
     da, db, out = _dims(g, a_name), _dims(g, b_name), shape(g, out_name)
     if min(len(da), len(db)) < 1:
         return None
@@ -322,7 +362,9 @@ def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto):
             low.alias(out_name, yv.relabel(out, identity(len(out))))
         ukernel = matmul_ukernel(m, k, n, low.target)
         batches = math.prod(full[:-2])
-        low.emit("batch_matmul", node_name(node), f"batch matmul {batches}x{m}x{k}x{n} {ukernel}",
+        scaled = {} if scale == 1.0 else {"scale": scale}
+        low.emit("batch_matmul", node_name(node),
+                 f"batch matmul {batches}x{m}x{k}x{n} {ukernel}{' scaled' if scaled else ''}",
                  {"a": a, "b": b, "out": yv}, ukernel=ukernel, a_perm=a.perm, b_perm=b.perm,
-                 out_perm=yv.perm)
+                 out_perm=yv.perm, **scaled)
     return lower

@@ -43,7 +43,7 @@ from acltuner.runtime.ir import Buffer, Deferred, Value
 from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.nn import pool_args
 from acltuner.runtime.ops.registry import HANDLERS, Action, attrs, shape
-from acltuner.taskgen.int8 import Int8ConvNode
+from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8ConvNode, is_depthwise
 
 if TYPE_CHECKING:
     from acltuner.runtime.lower import Lowering
@@ -222,7 +222,7 @@ def int8_fc(g: OnnxGraph, q8: Int8ConvNode, config: ExecConfig | None
 def _algorithm(q8: Int8ConvNode) -> str:
     """The engine's choice (conv_int8.h), for profiles."""
     s = q8.shape
-    if s.c // s.group == 1 and s.oc // s.group == 1:
+    if is_depthwise(s):
         return "depthwise"
     pointwise = s.kh == s.kw == s.stride_h == s.stride_w == 1 and \
         not (s.pad_top or s.pad_left or s.pad_bottom or s.pad_right)
@@ -232,10 +232,13 @@ def _algorithm(q8: Int8ConvNode) -> str:
 def conv_int8_attrs(q8: Int8ConvNode, config: ExecConfig | None) -> dict:
     """conv_int8's attributes (aclgraph.h): the weights as floats holding
     int8 values, converted when built (Deferred) so that one exists at a
-    time; without a config (a fully connected layer, which plans hold none
-    for), the graph's own split."""
+    time.  config: the int8 task's (INT8_ALGORITHM), or, in plans older than
+    int8 tasks, the float task's, whose split runs with the first int8
+    kernel; None (a fully connected layer, which plans hold none for): the
+    graph's own split and kernel."""
     w = q8.weight_q
-    return {"shape": q8.shape, "ukernel": "",
+    ukernel = (config.ukernel or "") if config and config.algorithm == INT8_ALGORITHM else ""
+    return {"shape": q8.shape, "ukernel": ukernel,
             "core_weights": config.core_weights if config else (),
             "workloads": config.workloads if config else 1,
             "weight": Deferred(lambda: w.astype(np.float32), w.size * 4),

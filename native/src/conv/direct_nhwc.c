@@ -43,6 +43,17 @@ static int direct_check(const conv_algo *self, const acl_conv_shape *s, const co
 #define DIRECT_BLOCKS 2
 #define DIRECT_RUN 4
 #endif
+/* With one or three input channels (compiled as constants) a tap is a few
+ * multiply-adds per pixel, and a run of DIRECT_RUN pixels spent about as
+ * long again in the taps' loop and its addresses: fewer blocks then take
+ * longer runs, as many sums as DIRECT_BLOCKS x DIRECT_RUN, up to 16 pixels
+ * (GCC unrolls no loop of more iterations completely).  With more channels
+ * longer runs took 1.1-1.4x the time here, with the column stride and the
+ * channels compiled as constants too: a 16-pixel run of 32 channels at
+ * stride 2 reads 33 columns of 128 bytes per kernel row beside its 18 KB of
+ * weights, about all of L1. */
+#define DIRECT_SUMS (DIRECT_BLOCKS * DIRECT_RUN)
+#define DIRECT_LONG_RUN(nb) (DIRECT_SUMS / (nb) < 16 ? DIRECT_SUMS / (nb) : 16)
 
 /* One output row's view of a pass of up to DIRECT_BLOCKS channel blocks. */
 typedef struct {
@@ -76,7 +87,7 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
     const ptrdiff_t step = (ptrdiff_t)s->stride_w * pixel;
     int kx0 = 0, kx1 = kw;
     if (checked) conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
-    channel_vec acc[DIRECT_RUN][DIRECT_BLOCKS];
+    channel_vec acc[DIRECT_LONG_RUN(1)][DIRECT_BLOCKS];
     for (int p = 0; p < count; p++)
         for (int b = 0; b < nb; b++) acc[p][b] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
@@ -105,6 +116,10 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
     const float *const residual = r->residual, *const bias = r->bias;
     float *const y = r->y;
     const int row_len = r->len;
+    /* Unrolled whatever the body's size: a loop left rolled indexes the sums
+     * with a variable and keeps them in memory (16 pixels of one block went
+     * through the stack after every run). */
+#pragma GCC unroll 16
     for (int p = 0; p < count; p++) {
         const size_t at = (size_t)(ox + p) * s->oc;
         for (int b = 0; b < nb; b++) {
@@ -132,43 +147,56 @@ static inline __attribute__((always_inline)) void row_pixels(const block_row *r,
     }
 }
 
-/* The interior pixels [lo, hi) by runs.  The pixels a whole run does not
- * reach take one more run ending at hi, which recomputes some pixels to the
- * values they already hold: one at a time they would load a weight vector
- * per multiply-add (9% of a 55-pixel row, a quarter of its time). */
-static inline __attribute__((always_inline)) void interior_runs(const block_row *r, int lo, int hi,
-                                                                const int c, const int nb,
-                                                                const int full, const int nchw)
+/* The interior pixels [lo, hi) by runs of `run`, the rest by runs of
+ * DIRECT_TAIL, the last ending at hi and recomputing up to 3 pixels to the
+ * values they already hold.  A whole run ending at hi would recompute up to
+ * 15 of a long one; pixels one at a time load a weight vector per
+ * multiply-add (9% of a 55-pixel row, a quarter of its time). */
+#define DIRECT_TAIL 4
+static inline
+    __attribute__((always_inline)) void interior_runs(const block_row *r, int lo, int hi,
+                                                      const int c, const int nb, const int run,
+                                                      const int full, const int nchw)
 {
     int ox = lo;
-    for (; ox + DIRECT_RUN <= hi; ox += DIRECT_RUN)
-        row_pixels(r, ox, DIRECT_RUN, c, 0, nb, full, nchw);
-    if (ox < hi && hi - lo >= DIRECT_RUN)
-        row_pixels(r, hi - DIRECT_RUN, DIRECT_RUN, c, 0, nb, full, nchw);
-    else
-        for (; ox < hi; ox++) row_pixels(r, ox, 1, c, 0, nb, full, nchw);
+    for (; ox + run <= hi; ox += run) row_pixels(r, ox, run, c, 0, nb, full, nchw);
+    for (; ox < hi; ox += DIRECT_TAIL)
+        row_pixels(r, acl_min(ox, hi - DIRECT_TAIL), DIRECT_TAIL, c, 0, nb, full, nchw);
 }
 
-/* The row's pixels for nb blocks: left border, interior runs, right border. */
-static inline __attribute__((always_inline)) void
-block_row_run(const block_row *r, int ow, int lo, int hi, const int c, const int nb, const int nchw)
+/* The row's pixels for nb blocks: the interior by runs (an interior
+ * narrower than DIRECT_TAIL takes none), the rest one at a time through one
+ * inlined copy (each call site of row_pixels is one). */
+static inline __attribute__((always_inline)) void block_row_run(const block_row *r, int ow, int lo,
+                                                                int hi, const int c, const int nb,
+                                                                const int run, const int nchw)
 {
-    for (int ox = 0; ox < lo; ox++) row_pixels(r, ox, 1, c, 1, nb, 0, nchw);
-    if (r->len == nb * CHANNEL_BLOCK) interior_runs(r, lo, hi, c, nb, 1, nchw);
-    else interior_runs(r, lo, hi, c, nb, 0, nchw);
-    for (int ox = acl_max(lo, hi); ox < ow; ox++) row_pixels(r, ox, 1, c, 1, nb, 0, nchw);
+    if (hi - lo < DIRECT_TAIL) hi = lo;
+    for (int ox = 0; ox < ow; ox++) {
+        if (ox == lo && lo < hi) {
+            if (r->len == nb * CHANNEL_BLOCK) interior_runs(r, lo, hi, c, nb, run, 1, nchw);
+            else interior_runs(r, lo, hi, c, nb, run, 0, nchw);
+            ox = hi - 1;
+            continue;
+        }
+        row_pixels(r, ox, 1, c, 1, nb, 0, nchw);
+    }
 }
 
-static inline __attribute__((always_inline)) void
-block_row_blocks(const block_row *r, int ow, int lo, int hi, const int c, int nb, const int nchw)
+/* `few`: c is one or three, which take DIRECT_LONG_RUN. */
+#define BLOCK_RUN(nb) block_row_run(r, ow, lo, hi, c, nb, few ? DIRECT_LONG_RUN(nb) : DIRECT_RUN, nchw)
+static inline
+    __attribute__((always_inline)) void block_row_blocks(const block_row *r, int ow, int lo, int hi,
+                                                         const int c, int nb, const int few,
+                                                         const int nchw)
 {
     switch (nb) {
-    case 1: block_row_run(r, ow, lo, hi, c, 1, nchw); break;
+    case 1: BLOCK_RUN(1); break;
 #if DIRECT_BLOCKS > 2
-    case 2: block_row_run(r, ow, lo, hi, c, 2, nchw); break;
-    case 3: block_row_run(r, ow, lo, hi, c, 3, nchw); break;
+    case 2: BLOCK_RUN(2); break;
+    case 3: BLOCK_RUN(3); break;
 #endif
-    default: block_row_run(r, ow, lo, hi, c, DIRECT_BLOCKS, nchw); break;
+    default: BLOCK_RUN(DIRECT_BLOCKS); break;
     }
 }
 
@@ -178,16 +206,16 @@ block_row_blocks(const block_row *r, int ow, int lo, int hi, const int c, int nb
 static void block_row_dispatch(const block_row *r, int ow, int lo, int hi, int nb, int nchw)
 {
     if (nchw && r->s->c != 1) {
-        if (r->s->c == 3) block_row_blocks(r, ow, lo, hi, 3, nb, 1);
-        else block_row_blocks(r, ow, lo, hi, r->s->c, nb, 1);
+        if (r->s->c == 3) block_row_blocks(r, ow, lo, hi, 3, nb, 1, 1);
+        else block_row_blocks(r, ow, lo, hi, r->s->c, nb, 0, 1);
         return;
     }
     switch (r->s->c) {
-    case 1: block_row_blocks(r, ow, lo, hi, 1, nb, 0); break;
-    case 3: block_row_blocks(r, ow, lo, hi, 3, nb, 0); break;
-    case 16: block_row_blocks(r, ow, lo, hi, 16, nb, 0); break;
-    case 32: block_row_blocks(r, ow, lo, hi, 32, nb, 0); break;
-    default: block_row_blocks(r, ow, lo, hi, r->s->c, nb, 0); break;
+    case 1: block_row_blocks(r, ow, lo, hi, 1, nb, 1, 0); break;
+    case 3: block_row_blocks(r, ow, lo, hi, 3, nb, 1, 0); break;
+    case 16: block_row_blocks(r, ow, lo, hi, 16, nb, 0, 0); break;
+    case 32: block_row_blocks(r, ow, lo, hi, 32, nb, 0, 0); break;
+    default: block_row_blocks(r, ow, lo, hi, r->s->c, nb, 0, 0); break;
     }
 }
 

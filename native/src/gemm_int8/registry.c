@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "aclengine.h"
 #include "int8.h"
+#include "internal.h"
 
 #if defined(ACL_ARCH_AARCH64)
 #include <sys/auxv.h>
@@ -118,6 +120,19 @@ int acl_int8_ukernels_built(const acl_ukernel_int8 *const **list)
     pthread_once(&once, find_kernels);
     if (list) *list = built.list;
     return built.count;
+}
+
+int acl_int8_ukernel_count(void) { return acl_int8_ukernels_available(NULL); }
+
+const char *acl_int8_ukernel_name(int i)
+{
+    const acl_ukernel_int8 *const *list;
+    int n = acl_int8_ukernels_available(&list);
+    if (i < 0 || i >= n) {
+        acl_fail("int8 micro-kernel index %d out of range [0, %d)", i, n);
+        return NULL;
+    }
+    return list[i]->name;
 }
 
 const acl_ukernel_int8 *acl_int8_ukernel_find(const char *name)

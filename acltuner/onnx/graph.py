@@ -232,9 +232,10 @@ def _input_affine(g: OnnxGraph, x: str, shape: ConvShape, taken: set[str]
     None when there is none to fold.  Each must have no other reader, nor
     belong to another convolution (`taken`).  A padded convolution folds only
     a scale: its padding is 0 after the affine, and a shift would move it."""
-    scale, shift, names, rank = np.ones(shape.c), np.zeros(shape.c), [], g.rank(x)
-    while (p := g.producer.get(x)) is not None and node_name(p) not in taken and \
-            g.sole_consumer(p.output[0]) is not None and len(p.input) >= 1:
+    scale, shift, rank = np.ones(shape.c), np.zeros(shape.c), g.rank(x)
+    names: list[str] = []
+    while rank is not None and (p := g.producer.get(x)) is not None and \
+            node_name(p) not in taken and g.sole_consumer(p.output[0]) is not None:
         data = [t for t in p.input if t and t not in g.constants]
         if len(data) != 1 or g.static_shape(data[0]) != g.static_shape(x) or \
                 g.types[data[0]].elem_type != TensorProto.FLOAT:

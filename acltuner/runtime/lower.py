@@ -204,8 +204,8 @@ def _conv_action(conv: ConvNode, config: ExecConfig, target: Target):
             low.alias(conv.output, out.relabel((n, oc, ow), NLC))
         else:
             x = low.get(conv.input, prefer=identity(4)) if config.algorithm in READS_NCHW \
-                else None
-            if x is None or x.perm not in (NHWC, identity(4)):
+                else low.get(conv.input, NHWC)
+            if x.perm not in (NHWC, identity(4)):
                 x = low.get(conv.input, NHWC)
             residual = low.get(conv.residual, NHWC) if conv.residual else None
             out = low.new(conv.output, (n, oc, oh, ow), NHWC)

@@ -18,7 +18,7 @@ from acltuner.engine.launcher import LauncherClient
 from acltuner.measure.launchers import open_launcher
 from acltuner.onnx.model import parse_input_shapes
 from acltuner.plan import Plan, save_plan
-from acltuner.taskgen.int8 import split_int8
+from acltuner.tuner.int8_tasks import split_int8
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
 from acltuner.tuner.int8_search import tune_int8, whole_model_runs

@@ -34,7 +34,8 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
       acltuner tasks model.onnx --input-shape input=1,3,224,224 --json
     """
     from acltuner.onnx.model import parse_input_shapes
-    from acltuner.taskgen.int8 import INT8_ALGORITHM, split_int8
+    from acltuner.taskgen.int8 import INT8_ALGORITHM
+    from acltuner.tuner.int8_tasks import split_int8
     from acltuner.taskgen.tasks import generate_tasks
     from acltuner.tuner.pins import kinds_of
     shapes = parse_input_shapes(input_shapes)

@@ -26,7 +26,6 @@ model, whose activation tensors keep their names.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from acltuner.onnx.activation import clip_bounds, is_op
 from acltuner.onnx.conv_attrs import ConvAttributeError, conv_shape
 from acltuner.onnx.graph import OnnxGraph, node_name
 from acltuner.onnx.model import load_model, read_model
-from acltuner.taskgen.tasks import TaskSet, signature, task_key
+from acltuner.taskgen.tasks import signature, task_key
 
 # What the int8 kernels take: uint8 activations in and out, int8 weights.
 ACTIVATION_DTYPE, WEIGHT_DTYPE = np.uint8, np.int8
@@ -109,29 +108,6 @@ def int8_tasks(nodes: list[Int8ConvNode]) -> list[Int8Task]:
              for (s, dtypes), members in groups.items()]
     tasks.sort(key=lambda t: -t.flops)
     return tasks
-
-
-def split_int8(taskset: TaskSet, input_shapes: dict[str, tuple[int, ...]] | None = None
-               ) -> tuple[TaskSet, list[Int8Task]]:
-    """The model's convolutions that run in int8 (conv_int8: its int8
-    patterns the lowering runs so, runtime.lower.int8_chains) as int8 tasks,
-    and its float tasks without them: a float task whose every convolution
-    runs in int8 is gone, its configs never running.  The taskset's
-    conv_nodes stay all of them."""
-    raw = read_model(taskset.model_path)
-    if not any(n.op_type == "DequantizeLinear" for n in raw.graph.node):
-        return taskset, []
-    from acltuner.runtime.lower import int8_chains  # the runtime reads this module's nodes
-    loaded = OnnxGraph(load_model(taskset.model_path, input_shapes))
-    runs = int8_chains(loaded, taskset.conv_nodes, int8_conv_nodes(raw, loaded)[0])
-    tasks = []
-    for t in taskset.tasks:
-        names = [n for n in t.nodes if n not in runs]
-        if names:
-            tasks.append(dataclasses.replace(t, nodes=names,
-                                             flops=t.flops // len(t.nodes) * len(names)))
-    int8 = int8_tasks([q8 for q8, _ in runs.values()])
-    return dataclasses.replace(taskset, tasks=tasks), int8
 
 
 def is_depthwise(shape: ConvShape) -> bool:

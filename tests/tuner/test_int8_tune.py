@@ -21,7 +21,8 @@ from acltuner.onnx.model import load_model_detached
 from acltuner.runtime.load import check, load
 from acltuner.runtime.lower import lower
 from acltuner.runtime.quant_steps import output_steps
-from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task, split_int8
+from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task
+from acltuner.tuner.int8_tasks import split_int8
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.int8_search import choose_int8, int8_candidates
 from tests.runtime.test_int8 import SHAPE, _Model

@@ -109,7 +109,9 @@ def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = No
         (build_dir / "CMakeCache.txt").unlink()
         shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
         flags = None
-    if flags is None:
+    # Configured again when defines are given: a folder configured with others
+    # (by hand, or by scripts/lint.sh) would otherwise keep them silently.
+    if flags is None or defines:
         configure = ["cmake", "-S", str(sources), "-B", str(build_dir),
                      "-DCMAKE_BUILD_TYPE=Release"]
         if toolchain:

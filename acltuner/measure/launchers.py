@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from acltuner.board.machine import check_cores
 from acltuner.board.model import Board
+from acltuner.engine import native
 from acltuner.engine.build import build_for_board, host_isa
 from acltuner.engine.launcher import LauncherClient, default_launcher_path
 
@@ -19,6 +20,9 @@ def launcher_command(board: Board) -> list[str]:
     if board.isa == host_isa():
         return [*wrapper, default_launcher_path()]
     if wrapper:  # e.g. qemu: the board's own build, run through the wrapper
+        # A wrapper such as qemu-user sees this machine's cores as the engine
+        # here does: a core the board lacks is named before minutes of building.
+        check_cores(board, native.cpu_count(), "this machine")
         return [*wrapper, str(build_for_board(board))]
     raise ValueError(f"board {board.name} is {board.isa} and this machine is {host_isa()}: "
                      f"reach the board with --host, or give the board file a launcher_wrapper "

@@ -364,29 +364,43 @@ static void check_one(const problem *p, int algorithm_index, const char *ukernel
 }
 
 static int only_fp16; /* --fp16 */
+static int per_style; /* --kernel-per-style: the random shapes too (TSan: threads, not kernels) */
 static int fp16_cases; /* convolutions checked on an fp16 micro-kernel */
 
-static void check_all_algorithms(const problem *p)
+/* The random shapes check every algorithm with every micro-kernel.  A fixed
+ * case checks the algorithm family it was written for (`only`, a name
+ * prefix) with one micro-kernel per packing style and precision: the rest
+ * would repeat the random shapes' work at sizes that cost minutes under qemu
+ * and the sanitizers. */
+static void check_all_algorithms(const problem *p, const char *only)
 {
     for (int a = 0; a < acl_algorithm_count(); a++) {
-        if (!acl_algorithm_uses_ukernel(acl_algorithm_name(a))) {
+        const char *algorithm = acl_algorithm_name(a);
+        if (only && strncmp(algorithm, only, strlen(only)) != 0) continue;
+        if (!acl_algorithm_uses_ukernel(algorithm)) {
             if (!only_fp16) check_one(p, a, NULL, 0);
             continue;
         }
+        char seen[256] = "";
         for (int k = 0; k < acl_ukernel_count(); k++) {
             acl_ukernel_info info;
             acl_ukernel_get(k, &info);
             const int fp16 = strcmp(info.precision, "fp16") == 0;
+            const int accepted = acl_conv_check(&p->s, algorithm, info.name) == 0;
+            char kind[64];
+            snprintf(kind, sizeof kind, "/%s-%s/", info.style, info.precision);
+            if ((only || per_style) && accepted && strstr(seen, kind)) continue;
+            if (accepted && strlen(seen) + strlen(kind) < sizeof seen) strcat(seen, kind);
             if (fp16 || !only_fp16) check_one(p, a, info.name, fp16);
-            fp16_cases += fp16 && acl_conv_check(&p->s, acl_algorithm_name(a), info.name) == 0;
+            fp16_cases += fp16 && accepted;
         }
     }
 }
 
-static void run_case(const acl_conv_shape *s)
+static void run_case(const acl_conv_shape *s, const char *only)
 {
     problem p;
-    if (problem_init(&p, s, rnd(0, 3) != 0) == 0) check_all_algorithms(&p);
+    if (problem_init(&p, s, rnd(0, 3) != 0) == 0) check_all_algorithms(&p, only);
     problem_free(&p);
 }
 
@@ -413,7 +427,7 @@ static void run_wide_winograd_cases(void)
                             .pad_left = kernels[i % 3][1] / 2,
                             .pad_right = kernels[i % 3][1] / 2,
                             .group = 1};
-        run_case(&s);
+        run_case(&s, "winograd");
     }
 }
 
@@ -428,7 +442,7 @@ static void run_fused_winograd_cases(void)
         acl_conv_shape s = conv3x3_shape(sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3], 1);
         s.pad_left = 2;
         s.pad_bottom = 0;
-        run_case(&s);
+        run_case(&s, "winograd");
     }
 }
 
@@ -462,7 +476,7 @@ static void run_narrow_depthwise_cases(void)
                             .pad_right = c[5],
                             .group = c[1],
                             .has_residual = 1};
-        run_case(&s);
+        run_case(&s, "depthwise");
     }
 }
 
@@ -488,7 +502,7 @@ static void run_grouped_block_cases(void)
         random_epilogue(&s);
         check(acl_conv_check(&s, "grouped_direct", NULL) == 0,
               "grouped_direct refused case %zu: %s", i, acl_last_error());
-        run_case(&s);
+        run_case(&s, "grouped_direct");
     }
 }
 
@@ -529,7 +543,7 @@ static void run_direct_dot_cases(void)
         if (s.oc <= 4)
             check(acl_conv_check(&s, "direct_dot", NULL) == 0, "direct_dot refused case %zu: %s", i,
                   acl_last_error());
-        run_case(&s);
+        run_case(&s, "direct_dot");
     }
 }
 
@@ -557,7 +571,7 @@ static void run_long_row_direct_cases(void)
         random_epilogue(&s);
         check(acl_conv_check(&s, "direct_nhwc", NULL) == 0, "direct_nhwc refused case %zu: %s", i,
               acl_last_error());
-        run_case(&s);
+        run_case(&s, "direct_nhwc");
     }
 }
 
@@ -729,11 +743,14 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) return bench();
         if (strcmp(argv[i], "--fp16") == 0) only_fp16 = 1;
+        else if (strcmp(argv[i], "--kernel-per-style") == 0) per_style = 1;
         else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc) cases = atoi(argv[++i]);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             rng_state = strtoull(argv[++i], NULL, 0);
         else {
-            fprintf(stderr, "usage: %s [--fp16] [--cases N] [--seed S] | --bench\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--fp16] [--kernel-per-style] [--cases N] [--seed S] | --bench\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -751,7 +768,7 @@ int main(int argc, char **argv)
         int oh, ow;
         do s = random_shape(i % FAMILIES);
         while (acl_conv_out_size(&s, &oh, &ow) != 0);
-        run_case(&s);
+        run_case(&s, NULL);
     }
     for (int a = 0; a < acl_algorithm_count() && a < MAX_ALGORITHMS; a++)
         printf("  %-24s worst max|diff|/max|ref| %.2e\n", acl_algorithm_name(a), worst_error[a]);

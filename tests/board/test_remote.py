@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from acltuner.board.registry import load_board
 from acltuner.cli import main
-from acltuner.engine.build import board_engine_fingerprint, missing_tools
+from acltuner.engine.build import board_build_dir, board_engine_fingerprint, missing_tools
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.plan import load_plan
 from acltuner.remote import ssh
@@ -229,7 +229,7 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
     # Each measurement under qemu over ssh takes 1-2 s on a loaded 2-vCPU host:
     # few enough trials that the run after the drop ends well within the wait.
-    trials = 20
+    trials = 10
     config = emulated_tuner_config(tmp_path)
     cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model),
            "-o", str(plan_path),
@@ -346,7 +346,10 @@ def test_other_engine_version_on_the_host_is_one_line(sshd, deployed, tmp_path):
 
 
 def test_board_core_missing_on_the_host_is_named(sshd, deployed):
-    result = _cli("deploy", "--board", FIXTURES / "odroid-qemu.yaml", "--host", HOST)
+    # The odroid fixture's compiler flags are qemu-a53's: its build is reused
+    # (a cold one costs minutes on a small CI machine).
+    result = _cli("deploy", "--board", FIXTURES / "odroid-qemu.yaml", "--host", HOST,
+                  "--build-dir", board_build_dir("qemu-a53"))
     assert_one_line_error(result, "board odroid-n2plus-qemu uses cpu2 (cluster big, "
                                   f"cortex-a73) but {HOST} has only cpu0-cpu1")
     # Leave the qemu-a53 launcher deployed for the other tests.

@@ -9,8 +9,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from acltuner.engine.build import cmake_build
-from tests.support.engine_backends import REPO
+from tests.support.c_suites import CHECKS_BUILD, checks_build
 
 
 class _Requant(ctypes.Structure):
@@ -23,9 +22,8 @@ class _Requant(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def requantize():
-    build = REPO / "build" / "host-tests"
-    cmake_build(build, ["aclengine"])
-    lib = ctypes.CDLL(str(build / "libaclengine.so"))
+    checks_build(["aclengine"])
+    lib = ctypes.CDLL(str(CHECKS_BUILD / "libaclengine.so"))
     fn = lib.acl_requantize_u8
     fn.argtypes = [ctypes.POINTER(_Requant), ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                    ctypes.c_int, ctypes.c_void_p, ctypes.c_int]

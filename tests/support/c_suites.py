@@ -4,6 +4,21 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
+
+from acltuner.engine.build import cmake_build
+
+REPO = Path(__file__).resolve().parents[2]
+# The host build the tests share with scripts/lint.sh (which configures it the
+# same way and builds every target, so in CI the tests find it built): warnings
+# as errors, and the launcher's fault injection compiled in (it acts only when
+# ACL_LAUNCHER_FAULTS is set).
+CHECKS_BUILD = REPO / "build" / "checks"
+CHECKS_DEFINES = {"ACL_WERROR": "ON", "ACL_FAULT_INJECTION": "ON"}
+
+
+def checks_build(targets: list[str]) -> list[Path]:
+    return cmake_build(CHECKS_BUILD, targets, defines=CHECKS_DEFINES)
 
 CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 

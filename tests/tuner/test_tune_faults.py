@@ -12,11 +12,10 @@ import onnx
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
-from acltuner.engine.build import cmake_build
 from acltuner.app.tune import run_tune
 from acltuner.measure import launcher_runner, launchers
 from acltuner.paths import configs_dir
-from tests.support.engine_backends import REPO
+from tests.support.c_suites import checks_build
 
 FAULTS = {"winograd_2x2_3x3": "SIGSEGV", "indirect": "SIGABRT", "winograd_1x2_1x3": "timed out"}
 TASKS = 20
@@ -48,8 +47,7 @@ def quick_tuner_config(path) -> None:
 
 
 def test_a_tune_with_crashing_and_hanging_configs_measures_every_other(tmp_path, monkeypatch):
-    (launcher,) = cmake_build(REPO / "build" / "fault-injection", ["acl-launcher"],
-                              defines={"ACL_FAULT_INJECTION": "ON"})
+    (launcher,) = checks_build(["acl-launcher"])
     monkeypatch.setenv("ACLTUNER_LAUNCHER", str(launcher))
     monkeypatch.setenv("ACL_LAUNCHER_FAULTS", ",".join(
         f"{algorithm}={'hang' if reason == 'timed out' else reason[3:].lower()}"

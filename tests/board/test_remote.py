@@ -229,7 +229,7 @@ def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
     # Each measurement under qemu over ssh takes 1-2 s on a loaded 2-vCPU host:
     # few enough trials that the run after the drop ends well within the wait.
-    trials = 10
+    trials = 6
     config = emulated_tuner_config(tmp_path)
     cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model),
            "-o", str(plan_path),

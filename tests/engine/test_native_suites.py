@@ -13,7 +13,7 @@ import pytest
 
 from acltuner.engine.build import AARCH64_TOOLCHAIN, cmake_build, host_isa, missing_tools
 from tests.support.c_suites import checks_build, run_suite
-from tests.support.engine_backends import QEMU, REPO, aarch64_launcher
+from tests.support.engine_backends import QEMU, REPO, aarch64_build, aarch64_launcher
 
 SUITES = [("test_gemm", []), ("test_conv", ["--cases", "150"]), ("test_graph", []),
           ("test_pool", [])]
@@ -34,7 +34,7 @@ def test_host_suite(suite, args):
 def test_aarch64_suite_under_qemu(suite, args):
     if aarch64_launcher() is None:
         pytest.skip("no AArch64 cross compiler or qemu-aarch64")
-    (exe,) = cmake_build(REPO / "build" / "aarch64", [suite], AARCH64_TOOLCHAIN)
+    (exe,) = aarch64_build([suite])
     run_suite(QEMU + [str(exe), *args])
 
 
@@ -56,28 +56,26 @@ def test_host_int8_suite():
 def test_aarch64_int8_suite_under_qemu(cpu, dotprod):
     if aarch64_launcher() is None:
         pytest.skip("no AArch64 cross compiler or qemu-aarch64")
-    (exe,) = cmake_build(REPO / "build" / "aarch64", ["test_gemm_int8"], AARCH64_TOOLCHAIN)
+    (exe,) = aarch64_build(["test_gemm_int8"])
     qemu = [QEMU[0], "-cpu", cpu, *QEMU[QEMU.index("-cpu") + 2:]]
     out = run_suite(qemu + [str(exe)]).stdout
     assert f"{dotprod} 4x16c4-interleaved-neondot" in out, out
     assert "ran 4x16c1-interleaved-neon" in out, out
 
 
-# Cortex-A53 lacks fp16 arithmetic (asimdhp); Cortex-A76 and qemu's max CPU
-# have it.  test_gemm checks the fp16 kernel against float64 with its bound and
+# Cortex-A53 lacks fp16 arithmetic (asimdhp); Cortex-A76 has it (as qemu's max
+# CPU does).  test_gemm checks the fp16 kernel against float64 with its bound and
 # exactly on small integers; test_conv --fp16 runs im2col and gemm1x1 on it
 # (the rest of test_conv runs under the default CPU, which lacks it).
 FP16_KERNEL = "8x24-interleaved-neonfp16"
 
 
 @pytest.mark.aarch64
-@pytest.mark.parametrize("cpu, fp16", [("cortex-a53", False), ("cortex-a76", True),
-                                       ("max", True)])
+@pytest.mark.parametrize("cpu, fp16", [("cortex-a53", False), ("cortex-a76", True)])
 def test_aarch64_fp16_suites_under_qemu(cpu, fp16):
     if aarch64_launcher() is None:
         pytest.skip("no AArch64 cross compiler or qemu-aarch64")
-    gemm, conv = cmake_build(REPO / "build" / "aarch64", ["test_gemm", "test_conv"],
-                             AARCH64_TOOLCHAIN)
+    gemm, conv = aarch64_build(["test_gemm", "test_conv"])
     qemu = [QEMU[0], "-cpu", cpu, *QEMU[QEMU.index("-cpu") + 2:]]
     out = run_suite(qemu + [str(gemm)]).stdout
     assert (f"{FP16_KERNEL} ok" in out) == fp16, out

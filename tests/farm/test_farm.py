@@ -212,7 +212,7 @@ def test_three_member_farm_loses_a_member_and_tunes_every_task(sshd, deployed, t
         {"name": "loopback", "host": HOST}])
     model = _model(tmp_path / "small.onnx")
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
-    trials = 8
+    trials = 6
     config = emulated_tuner_config(tmp_path)
     cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model), "-o",
            str(plan_path), "--board", str(board), "--farm", str(farm), "--trials", str(trials),

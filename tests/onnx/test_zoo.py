@@ -120,7 +120,6 @@ def test_builder_lists_initializers_as_inputs_for_old_ir():
 
 # --- VGG-16, AlexNet, GoogLeNet, MobileNetV2 --------------------------------------
 
-_TORCHVISION = ("vgg16", "alexnet", "googlenet", "mobilenetv2")
 
 
 def _params(model: onnx.ModelProto) -> int:
@@ -134,7 +133,9 @@ def _weight_dims(model: onnx.ModelProto, layer: str) -> list[int]:
     return next(list(t.dims) for t in model.graph.initializer if t.name == f"{layer}.weight")
 
 
-@pytest.mark.parametrize("name", _TORCHVISION)
+# The builder's determinism; VGG-16 (138 M weights, the same layers as the
+# others) would add seconds of CI for nothing more.
+@pytest.mark.parametrize("name", ["alexnet", "googlenet", "mobilenetv2"])
 def test_torchvision_model_builds_the_same_bytes(name):
     assert zoo.build(name).SerializeToString() == _model(name).SerializeToString()
 

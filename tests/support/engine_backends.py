@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from acltuner.engine import native
-from acltuner.engine.build import cross_build, missing_tools
+from acltuner.board.registry import load_board
+from acltuner.engine.build import AARCH64_TOOLCHAIN, board_build_dir, cmake_build, missing_tools
 from acltuner.engine.config import ConvShape, ExecConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,17 +76,29 @@ class QemuLauncherEngine:
         self.client.close()
 
 
+# The AArch64 build the tests share: the qemu-a53 test board's own (its build
+# folder, its compiler flags), which the ssh and farm tests build anyway; one
+# cross build instead of two costs CI minutes less.
+QEMU_BOARD_FILE = REPO / "tests" / "fixtures" / "remote" / "qemu-a53.yaml"
+
+
+def aarch64_build(targets: list[str]) -> list[Path]:
+    board = load_board(str(QEMU_BOARD_FILE))
+    return cmake_build(board_build_dir(board.name), targets, AARCH64_TOOLCHAIN,
+                       " ".join(board.compiler_flags))
+
+
 @functools.cache
 def aarch64_launcher() -> str | None:
-    """The AArch64 launcher to test under qemu: ACLTUNER_AARCH64_LAUNCHER, or one
-    cross-built into build/aarch64 when the cross compiler and qemu are installed
-    (rebuilt incrementally, so it is never stale)."""
+    """The AArch64 launcher to test under qemu: ACLTUNER_AARCH64_LAUNCHER, or
+    aarch64_build's when the cross compiler and qemu are installed (rebuilt
+    incrementally, so it is never stale)."""
     path = os.environ.get("ACLTUNER_AARCH64_LAUNCHER")
     if path:
         return path
     if missing_tools() or shutil.which(QEMU[0]) is None:
         return None
-    return str(cross_build(REPO / "build" / "aarch64"))
+    return str(aarch64_build(["acl-launcher"])[0])
 
 
 def aarch64_launcher_or_skip() -> str:

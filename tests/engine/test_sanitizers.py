@@ -31,13 +31,13 @@ REPORT_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime erro
 BUILDS = {"asan": "address,undefined", "tsan": "thread"}
 SUITES = {
     "asan": [("test_gemm", []), ("test_graph", ["--cases", "100"]),
-             ("test_conv", ["--cases", "40"]), ("test_gemm_int8", [])],
+             ("test_conv", ["--cases", "24"]), ("test_gemm_int8", [])],
     # The pool itself, its claims and take-overs in the adaptive balance; then
     # its users: every split of every operation runs on its workers (one
     # micro-kernel per packing style: the kernels themselves run no threads).
     "tsan": [("test_pool", ["--cases", "100"]), ("test_gemm", []),
              ("test_graph", ["--cases", "40"]),
-             ("test_conv", ["--kernel-per-style", "--cases", "20"])],
+             ("test_conv", ["--kernel-per-style", "--cases", "12"])],
 }
 CASES = [(build, suite, args) for build, suites in SUITES.items() for suite, args in suites]
 

@@ -124,12 +124,6 @@ def cmake_build(build_dir: Path, targets: list[str], toolchain: Path | None = No
     return [build_dir / t for t in targets]
 
 
-def cross_build(build_dir: Path, toolchain: Path = AARCH64_TOOLCHAIN, cpu_flags: str = "",
-                target: str = "acl-launcher") -> Path:
-    """Builds one target of the engine for an AArch64 board."""
-    return cmake_build(build_dir, [target], toolchain, cpu_flags)[0]
-
-
 def board_build_dir(board_name: str) -> Path:
     """build/board-NAME in a source checkout, else under the user's cache."""
     if native_sources() == REPO_NATIVE:

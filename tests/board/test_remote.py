@@ -35,10 +35,11 @@ from acltuner.remote.layout import engine_version
 from acltuner.tuner.tuner_config import DEFAULT_PATH as DEFAULT_TUNER_CONFIG
 from acltuner.zoo.builder import GraphBuilder
 from tests.support.cli_checks import assert_one_line_error
+from tests.support.engine_backends import QEMU_BOARD_FILE
 from tests.support.records_checks import latest, read_records
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "remote"
-QEMU_BOARD = FIXTURES / "qemu-a53.yaml"
+QEMU_BOARD = QEMU_BOARD_FILE  # the board whose build the AArch64 tests share
 SSHD = "/usr/sbin/sshd"
 HOST = "127.0.0.1"
 

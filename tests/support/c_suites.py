@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 
 from acltuner.engine.build import cmake_build
+from tests.support.engine_backends import REPO
 
-REPO = Path(__file__).resolve().parents[2]
+CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 # The host build the tests share with scripts/lint.sh (which configures it the
 # same way and builds every target, so in CI the tests find it built): warnings
 # as errors, and the launcher's fault injection compiled in (it acts only when
@@ -19,8 +20,6 @@ CHECKS_DEFINES = {"ACL_WERROR": "ON", "ACL_FAULT_INJECTION": "ON"}
 
 def checks_build(targets: list[str]) -> list[Path]:
     return cmake_build(CHECKS_BUILD, targets, defines=CHECKS_DEFINES)
-
-CLOSING = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 
 
 def run_suite(cmd: list[str], env: dict | None = None,

@@ -4,19 +4,25 @@ engine that will run them before the plan is written again.
 A setting is NODE=CONFIG, CONFIG as `plan show` prints one
 (ALGORITHM/KERNEL/WEIGHTS/wWORKLOADS, `-` for no kernel) or its first part
 only: ALGORITHM keeps the node's placement and takes the ArmNN rule's kernel
-for the algorithm, ALGORITHM/KERNEL keeps the node's placement.
+for the algorithm, ALGORITHM/KERNEL keeps the node's placement.  A
+convolution that runs in int8 (a quantized model's) takes conv_int8 only,
+with an int8 kernel or none (conv_int8's own pick), and the others conv_int8
+never.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape
 from acltuner.measure.launchers import open_launcher
-from acltuner.plan import Plan, PlanNode, check_plan, load_plan, plan_board, save_plan
+from acltuner.plan import Plan, PlanError, PlanNode, check_plan, load_plan, plan_board, save_plan
+from acltuner.taskgen.int8 import INT8_ALGORITHM
 from acltuner.taskgen.tasks import generate_tasks
+from acltuner.tuner.int8_tasks import split_int8
 from acltuner.tuner.pins import EngineRules, some_names
 
 _CONFIG_FORMS = "ALGORITHM, ALGORITHM/KERNEL or ALGORITHM/KERNEL/W:W:../wN ('-': no kernel)"
@@ -54,10 +60,12 @@ def parse_setting(text: str) -> Setting:
 
 
 def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, ConvShape],
-              rules: EngineRules, ncores: int) -> Plan:
+              rules: EngineRules, ncores: int, int8_nodes: frozenset[str] = frozenset()
+              ) -> Plan:
     """The plan with each setting's node set to its config, marked pinned and
     its tuned time dropped (not measured); ValueError, one line, for a node
-    the plan lacks or a config the engine or the board cannot run."""
+    the plan lacks or a config the engine or the board cannot run.
+    int8_nodes: the convolutions that run in int8."""
     nodes = {n.node: n for n in plan.nodes}
     for s in settings:
         old = nodes.get(s.node)
@@ -68,9 +76,17 @@ def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, Conv
         if len(weights) != ncores:
             raise ValueError(f"--set {s.text}: {len(weights)} core weights for a board of "
                              f"{ncores} cores")
+        int8 = s.node in int8_nodes
+        if int8 != (s.algorithm == INT8_ALGORITHM):
+            raise ValueError(
+                f"--set {s.text}: {s.node} runs in int8 and takes {INT8_ALGORITHM} only "
+                f"({INT8_ALGORITHM}/KERNEL/.., '-' for conv_int8's own kernel)" if int8 else
+                f"--set {s.text}: {s.node} runs in float; {INT8_ALGORITHM} is for the "
+                f"convolutions of a quantized model that run in int8")
+        workloads = s.workloads or old.config.workloads
         try:
-            config = rules.config(shapes[s.node], s.algorithm, s.ukernel, weights,
-                                  s.workloads or old.config.workloads)
+            config = rules.int8_config(shapes[s.node], s.ukernel, weights, workloads) if int8 \
+                else rules.config(shapes[s.node], s.algorithm, s.ukernel, weights, workloads)
         except ValueError as e:
             raise ValueError(f"--set {s.text}: {e}") from None
         if s.kernel_given and s.ukernel is None and config.ukernel is not None:
@@ -88,6 +104,9 @@ def edit_plan_file(plan_path: str, texts: Iterable[str], *, output_path: str | N
     plan's mismatches that force lets through."""
     parsed = [parse_setting(text) for text in texts]
     p = load_plan(plan_path)
+    if not Path(p.model_path).is_file():
+        raise PlanError(f"{plan_path}: its model {p.model_path} is not a file (plan edit reads "
+                        f"it for each node's shape)")
     board = plan_board(p, board_name)
     with open_launcher(board, host) as client:
         engine = native.hello_engine_id(client.hello_info)
@@ -95,7 +114,8 @@ def edit_plan_file(plan_path: str, texts: Iterable[str], *, output_path: str | N
             warn(warning)
         taskset = generate_tasks(p.model_path, p.input_shapes)
         shapes = {name: t.shape for t in taskset.tasks for name in t.nodes}
+        _, int8 = split_int8(taskset, p.input_shapes)
         edited = edit_plan(p, parsed, shapes, EngineRules.of(client, p.precision, board),
-                           board.ncores)
+                           board.ncores, frozenset(n for t in int8 for n in t.nodes))
     save_plan(edited, output_path or plan_path)
     return [next(n for n in edited.nodes if n.node == s.node) for s in parsed]

@@ -27,18 +27,23 @@ def engine_list(as_json: bool) -> None:
     `direct` ones have their own loop nest.  Micro-kernels are named
     MRxNR-style-isa: the tile, the packing (interleaved: A and B packed;
     hybrid: only the weights packed; smallk: hybrid for a small K) and the ISA.
+    `int8` lines are the micro-kernels of conv_int8, the int8 convolution of a
+    quantized model's layers (fastest first; MRxNRcKR: KR bytes a lane sums).
     """
     algos = [(a, native.uses_ukernel(a)) for a in native.algorithms()]
     kernels = native.ukernels()
+    int8 = native.int8_ukernels()
     if as_json:
         click.echo(json.dumps({
             "version": native.version(), "fingerprint": native.fingerprint(),
             "isa": native.isa(), "cpus": native.cpu_count(),
             "algorithms": [{"name": a, "uses_ukernel": u} for a, u in algos],
-            "ukernels": [uk.__dict__ for uk in kernels]}, indent=2))
+            "ukernels": [uk.__dict__ for uk in kernels], "int8_ukernels": int8}, indent=2))
         return
     for a, u in algos:
         click.echo(f"algorithm {a:28s} {'gemm' if u else 'direct'}")
     for uk in kernels:
         click.echo(f"ukernel   {uk.name:28s} isa={uk.isa} style={uk.style} tile={uk.mr}x{uk.nr} "
                    f"K={_k_range(uk)} N%{uk.n_multiple}==0")
+    for name in int8:
+        click.echo(f"int8      {name}")

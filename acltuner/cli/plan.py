@@ -91,11 +91,15 @@ def plan_edit(plan_path: str, settings: tuple[str, ...], output_path: str | None
     against the board's cores; any bad setting refuses the whole edit in one
     line and leaves the file as it was.  The plan is written atomically,
     the edited nodes marked pinned, their tuned time dropped (not measured).
+    A quantized model's convolutions that run in int8 take conv_int8 only,
+    with one of the int8 kernels `acltuner engine list` shows, or '-' for
+    conv_int8's own pick.
 
     \b
     Examples:
       acltuner plan edit r18.plan.json --set conv1=direct_nhwc
       acltuner plan edit r18.plan.json --set layer1.0.conv1=im2col/6x16-hybrid-avx2/1:1/w4
+      acltuner plan edit r18-int8.plan.json --set conv1=conv_int8/8x32c4-rows-avx512vnni/1:1/w8
     """
     from acltuner.app.plan_edit import edit_plan_file
     for node in edit_plan_file(plan_path, settings, output_path=output_path, board_name=board_name,

@@ -88,6 +88,8 @@ _SIGNATURES = {
     "acl_algorithm_uses_ukernel": ([ctypes.c_char_p], ctypes.c_int),
     "acl_ukernel_count": ([], ctypes.c_int),
     "acl_ukernel_get": ([ctypes.c_int, ctypes.POINTER(_UkernelInfoC)], ctypes.c_int),
+    "acl_int8_ukernel_count": ([], ctypes.c_int),
+    "acl_int8_ukernel_name": ([ctypes.c_int], ctypes.c_char_p),
     "acl_conv_check": ([_SHAPE_P, ctypes.c_char_p, ctypes.c_char_p],
                        ctypes.c_int),
     "acl_conv_create": ([_SHAPE_P, ctypes.c_char_p, ctypes.c_char_p,
@@ -156,6 +158,15 @@ def local_engine_id() -> str:
 def hello_engine_id(hello: dict) -> str:
     """The engine id of a launcher, from its hello answer."""
     return engine_id(hello["version"], hello["fingerprint"])
+
+
+def int8_ukernels() -> list[str]:
+    """The int8 micro-kernels this engine's conv_int8 runs on this CPU, fastest first."""
+    lib = library()
+    names = [lib.acl_int8_ukernel_name(i) for i in range(lib.acl_int8_ukernel_count())]
+    if any(n is None for n in names):
+        raise EngineError(lib.acl_last_error().decode())
+    return [n.decode() for n in names]
 
 
 def hello_int8_ukernels(hello: dict) -> list[str]:

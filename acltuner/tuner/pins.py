@@ -19,7 +19,9 @@ import yaml
 
 from acltuner.armnn_default import armnn_ukernel
 from acltuner.board.model import Board
+from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
+from acltuner.taskgen.int8 import INT8_ALGORITHM, is_depthwise
 from acltuner.tuner.precision import allowed_ukernels
 from acltuner.validate import JSON, FieldError, at, parse_yaml
 
@@ -153,6 +155,7 @@ class EngineRules:
     ukernels: dict[str, dict]
     isa: str
     check: Callable[[ConvShape, str, str | None], str | None]
+    int8_ukernels: tuple[str, ...] = ()  # conv_int8's kernels, fastest first
 
     @classmethod
     def of(cls, client, precision: str = "fp32", board: Board | None = None) -> "EngineRules":
@@ -162,7 +165,21 @@ class EngineRules:
         ukernels = allowed_ukernels({uk["name"]: uk for uk in hello["ukernels"]}, precision,
                                     board)
         return cls({a["name"]: a["uses_ukernel"] for a in hello["algorithms"]},
-                   ukernels, hello["isa"], client.check)
+                   ukernels, hello["isa"], client.check,
+                   tuple(native.hello_int8_ukernels(hello)))
+
+    def int8_config(self, shape: ConvShape, ukernel: str | None, core_weights: Iterable[int],
+                    workloads: int) -> ExecConfig:
+        """The config of a convolution that runs in int8: conv_int8 with one of
+        the engine's int8 kernels, or none, conv_int8's own pick (always for a
+        depthwise shape, which runs a direct loop); ValueError (why) otherwise."""
+        if ukernel is not None and is_depthwise(shape):
+            raise ValueError(f"{INT8_ALGORITHM} runs a depthwise convolution with a direct loop "
+                             f"and takes no micro-kernel")
+        if ukernel is not None and ukernel not in self.int8_ukernels:
+            raise ValueError(f"unknown int8 micro-kernel {ukernel!r}; this engine's: "
+                             f"{', '.join(self.int8_ukernels) or 'none'}")
+        return ExecConfig(INT8_ALGORITHM, ukernel, tuple(core_weights), workloads)
 
     def config(self, shape: ConvShape, algorithm: str, ukernel: str | None,
                core_weights: Iterable[int], workloads: int) -> ExecConfig:

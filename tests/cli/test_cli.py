@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from acltuner import __version__
 from acltuner.cli import main
 from acltuner.engine import native
+from acltuner.engine.launcher import LauncherClient
 
 
 def _invoke(*args):
@@ -33,6 +34,10 @@ def test_engine_list_names_every_algorithm_and_kernel():
     assert all(k.endswith(isa) or k.endswith("avx2") for k in kernels)
     for style in ("interleaved", "hybrid", "smallk"):
         assert any(f"-{style}-" in k for k in kernels), style
+    int8 = [ln.split()[1] for ln in lines if ln.startswith("int8")]
+    with LauncherClient() as client:  # the launcher's build of the engine names the same
+        assert int8 == native.hello_int8_ukernels(client.hello_info)
+    assert int8 and all(re.fullmatch(r"\d+x\d+c[124]-(interleaved|rows)-\w+", k) for k in int8)
 
 
 def test_engine_list_json():
@@ -40,6 +45,7 @@ def test_engine_list_json():
     assert data["isa"] == native.isa() and data["cpus"] == native.cpu_count()
     assert all(re.fullmatch(r"\d+x\d+-(interleaved|hybrid|smallk)-\w+", uk["name"])
                for uk in data["ukernels"])
+    assert data["int8_ukernels"] == native.int8_ukernels()
 
 
 def test_bench_gemm_prints_ratio_line():

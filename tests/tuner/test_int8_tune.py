@@ -162,3 +162,61 @@ def test_an_int8_config_on_a_float_convolution_is_refused(tmp_path):
     model, weights = load_model_detached(path, None)
     with pytest.raises(ValueError, match=r"Conv node conv0: its config conv_int8/"):
         lower(model, {n.node: n.config for n in plan.nodes}, None, weights, int8=None)
+
+
+def test_plan_edit_sets_int8_configs_and_the_plan_runs_them(tmp_path):
+    """`plan edit` on a quantized model's plan: an int8 node takes conv_int8
+    with one of the engine's int8 kernels or '-' (conv_int8's own pick), the
+    nodes are pinned, and the program built from the plan runs each edited
+    node with that kernel and split, its output within a step of
+    onnxruntime's int8 session."""
+    path, y = _quantized(tmp_path)
+    plan_path = tmp_path / "p.json"
+    result = CliRunner().invoke(main, ["tune", path, "-o", str(plan_path), "--board",
+                                       "split-host", "--strategy", "default"])
+    assert result.exit_code == 0, result.output
+    kernel = native.int8_ukernels()[-1]
+    result = CliRunner().invoke(main, ["plan", "edit", str(plan_path),
+                                       "--set", f"conv0=conv_int8/{kernel}/1:1/w3",
+                                       "--set", "conv3=conv_int8/-/1:0/w1",
+                                       "--set", "conv2=conv_int8"])
+    assert result.exit_code == 0, result.output
+    nodes = {n.node: n for n in load_plan(plan_path).nodes}
+    assert str(nodes["conv0"].config) == f"conv_int8/{kernel}/1:1/w3"
+    assert str(nodes["conv3"].config) == "conv_int8/-/1:0/w1"
+    assert nodes["conv2"].config.ukernel is None  # the depthwise: a direct loop
+    assert nodes["conv0"].pinned == f"plan edit conv0=conv_int8/{kernel}/1:1/w3"
+    ops = {op.node: op.args for stage in check(plan_path).stages
+           for op in getattr(stage, "ops", []) if op.kind == "conv_int8"}
+    assert (ops["conv0"]["ukernel"], tuple(ops["conv0"]["core_weights"]),
+            ops["conv0"]["workloads"]) == (kernel, (1, 1), 3)
+    assert (ops["conv3"]["ukernel"], tuple(ops["conv3"]["core_weights"])) == ("", (1, 0))
+    x = np.random.default_rng(5).standard_normal(SHAPE).astype(np.float32)
+    ours = load(plan_path).run({"x": x})[y]
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run([y], {"x": x})[0]
+    step = output_steps(path)[y]
+    assert float(np.abs(ours - theirs).max() / step.scale.max()) <= 1.0 + 1e-3
+
+
+@pytest.mark.parametrize("setting, needles", [
+    ("conv0=im2col", ["conv0 runs in int8", "conv_int8 only"]),
+    ("conv0=conv_int8/8x12-interleaved-neon", ["unknown int8 micro-kernel",
+                                              "8x12-interleaved-neon"]),
+    ("conv2=conv_int8/{kernel}", ["depthwise", "takes no micro-kernel"]),
+    ("conv3=conv_int8/-/1:1:1/w2", ["3 core weights"]),
+])
+def test_a_bad_int8_edit_is_refused_and_leaves_the_file(tmp_path, setting, needles):
+    path, _ = _quantized(tmp_path)
+    plan_path = tmp_path / "p.json"
+    result = CliRunner().invoke(main, ["tune", path, "-o", str(plan_path), "--board",
+                                       "split-host", "--strategy", "default"])
+    assert result.exit_code == 0, result.output
+    before = plan_path.read_bytes()
+    setting = setting.format(kernel=native.int8_ukernels()[0])
+    result = CliRunner().invoke(main, ["plan", "edit", str(plan_path), "--set", setting])
+    assert result.exit_code != 0
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line, result.output
+    for needle in needles:
+        assert needle in line, line
+    assert plan_path.read_bytes() == before

@@ -197,6 +197,7 @@ def test_plan_edit_changes_the_plan_and_it_still_runs_right(model, tmp_path):
     ("c1=direct_nhwc/-/0:0/w2", ["core weights"]),
     ("c1=direct_nhwc/-/1:1/x2", ["workloads like w4"]),
     ("c1=im2col/a/b", ["expected NODE=CONFIG"]),
+    ("c1=conv_int8", ["c1 runs in float", "conv_int8 is for"]),
 ])
 def test_a_bad_edit_is_refused_and_leaves_the_file(model, tmp_path, setting, needles):
     plan_path = default_plan(model, tmp_path)

@@ -214,10 +214,11 @@ class PinnedNode:
 
 
 def resolve_pins(pins: Iterable[Pin], nodes: Iterable[tuple[str, ConvShape, bool]],
-                 rules: EngineRules, default_of: Callable[[ConvShape], ExecConfig]
-                 ) -> dict[str, PinnedNode]:
+                 rules: EngineRules, default_of: Callable[[ConvShape], ExecConfig],
+                 int8_nodes: Iterable[str] = ()) -> dict[str, PinnedNode]:
     """The config of every pinned node.  nodes: (name, task shape, reads a
-    model input) in model order.  A node's own pin overrides a kind's; two
+    model input) in model order, int8_nodes: the convolutions that run in
+    int8, which no pin takes.  A node's own pin overrides a kind's; two
     kinds pinning one node differently, a pin of the same node twice
     differently, an unknown node and a kind matching nothing are errors."""
     nodes = list(nodes)
@@ -225,8 +226,13 @@ def resolve_pins(pins: Iterable[Pin], nodes: Iterable[tuple[str, ConvShape, bool
     chosen: dict[str, PinnedNode] = {}
     pins = list(pins)
     own = {pin.node for pin in pins if pin.node is not None}
+    int8_nodes = set(int8_nodes)
     for pin in pins:
         if pin.node is not None:
+            if pin.node in int8_nodes:
+                raise pin.error(f"{pin.node} runs in int8 (a quantized model's convolution), "
+                                f"which tune does not pin: tune, then set it with `acltuner "
+                                f"plan edit PLAN --set {pin.node}=conv_int8/KERNEL`")
             if pin.node not in by_name:
                 raise pin.error(f"no convolution named {pin.node!r} in the model "
                                 f"(its convolutions: {some_names(by_name)})")

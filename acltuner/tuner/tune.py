@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -205,13 +205,16 @@ def rule_default(board: Board, rules: EngineRules, shape: ConvShape) -> ExecConf
                          rules.check)
 
 
-def pin_nodes(taskset: TaskSet, pins: list[Pin], board: Board,
-              rules: EngineRules) -> dict[str, PinnedNode]:
-    """Every pinned node's config, checked against the engine (ValueError, one line)."""
+def pin_nodes(taskset: TaskSet, pins: list[Pin], board: Board, rules: EngineRules,
+              int8_nodes: Iterable[str] = ()) -> dict[str, PinnedNode]:
+    """Every pinned node's config, checked against the engine (ValueError, one
+    line); int8_nodes: the convolutions of int8 tasks (split_int8), which no
+    pin takes."""
     shape_of = {name: t.shape for t in taskset.tasks for name in t.nodes}
     nodes = [(n.name, shape_of[n.name], taskset.reads_model_input(n)) for n in taskset.conv_nodes
-             if n.name in shape_of]  # not those of int8 tasks (split_int8)
-    return resolve_pins(pins, nodes, rules, lambda shape: rule_default(board, rules, shape))
+             if n.name in shape_of]
+    return resolve_pins(pins, nodes, rules, lambda shape: rule_default(board, rules, shape),
+                        int8_nodes)
 
 
 def units(tasks: list[Task], pinned: dict[str, PinnedNode]) -> list[tuple[Task, PinnedNode | None]]:

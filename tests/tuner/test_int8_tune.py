@@ -220,3 +220,19 @@ def test_a_bad_int8_edit_is_refused_and_leaves_the_file(tmp_path, setting, needl
     for needle in needles:
         assert needle in line, line
     assert plan_path.read_bytes() == before
+
+
+def test_a_pin_of_an_int8_convolution_names_plan_edit(tmp_path):
+    """tune pins float convolutions only: a pin naming one that runs in int8
+    is one line saying so and what sets it instead, before anything is
+    measured or written."""
+    path, _ = _quantized(tmp_path)
+    plan_path = tmp_path / "p.json"
+    result = CliRunner().invoke(main, ["tune", path, "-o", str(plan_path), "--board",
+                                       "split-host", "--strategy", "default",
+                                       "--pin", "conv0=conv_int8"])
+    assert result.exit_code != 0
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line, result.output
+    assert "conv0 runs in int8" in line and "plan edit" in line, line
+    assert not plan_path.exists()

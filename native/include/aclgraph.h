@@ -72,7 +72,7 @@ float *acl_graph_arena(acl_graph *g);
     X(LSTM, lstm, 3, 3, ACL_LSTM_ATTRS)                        \
     X(LAYER_NORM, layer_norm, 3, 3, ACL_LAYER_NORM_ATTRS)      \
     X(QUANTIZE, quantize, 1, 1, ACL_QUANTIZE_ATTRS)            \
-    X(DEQUANTIZE, dequantize, 1, 1, ACL_QUANTIZE_ATTRS)        \
+    X(DEQUANTIZE, dequantize, 1, 1, ACL_DEQUANTIZE_ATTRS)      \
     X(CONV_INT8, conv_int8, 1, 1, ACL_CONV_INT8_ATTRS)         \
     X(QUANTIZED_ADD, quantized_add, 2, 2, ACL_QUANTIZED_ADD_ATTRS)
 
@@ -266,10 +266,14 @@ float *acl_graph_arena(acl_graph *g);
 /* quantize: float x -> uint8 out of x's dims, as ONNX QuantizeLinear and
  * onnxruntime compute it: q = saturate(round_half_even(x / scale) +
  * zero_point) (a division, not a multiplication by 1 / scale, so that
- * results match onnxruntime's bit for bit; NaN gives zero_point's floor 0).
+ * results match onnxruntime's bit for bit; NaN gives zero_point's floor 0);
+ * with perm (absent: in order), of transpose(x, perm), out->dims[i] =
+ * x->dims[perm[i]]: a model's NCHW image quantized straight into the NHWC
+ * bytes its first int8 convolution reads.
  * dequantize: uint8 x -> float out, (x - zero_point) * scale.  scale > 0 and
  * finite, 0 <= zero_point <= 255. */
-#define ACL_QUANTIZE_ATTRS(F, S) F(S, FLOAT, scale, 0) F(S, INT, zero_point, 0)
+#define ACL_QUANTIZE_ATTRS(F, S) F(S, FLOAT, scale, 0) F(S, INT, zero_point, 0) F(S, INTS, perm, 0)
+#define ACL_DEQUANTIZE_ATTRS(F, S) F(S, FLOAT, scale, 0) F(S, INT, zero_point, 0)
 
 /* quantized_add: uint8 a (a_scale, a_zero_point) + uint8 b (b_scale,
  * b_zero_point) -> uint8 out (scale, zero_point), all of one dims:

@@ -84,12 +84,14 @@ typedef struct {
     acl_tensor in, out;
     float scale;
     int zero_point, to_u8;
+    int perm[3]; /* a quantize's: out = quantize(transpose(in, perm)) */
 } quant_spec;
 
 static int add_quant(acl_graph *g, const void *spec, const acl_exec *ex)
 {
     const quant_spec *s = spec;
-    const acl_quantize_attrs q = {s->scale, s->zero_point};
+    const acl_quantize_attrs q = {
+        .scale = s->scale, .zero_point = s->zero_point, .perm = s->perm, .perm_count = 3};
     const acl_dequantize_attrs d = {s->scale, s->zero_point};
     return s->to_u8 ? acl_graph_add(g, ACL_OP_QUANTIZE, &q, 1, &s->in, &s->out)
                     : acl_graph_add(g, ACL_OP_DEQUANTIZE, &d, 1, &s->in, &s->out);
@@ -105,6 +107,12 @@ void quantize_case(int big)
     s.in = (acl_tensor){(size_t)rnd(0, 5), 3, {dims[0], dims[1], dims[2]}};
     const size_t in_floats = s.to_u8 ? n : u8_floats(n);
     s.out = s.in;
+    /* A quantize through one of the six orders of the axes (NCHW -> NHWC's
+     * kind among them), in order for the others. */
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    memcpy(s.perm, perms[s.to_u8 ? rnd(0, 5) : 0], sizeof s.perm);
+    for (int i = 0; i < 3; i++) s.out.dims[i] = dims[s.perm[i]];
     s.out.offset = s.in.offset + in_floats + (size_t)rnd(0, 5);
     const size_t arena = s.out.offset + (s.to_u8 ? u8_floats(n) : n) + (size_t)rnd(1, 4);
     float *init = malloc(arena * sizeof(float)), *expected = malloc(arena * sizeof(float));
@@ -121,15 +129,22 @@ void quantize_case(int big)
     memcpy(expected, init, arena * sizeof(float));
     for (size_t i = 0; i < n; i++) {
         if (s.to_u8) {
+            /* Input element i lands at out[idx[perm[0]]][idx[perm[1]]][idx[perm[2]]]. */
+            const int idx[3] = {(int)(i / ((size_t)dims[1] * dims[2])),
+                                (int)(i / dims[2] % dims[1]), (int)(i % dims[2])};
+            const size_t o =
+                ((size_t)idx[s.perm[0]] * s.out.dims[1] + idx[s.perm[1]]) * s.out.dims[2] +
+                idx[s.perm[2]];
             const float v = init[s.in.offset + i] / s.scale;  /* in float, as the engine */
-            bytes_at(expected, &s.out)[i] = saturate(round_even(v) + s.zero_point, 0, 255);
+            bytes_at(expected, &s.out)[o] = saturate(round_even(v) + s.zero_point, 0, 255);
         } else {
             expected[s.out.offset + i] = (float)(bytes_at(init, &s.in)[i] - s.zero_point) * s.scale;
         }
     }
     char desc[128];
-    snprintf(desc, sizeof desc, "%s %s scale %g zp %d", s.to_u8 ? "quantize" : "dequantize",
-             dims_str(3, dims), (double)s.scale, s.zero_point);
+    snprintf(desc, sizeof desc, "%s %s perm %d%d%d scale %g zp %d",
+             s.to_u8 ? "quantize" : "dequantize", dims_str(3, dims), s.perm[0], s.perm[1],
+             s.perm[2], (double)s.scale, s.zero_point);
     run_exact(desc, arena, init, expected, add_quant, &s);
     free(init);
     free(expected);
@@ -575,14 +590,14 @@ void check_int8_errors(void)
         return;
     }
     const acl_tensor f = {0, 1, {100}}, q = {100, 1, {100}}, q_far = {990, 1, {100}};
-    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){0.0f, 0}, 1, &f, &q),
+    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){.scale = 0.0f}, 1, &f, &q),
            "quantize: scale must be positive");
     expect(acl_graph_add(g, ACL_OP_DEQUANTIZE, &(acl_dequantize_attrs){1.0f, 256}, 1, &q, &f),
            "dequantize: zero_point must be 0..255");
-    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){1.0f, 0}, 1, &f, &q_far),
+    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){.scale = 1.0f}, 1, &f, &q_far),
            "quantize: output uint8 [100] at offset 990 runs past the end");
     /* 100 bytes at float 10 end inside the 100 floats from 0. */
-    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){1.0f, 0}, 1, &f,
+    expect(acl_graph_add(g, ACL_OP_QUANTIZE, &(acl_quantize_attrs){.scale = 1.0f}, 1, &f,
                          &(acl_tensor){10, 1, {100}}),
            "quantize: the output (bytes [40, 140)) overlaps the input");
     const acl_tensor q2[2] = {q, {130, 1, {100}}};

@@ -305,6 +305,31 @@ def test_write_transposed(shape, perm, split):
 NCHW = (0, 3, 1, 2)
 
 
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("shape,perm", [
+    ((1, 3, 37, 41), NHWC),    # an image: pixels in blocks of 64, and a tail
+    ((1, 1, 9, 7), NHWC),      # one channel: the same bytes in order
+    ((2, 5, 9, 7), NHWC),      # batched: the general walk
+    ((4, 6, 8), (2, 0, 1)),    # a 3-D transpose
+    ((4, 6, 8), (0, 1, 2)),    # in order: the flat path
+])
+def test_quantize_through_a_transpose(shape, perm, split):
+    """quantize with a perm: numpy's transpose, then QuantizeLinear's
+    division, rounding half to even and saturation, on any split."""
+    x = _uniform(_rng(9), shape, -3.0, 3.0)
+    scale, zp = np.float32(0.02), 128
+    x.flat[:4] = np.array([0.5, 1.5, -0.5, 2.5], np.float32) * scale  # ties, or near them
+    want = np.clip(np.rint(x.transpose(perm) / scale) + zp, 0, 255).astype(np.uint8)
+    src, out = Tensor(3, x.shape), Tensor(3 + x.size + 2, want.shape)
+    with Graph(out.end + 5, *split) as g:
+        g.arena[:] = np.nan
+        g.view(src)[...] = x
+        g.add("quantize", [src], out, scale=float(scale), zero_point=zp, perm=list(perm))
+        g.run()
+        got = g.arena.view(np.uint8)[4 * out.offset:4 * out.offset + want.size].copy()
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
 @pytest.mark.parametrize("shape,perm", [
     ((1, 37, 41, 21), NCHW),   # a segmentation map's classes: blocks of columns
     ((1, 5, 7, 300), NCHW),    # long input rows: the smallest column blocks

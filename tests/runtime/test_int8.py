@@ -42,6 +42,7 @@ from acltuner.engine.launcher_graph import LauncherGraph
 from acltuner.onnx.graph import OnnxGraph, conv_nodes
 from acltuner.onnx.model import load_model, load_model_detached
 from acltuner.runtime import compile_model
+from acltuner.runtime.program import NativeRunner
 from acltuner.runtime.load import int8_nodes
 from acltuner.runtime import measure
 from acltuner.runtime.measure import check
@@ -229,6 +230,19 @@ def test_two_convolutions_stay_uint8_between(tmp_path):
     _check(program, steps, convs=2)
     kinds = _kinds(program)
     assert kinds.count("dequantize") == 1 and kinds.count("quantize") == 1, kinds
+
+
+def test_the_image_is_quantized_into_nhwc_in_one_pass(tmp_path):
+    """The model's NCHW input comes into the arena as it is and its
+    QuantizeLinear writes the NHWC bytes the convolution reads: no float
+    transpose, in the copy in or as a node."""
+    m = _Model()
+    y = m.conv("x", SHAPE[1], 16, 3)
+    program, steps = _output_steps(m.quantized(tmp_path, [y]))
+    _check(program, steps, convs=1)
+    assert "transpose" not in _kinds(program)
+    (stage,) = [s for s in program._stages if isinstance(s, NativeRunner)]
+    assert [(name, perm) for name, _, perm in stage.imports] == [("x", (0, 1, 2, 3))]
 
 
 def test_residual_add(tmp_path):

@@ -40,7 +40,7 @@ from acltuner.engine.config import ExecConfig
 from acltuner.onnx.activation import is_op
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name
 from acltuner.runtime.ir import Buffer, Deferred, Value
-from acltuner.runtime.layout import NHWC, identity
+from acltuner.runtime.layout import NHWC, identity, inverse, preferred, then
 from acltuner.runtime.ops.nn import pool_args
 from acltuner.runtime.ops.registry import HANDLERS, Action, attrs, shape
 from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8ConvNode, is_depthwise
@@ -119,10 +119,15 @@ def _quantize_action(g: OnnxGraph, node: onnx.NodeProto) -> Action:
     scale, zp = scalar_quantization(g, node) or (1.0, 0)
 
     def lower(low: Lowering) -> None:
-        x = low.get(node.input[0])
-        out = _new_u8(low, node.output[0], x.shape, x.perm)
+        # A model's image comes in as it is (NCHW) and is quantized straight
+        # into the NHWC bytes the int8 convolutions read: one pass, where the
+        # float copy in transposed it first (a 224x224 image's copy took
+        # twice its plain copy's time).
+        x = low.get(node.input[0], prefer=identity(len(shape(g, node.input[0]))))
+        out = _new_u8(low, node.output[0], x.shape, preferred(len(x.shape)))
+        perm = then(inverse(x.perm), out.perm)
         low.emit("quantize", node_name(node), "quantize", {"x": x, "out": out}, scale=scale,
-                 zero_point=zp)
+                 zero_point=zp, **({"perm": list(perm)} if perm != identity(len(perm)) else {}))
     return lower
 
 

@@ -1,28 +1,79 @@
-/* quantize and dequantize: float <-> uint8 tensors of the same dims, and
- * quantized_add of two uint8 tensors, split over the flat range (aclgraph.h
- * gives the arithmetic). */
+/* quantize and dequantize: float <-> uint8 tensors of the same dims (a
+ * quantize also through a transposition), and quantized_add of two uint8
+ * tensors, split over the flat range (aclgraph.h gives the arithmetic). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "graph_impl.h"
+#include "walk.h"
 
 typedef struct {
     const void *x;
     void *y;
     float scale;
     int zero_point;
+    /* quantize with a perm: a walk over the output (walk.h) whose source
+     * steps through x; two_d: it is out[r][c] = x[c * step + r], cols = dims[1]. */
+    graph_walk walk;
+    int two_d;
 } quant_params;
+
+/* Locals, restrict: a uint8 store may alias anything, and the compiler would
+ * reload the parameters every element rather than vectorise. */
+static inline void quantize_span(const float *restrict x, uint8_t *restrict y, size_t n,
+                                 float scale, int zp)
+{
+    for (size_t i = 0; i < n; i++) y[i] = graph_quantize(x[i], scale, zp);
+}
 
 static void quantize_rows(const void *arg, size_t begin, size_t end)
 {
     const quant_params *p = arg;
-    /* Locals, restrict: a uint8 store may alias anything, and the compiler
-     * would reload p's fields every element rather than vectorise. */
-    const float *restrict x = p->x;
-    uint8_t *restrict y = p->y;
-    const float scale = p->scale;
-    const int zp = p->zero_point;
-    for (size_t i = begin; i < end; i++) y[i] = graph_quantize(x[i], scale, zp);
+    quantize_span((const float *)p->x + begin, (uint8_t *)p->y + begin, end - begin, p->scale,
+                  p->zero_point);
+}
+
+/* Output pixels per block of the 2-D path: each channel's run quantized
+ * contiguously (vectorised) into a row of bytes, then spread to its pixels. */
+#define QUANT_BLOCK 64
+
+/* Output rows [begin, end) of a 2-D transposing quantize (an NCHW image into
+ * NHWC bytes: rows are pixels, columns channels). */
+static void quantize_2d_rows(const void *arg, size_t begin, size_t end)
+{
+    const quant_params *p = arg;
+    const size_t cols = p->walk.dims[1];
+    const ptrdiff_t step = p->walk.stride[0][1];
+    uint8_t block[QUANT_BLOCK];
+    for (size_t r0 = begin; r0 < end; r0 += QUANT_BLOCK) {
+        const size_t rows = end - r0 < QUANT_BLOCK ? end - r0 : QUANT_BLOCK;
+        for (size_t c = 0; c < cols; c++) {
+            quantize_span((const float *)p->x + (ptrdiff_t)c * step + (ptrdiff_t)r0, block, rows,
+                          p->scale, p->zero_point);
+            uint8_t *restrict y = (uint8_t *)p->y + r0 * cols + c;
+            for (size_t r = 0; r < rows; r++) y[r * cols] = block[r];
+        }
+    }
+}
+
+/* Output elements [begin, end) of any other transposing quantize, row by row. */
+static void quantize_walk(const void *arg, size_t begin, size_t end)
+{
+    const quant_params *p = arg;
+    const graph_walk *w = &p->walk;
+    const ptrdiff_t step = w->stride[0][w->rank - 1];
+    walk_cursor c;
+    walk_seek(w, begin, &c);
+    for (size_t pos = begin; pos < end;) {
+        size_t n = walk_row(w, &c);
+        if (n > end - pos) n = end - pos;
+        const float *x = (const float *)p->x + c.off[0];
+        uint8_t *y = (uint8_t *)p->y + pos;
+        for (size_t i = 0; i < n; i++)
+            y[i] = graph_quantize(x[(ptrdiff_t)i * step], p->scale, p->zero_point);
+        walk_advance(w, &c, n);
+        pos += n;
+    }
 }
 
 static void dequantize_rows(const void *arg, size_t begin, size_t end)
@@ -38,13 +89,13 @@ static void dequantize_rows(const void *arg, size_t begin, size_t end)
 typedef struct {
     quant_params q;
     graph_rows_fn rows;
-    size_t count;
+    size_t count, per_row;  /* the rows graph_parallel splits, elements in each */
 } quant_node;
 
 static int quant_run(const void *arg, const acl_exec *ex)
 {
     const quant_node *n = arg;
-    return graph_parallel(ex, n->count, 1, n->rows, &n->q);
+    return graph_parallel(ex, n->count, n->per_row, n->rows, &n->q);
 }
 
 int graph_check_quantization(const char *op, const char *prefix, float scale, int zero_point)
@@ -57,39 +108,72 @@ int graph_check_quantization(const char *op, const char *prefix, float scale, in
     return 0;
 }
 
-/* x is float and out uint8 (quantize), or the other way round. */
+/* How a quantize walks x in the order of transpose(x, perm) (n->q.walk's
+ * source), and the split that suits the walk: flat where the walk is x's
+ * own order, by pixel rows where it is a 2-D transpose, else by elements. */
+static void plan_transpose(quant_node *n, const acl_tensor *in, const int *perm,
+                           const acl_tensor *out)
+{
+    ptrdiff_t in_stride[ACL_MAX_RANK], stride[1][ACL_MAX_RANK], step = 1;
+    for (int i = in->rank - 1; i >= 0; i--) {
+        in_stride[i] = step;
+        step *= in->dims[i];
+    }
+    for (int i = 0; i < out->rank; i++) stride[0][i] = in_stride[perm[i]];
+    walk_init(&n->q.walk, out->rank, out->dims, 1, stride);
+    const graph_walk *w = &n->q.walk;
+    if (w->rank == 1 && w->stride[0][0] == 1) return; /* x's own order after all */
+    n->q.two_d = w->rank == 2 && w->stride[0][0] == 1;
+    n->rows = n->q.two_d ? quantize_2d_rows : quantize_walk;
+    n->per_row = n->q.two_d ? w->dims[1] : 1;
+    if (n->q.two_d) n->count = w->dims[0];
+}
+
+/* x is float and out uint8 (quantize, perm NULL for x's order), or the other
+ * way round. */
 static int add_quant(acl_graph *g, const char *op, float scale, int zero_point,
-                     const acl_tensor *in, const acl_tensor *out, int to_u8)
+                     const acl_tensor *in, const acl_tensor *out, int to_u8, const int *perm)
 {
     size_t count, out_count;
     const int rc = to_u8 ? graph_check_tensor(g, op, "input", in, &count) ||
                                graph_check_tensor_u8(g, op, "output", out, &out_count)
                          : graph_check_tensor_u8(g, op, "input", in, &count) ||
                                graph_check_tensor(g, op, "output", out, &out_count);
-    if (rc != 0 || graph_check_dims(op, "output", out, in->rank, in->dims) != 0 ||
+    if (rc != 0) return -1;
+    int want[ACL_MAX_RANK];
+    for (int i = 0; i < in->rank; i++) want[i] = in->dims[perm ? perm[i] : i];
+    if (graph_check_dims(op, "output", out, in->rank, want) != 0 ||
         graph_check_disjoint_bytes(op, out, to_u8 ? 1 : 4, "the input", in, to_u8 ? 4 : 1) != 0)
         return -1;
     if (graph_check_quantization(op, "", scale, zero_point) != 0) return -1;
-    quant_node *n = malloc(sizeof *n);
+    quant_node *n = calloc(1, sizeof *n);
     if (!n) return acl_fail("%s: out of memory", op);
-    n->q =
-        (quant_params){to_u8 ? (const void *)graph_ptr(g, in) : graph_ptr_u8(g, in),
-                       to_u8 ? (void *)graph_ptr_u8(g, out) : graph_ptr(g, out), scale, zero_point};
+    n->q = (quant_params){.x = to_u8 ? (const void *)graph_ptr(g, in) : graph_ptr_u8(g, in),
+                          .y = to_u8 ? (void *)graph_ptr_u8(g, out) : graph_ptr(g, out),
+                          .scale = scale,
+                          .zero_point = zero_point};
     n->rows = to_u8 ? quantize_rows : dequantize_rows;
     n->count = count;
+    n->per_row = 1;
+    if (perm) plan_transpose(n, in, perm, out);
     return graph_add(g, quant_run, NULL, n);
 }
 
 int graph_op_quantize(acl_graph *g, const acl_quantize_attrs *a, int nin, const acl_tensor *ins,
                       const acl_tensor *out)
 {
-    return add_quant(g, "quantize", a->scale, a->zero_point, ins, out, 1);
+    if (a->perm_count &&
+        (graph_check_count("quantize", "perm", (size_t)a->perm_count, (size_t)ins->rank) != 0 ||
+         graph_check_perm("quantize", "perm", ins->rank, a->perm) != 0))
+        return -1;
+    return add_quant(g, "quantize", a->scale, a->zero_point, ins, out, 1,
+                     a->perm_count ? a->perm : NULL);
 }
 
 int graph_op_dequantize(acl_graph *g, const acl_dequantize_attrs *a, int nin, const acl_tensor *ins,
                         const acl_tensor *out)
 {
-    return add_quant(g, "dequantize", a->scale, a->zero_point, ins, out, 0);
+    return add_quant(g, "dequantize", a->scale, a->zero_point, ins, out, 0, NULL);
 }
 
 typedef struct {

@@ -64,20 +64,18 @@ typedef struct {
     graph_walk walk;
 } binary_params;
 
-static void binary_rows(const void *arg, size_t begin, size_t end)
+static void binary_run_of_row(const void *arg, size_t pos, const walk_cursor *c, size_t n)
 {
     const binary_params *p = arg;
     const graph_walk *w = &p->walk;
-    const ptrdiff_t sa = w->stride[0][w->rank - 1], sb = w->stride[1][w->rank - 1];
-    walk_cursor c;
-    walk_seek(w, begin, &c);
-    for (size_t pos = begin; pos < end;) {
-        size_t n = walk_row(w, &c);
-        if (n > end - pos) n = end - pos;
-        p->fn(p->y + pos, p->a + c.off[0], p->b + c.off[1], n, sa, sb);
-        walk_advance(w, &c, n);
-        pos += n;
-    }
+    p->fn(p->y + pos, p->a + c->off[0], p->b + c->off[1], n, w->stride[0][w->rank - 1],
+          w->stride[1][w->rank - 1]);
+}
+
+static void binary_rows(const void *arg, size_t begin, size_t end)
+{
+    const binary_params *p = arg;
+    walk_runs(&p->walk, begin, end, binary_run_of_row, p);
 }
 
 static int binary_run(const void *arg, const acl_exec *ex)

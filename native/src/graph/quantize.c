@@ -56,24 +56,21 @@ static void quantize_2d_rows(const void *arg, size_t begin, size_t end)
     }
 }
 
-/* Output elements [begin, end) of any other transposing quantize, row by row. */
+/* Output elements [pos, pos + n) of one row of any other transposing quantize. */
+static void quantize_run_of_row(const void *arg, size_t pos, const walk_cursor *c, size_t n)
+{
+    const quant_params *p = arg;
+    const ptrdiff_t step = p->walk.stride[0][p->walk.rank - 1];
+    const float *x = (const float *)p->x + c->off[0];
+    uint8_t *y = (uint8_t *)p->y + pos;
+    for (size_t i = 0; i < n; i++)
+        y[i] = graph_quantize(x[(ptrdiff_t)i * step], p->scale, p->zero_point);
+}
+
 static void quantize_walk(const void *arg, size_t begin, size_t end)
 {
     const quant_params *p = arg;
-    const graph_walk *w = &p->walk;
-    const ptrdiff_t step = w->stride[0][w->rank - 1];
-    walk_cursor c;
-    walk_seek(w, begin, &c);
-    for (size_t pos = begin; pos < end;) {
-        size_t n = walk_row(w, &c);
-        if (n > end - pos) n = end - pos;
-        const float *x = (const float *)p->x + c.off[0];
-        uint8_t *y = (uint8_t *)p->y + pos;
-        for (size_t i = 0; i < n; i++)
-            y[i] = graph_quantize(x[(ptrdiff_t)i * step], p->scale, p->zero_point);
-        walk_advance(w, &c, n);
-        pos += n;
-    }
+    walk_runs(&p->walk, begin, end, quantize_run_of_row, p);
 }
 
 static void dequantize_rows(const void *arg, size_t begin, size_t end)

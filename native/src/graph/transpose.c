@@ -80,24 +80,21 @@ static int is_2d_transpose(const graph_walk *w)
     return w->rank == 2 && w->stride[0][0] == 1 && w->stride[0][1] != 1;
 }
 
+static void transpose_run_of_row(const void *arg, size_t pos, const walk_cursor *c, size_t n)
+{
+    const transpose_params *p = arg;
+    const ptrdiff_t step = p->walk.stride[0][p->walk.rank - 1];
+    const float *restrict x = p->x + c->off[0];
+    float *restrict y = p->y + pos;
+    if (step == 1) memcpy(y, x, n * sizeof *y);
+    else
+        for (size_t i = 0; i < n; i++) y[i] = x[(ptrdiff_t)i * step];
+}
+
 static void transpose_rows(const void *arg, size_t begin, size_t end)
 {
     const transpose_params *p = arg;
-    const graph_walk *w = &p->walk;
-    const ptrdiff_t step = w->stride[0][w->rank - 1];
-    walk_cursor c;
-    walk_seek(w, begin, &c);
-    for (size_t pos = begin; pos < end;) {
-        size_t n = walk_row(w, &c);
-        if (n > end - pos) n = end - pos;
-        const float *restrict x = p->x + c.off[0];
-        float *restrict y = p->y + pos;
-        if (step == 1) memcpy(y, x, n * sizeof *y);
-        else
-            for (size_t i = 0; i < n; i++) y[i] = x[(ptrdiff_t)i * step];
-        walk_advance(w, &c, n);
-        pos += n;
-    }
+    walk_runs(&p->walk, begin, end, transpose_run_of_row, p);
 }
 
 /* The row function of p, its rows and floats per row. */

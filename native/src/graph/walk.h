@@ -7,7 +7,7 @@
  * neighbouring axes that every source steps through contiguously are merged,
  * so equal shapes become one flat axis and a per-channel operand two axes.
  * A run then handles whole innermost rows: walk_seek once per range, then
- * walk_row / walk_advance per row.
+ * walk_row / walk_advance per row (walk_runs).
  */
 #ifndef ACL_GRAPH_WALK_H
 #define ACL_GRAPH_WALK_H
@@ -63,6 +63,24 @@ static inline void walk_advance(const graph_walk *w, walk_cursor *c, size_t n)
         for (int s = 0; s < w->nsrc; s++)
             c->off[s] += w->stride[s][i - 1] - (ptrdiff_t)w->dims[i] * w->stride[s][i];
         i--;
+    }
+}
+
+/* Calls run(ctx, pos, c, n) for each run of the output elements [begin, end)
+ * that lies within one innermost row: n elements from output index pos, c
+ * at the first of them (its sources' offsets in c->off). */
+typedef void (*walk_run_fn)(const void *ctx, size_t pos, const walk_cursor *c, size_t n);
+static inline void walk_runs(const graph_walk *w, size_t begin, size_t end, walk_run_fn run,
+                             const void *ctx)
+{
+    walk_cursor c;
+    walk_seek(w, begin, &c);
+    for (size_t pos = begin; pos < end;) {
+        size_t n = walk_row(w, &c);
+        if (n > end - pos) n = end - pos;
+        run(ctx, pos, &c, n);
+        walk_advance(w, &c, n);
+        pos += n;
     }
 }
 

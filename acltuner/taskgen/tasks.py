@@ -13,7 +13,7 @@ from pathlib import Path
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape
 from acltuner.onnx.graph import ConvNode, conv_nodes
-from acltuner.onnx.model import ModelError, load_model
+from acltuner.onnx.model import ModelError, load_model_detached
 
 
 @dataclass
@@ -67,8 +67,10 @@ def applicable_algorithms(shape: ConvShape) -> list[str]:
 
 def generate_tasks(model_path: str | Path,
                    input_shapes: dict[str, tuple[int, ...]] | None = None) -> TaskSet:
-    model = load_model(model_path, input_shapes)
-    nodes, skipped = conv_nodes(model)
+    # Detached: shape inference and the checker copy every initializer, 5-10 s
+    # of a 575 MB VGG-19's tasks; the convolutions need only its weights' dims.
+    model, weights = load_model_detached(model_path, input_shapes)
+    nodes, skipped = conv_nodes(model, weights)
     if not nodes:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise ModelError(f"{model_path}: no 2-D Conv or ConvTranspose to tune{why}")

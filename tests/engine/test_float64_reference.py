@@ -66,9 +66,25 @@ def _convs(path) -> None:
         "same": rng.standard_normal((5, 6, 2, 2)).astype(np.float32)}, 13)
 
 
+def _transposed(path) -> None:
+    """Transposed convolutions (the reference's own): grouped, strided
+    unevenly, dilated, padded unevenly, with output padding and a bias; then
+    a depthwise one."""
+    rng = np.random.default_rng(3)
+    _model(path, [
+        helper.make_node("ConvTranspose", ["x", "grouped", "b"], ["a"], group=2,
+                         strides=[2, 3], dilations=[2, 1], pads=[1, 0, 2, 1],
+                         output_padding=[1, 2]),
+        helper.make_node("ConvTranspose", ["a", "dw"], ["y"], group=6, strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+    ], {"grouped": rng.standard_normal((8, 3, 3, 2)).astype(np.float32),
+        "b": rng.standard_normal(6).astype(np.float32),
+        "dw": rng.standard_normal((6, 1, 4, 4)).astype(np.float32)}, 13)
+
+
 def test_the_float64_reference_agrees_with_onnxruntime(tmp_path):
     x = {"x": np.random.default_rng(0).uniform(-3, 3, _SHAPE).astype(np.float32)}
-    for make in (_opset9, _opset13, _convs):
+    for make in (_opset9, _opset13, _convs, _transposed):
         path = tmp_path / f"{make.__name__}.onnx"
         make(path)
         ref = reference(str(path), x, ["y"], timeout_s=120)

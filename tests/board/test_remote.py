@@ -185,11 +185,14 @@ def _model(path: Path) -> Path:
 
 
 def emulated_tuner_config(folder: Path) -> Path:
-    """The tuner config without the noise control.  Emulated times spread
-    beyond any target: with it on, most configs would be measured twice and
-    a tune would outlast its test."""
+    """The tuner config without the noise control and with one timed run per
+    config.  Emulated times spread beyond any target: with the control on,
+    most configs would be measured twice and a tune would outlast its test;
+    and qemu's times mean nothing, so more runs only cost time (at 30 ms and
+    3 runs, 2-3 s a measurement over ssh; at one run, 0.2-0.3 s)."""
     settings = yaml.safe_load(DEFAULT_TUNER_CONFIG.read_text())
     settings["measure"]["ci_target_pct"] = 0
+    settings["measure"].update(min_repeat_ms=0, min_repeats=1, warmup=0)
     config = folder / "tuner.yaml"
     config.write_text(yaml.safe_dump(settings))
     return config
@@ -228,8 +231,9 @@ def test_deploy_copies_once_and_checks_the_launcher(sshd, deployed):
 def test_tune_on_the_board_and_survive_a_dropped_connection(sshd, deployed, tmp_path):
     model = _model(tmp_path / "small.onnx")
     plan_path, records = tmp_path / "small.plan.json", tmp_path / "records.jsonl"
-    # Each measurement under qemu over ssh takes 1-2 s on a loaded 2-vCPU host:
-    # few enough trials that the run after the drop ends well within the wait.
+    # Enough trials that the tune is still measuring when the test drops the
+    # connection (0.2-0.3 s a measurement), few enough that it ends well
+    # within the wait.
     trials = 6
     config = emulated_tuner_config(tmp_path)
     cmd = [sys.executable, "-m", "acltuner.cli", "--allow-wrapper", "tune", str(model),

@@ -26,6 +26,7 @@ from acltuner.runtime.profile import NodeTime
 from acltuner.taskgen.tasks import applicable_algorithms, signature
 from acltuner.zoo.builder import GraphBuilder
 from acltuner.zoo.reweight import randomize_weights
+from tests.support.json_edit import set_node_config
 from tests.support.cli_checks import assert_one_line_error, default_plan, invoke, run_check
 
 
@@ -58,9 +59,10 @@ def _other_configs(plan_path, model_path) -> int:
             continue
         algorithm = others[i % len(others)]
         fits = [k for k in kernels if native.check(shape, algorithm, k) is None]
-        node["config"] = {"algorithm": algorithm,
-                          "ukernel": fits[i % len(fits)] if native.uses_ukernel(algorithm)
-                          else None, "core_weights": [1, 1 + i % 2], "workloads": 2 + i % 5}
+        set_node_config(node, {"algorithm": algorithm,
+                               "ukernel": fits[i % len(fits)] if native.uses_ukernel(algorithm)
+                               else None, "core_weights": [1, 1 + i % 2],
+                               "workloads": 2 + i % 5})
         changed += 1
     plan_path.write_text(json.dumps(data))
     return changed
@@ -107,8 +109,8 @@ def test_conv_transpose_is_tuned_and_runs_natively(tmp_path):
     for algorithm in task["algorithms"]:
         ukernel = next(k.name for k in native.ukernels()
                        if native.check(shape, algorithm, k.name) is None)
-        node["config"] = {"algorithm": algorithm, "ukernel": ukernel, "core_weights": [1, 2],
-                          "workloads": 5}
+        set_node_config(node, {"algorithm": algorithm, "ukernel": ukernel,
+                               "core_weights": [1, 2], "workloads": 5})
         plan.write_text(json.dumps(data))
         report = run_check(plan)
         assert report["delegated"] == [] and report["max_rel_diff"] <= CHECK_TOLERANCE, algorithm

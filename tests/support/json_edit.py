@@ -14,3 +14,11 @@ def set_field(path: str, value):
         else:
             d[leaf] = value
     return change
+
+
+def set_node_config(node: dict, config: dict) -> None:
+    """A plan node (as JSON) given another config by hand. A tune on a noisy host may
+    have sent the node back to its default; that mark would make the edited plan
+    invalid, so it goes with the edit."""
+    node["config"] = config
+    node.pop("reverted", None)

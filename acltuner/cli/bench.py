@@ -263,8 +263,9 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
 @click.option("--cases", default="", metavar="A,B",
               help="Comma-separated case names (default: all; --list shows them).")
 @click.option("--list", "list_cases", is_flag=True, help="List the cases and exit.")
-@click.option("--trials", default=8, show_default=True, type=click.IntRange(1),
-              help="Measurements per task for a case with a convolution.")
+@click.option("--trials", default=30, show_default=True, type=click.IntRange(1),
+              help="Measurements per task for a case with a convolution, as the widened "
+                   "set's `bench compare` tunes its models.")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
               help="Rounds per case, each in a fresh process; a time is the median of them.")
 @click.option("--repeat", default=100, show_default=True, type=click.IntRange(1),

@@ -35,6 +35,10 @@ MAX_RANK = 6  # ACL_MAX_RANK
 # (2.5x numpy's time for a 384x384x21 map); a smaller one by numpy, whose
 # copy costs less than the engine call.
 ENGINE_EXPORT_FLOATS = 1 << 14
+# One kept in its layout, from this size on: the engine splits the copy over
+# the program's cores, which numpy's single thread cannot match past about a
+# megabyte (LR-ASPP's 21x512x512 map: 1.7 ms against 2.7).
+ENGINE_COPY_FLOATS = 1 << 18
 
 @dataclass(frozen=True)
 class Tensor:
@@ -176,7 +180,7 @@ class GraphBackend(Protocol):
 @dataclass(frozen=True)
 class _Binding:
     """A run input's or output's arena view, whether its layout is the arena's
-    own, and whether it is large enough for the engine's transposing copy."""
+    own, and whether an output is large enough for the engine's copy."""
     view: np.ndarray
     identity: bool
     large: bool
@@ -292,8 +296,9 @@ class Graph:
         key = (t, tuple(perm))
         b = self._io.get(key)
         if b is None:
-            b = self._io[key] = _Binding(self.view(t), key[1] == tuple(range(len(perm))),
-                                         math.prod(t.dims) >= ENGINE_EXPORT_FLOATS)
+            identity = key[1] == tuple(range(len(perm)))
+            b = self._io[key] = _Binding(self.view(t), identity, math.prod(t.dims) >= (
+                ENGINE_COPY_FLOATS if identity else ENGINE_EXPORT_FLOATS))
         return b
 
     def _write(self, t: Tensor, x: np.ndarray, perm: Perm) -> None:
@@ -309,7 +314,7 @@ class Graph:
     def _read(self, t: Tensor, perm: Perm) -> np.ndarray:
         """A copy, never the arena itself: the next run overwrites it."""
         b = self._binding(t, perm)
-        if not b.identity and b.large:
+        if b.large:
             return self.read_transposed(t, perm)
         return b.view.transpose(perm).copy(order="C")
 

@@ -136,9 +136,9 @@ typedef struct {
  * to that CPU, and stays pinned (moving only when a call's first share is on
  * another CPU) until acl_release_caller() gives it back its own affinity:
  * once per call sequence rather than two system calls per operation.
- * acl_graph_run and acl_graph_import release before they return; after
- * acl_conv_run or acl_gemm_run the caller releases when it wants its thread
- * back (a measuring loop keeps it pinned). */
+ * acl_graph_run, acl_graph_import and acl_graph_export release before they
+ * return; after acl_conv_run or acl_gemm_run the caller releases when it
+ * wants its thread back (a measuring loop keeps it pinned). */
 void acl_release_caller(void);
 
 /* How the calls a thread makes run their shares.  STRICT (the default): each

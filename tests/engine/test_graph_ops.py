@@ -3,6 +3,8 @@ single-node models (NCHW models fed NHWC data transposed) or numpy; identical
 output under every core split; one-line errors."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -336,15 +338,23 @@ def test_quantize_through_a_transpose(shape, perm, split):
     ((1, 37, 41, 3), NCHW),
     ((2, 5, 9, 7), (3, 1, 0, 2)),  # the general walk
     ((4, 6, 8), (0, 1, 2)),
+    ((1, 21, 64, 64), (0, 1, 2, 3)),  # a large output kept in its layout: a split copy
 ])
-def test_read_transposed(shape, perm):
-    """An arena tensor read out into a new array transposed, the arena untouched."""
+@pytest.mark.parametrize("weights,workloads", [((1,), 1), ((1, 1), 8)])
+def test_read_transposed(shape, perm, weights, workloads):
+    """An arena tensor read out into a new array transposed, the arena
+    untouched; on two cores, a large one is split between them, and the
+    caller's thread keeps its own CPUs (threads it starts later inherit them)."""
+    if len(weights) > native.cpu_count():
+        pytest.skip("needs two CPUs")
     x = _uniform(_rng(10), shape)
     t = Tensor(5, shape)
-    with Graph(t.end + 5, (1,), 1) as g:
+    own = os.sched_getaffinity(0)
+    with Graph(t.end + 5, weights, workloads) as g:
         g.view(t)[...] = x
         before = g.arena.copy()
         y = g.read_transposed(t, perm)
+        assert os.sched_getaffinity(0) == own
         np.testing.assert_array_equal(y, x.transpose(perm))
         np.testing.assert_array_equal(g.arena, before)
 

@@ -841,6 +841,12 @@ def _big_cases():
         "batch_matmul": ([x, _uniform(rng, (2, 1, 32, 40))], [(2, 40, 40, 40)],
                          lambda g, i, o: g.add("batch_matmul", i, o[0],
                                                ukernel=batch_matmul_ukernel(32, 40))),
+        # A B per batch: whole batches a core where they split evenly over
+        # the cores taking a share (one core, (0, 1)), tiles otherwise.
+        "batch_matmul_per_head": ([_uniform(rng, (3, 40, 32)), _uniform(rng, (3, 32, 40))],
+                                  [(3, 40, 40)],
+                                  lambda g, i, o: g.add("batch_matmul", i, o[0],
+                                                        ukernel=batch_matmul_ukernel(32, 40))),
         "gather": ([x], [(2, 40, 12, 32)],
                    lambda g, i, o: g.add("gather", i, o[0], axis=2, indices=(5, -1, 0) * 4)),
     }

@@ -4,7 +4,10 @@
  * the output's MR-row tiles, all batches together, over the cores; a core's
  * run of tiles within one batch is one GEMM job.  Tiles start at multiples of
  * MR whatever the split, so every output element sees the same micro-kernel
- * calls under every split.
+ * calls under every split.  Where every batch has a B of its own and the
+ * batches split evenly over the cores, a core packs and multiplies whole
+ * batches instead, in one job (EfficientFormer's 8 heads of 49x49 by 49x128:
+ * 0.047 -> 0.040 ms on two cores).
  *
  * The tensors are read through strides: B while it is packed, A's and C's
  * rows through lda and ldc, the batches through a stride per batch axis (0
@@ -106,16 +109,38 @@ static void compute_tiles(const void *arg, size_t begin, size_t end)
     }
 }
 
+/* Whole batches [begin, end), each packing its own B and computing all its
+ * tiles: the same micro-kernel calls as tile by tile. */
+static void whole_batches(const void *arg, size_t begin, size_t end)
+{
+    const bmm_params *p = arg;
+    pack_matrices(p, begin, end);
+    compute_tiles(p, begin * (size_t)p->tiles, end * (size_t)p->tiles);
+}
+
+/* Whether the batches split evenly over the cores taking a share, each with
+ * a B of its own: then each core packs the Bs it multiplies by, in one job
+ * rather than all Bs first and the tiles after, a second wait on every core
+ * (an attention's heads: 8 or 16 small products). */
+static int by_batch(const bmm_params *p, const acl_exec *ex)
+{
+    size_t active = 0;
+    for (int i = 0; i < ex->ncores; i++) active += ex->weights[i] > 0;
+    return p->b_count == p->batches && active > 0 && p->batches % active == 0;
+}
+
 static int bmm_run(const void *arg, const acl_exec *ex)
 {
     const bmm_params *p = arg;
     const size_t mr = (size_t)p->uk->mr;
     /* A tile reads MR rows of A and B's panels, and writes MR rows of C. */
     const size_t tile_floats = mr * (size_t)p->k + (size_t)p->k * p->n + mr * p->n;
-    if (graph_parallel(ex, p->b_count, (size_t)p->k * p->n, pack_matrices, p) != 0 ||
-        graph_parallel(ex, p->batches * (size_t)p->tiles, tile_floats, compute_tiles, p) != 0)
-        return graph_fail_in(OP);
-    return 0;
+    const int rc =
+        by_batch(p, ex)
+            ? graph_parallel(ex, p->batches, (size_t)p->tiles * tile_floats, whole_batches, p)
+            : graph_parallel(ex, p->b_count, (size_t)p->k * p->n, pack_matrices, p) ||
+                  graph_parallel(ex, p->batches * (size_t)p->tiles, tile_floats, compute_tiles, p);
+    return rc ? graph_fail_in(OP) : 0;
 }
 
 /* t's logical dims and strides: t holds the stack transposed by perm (NULL:

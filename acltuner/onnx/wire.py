@@ -28,6 +28,8 @@ class _RunsPast(ValueError):
 def _varint(buf, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
+        if pos >= len(buf):  # an IndexError would pass the loaders' checks as a traceback
+            raise ValueError("varint runs past the end of the data")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift

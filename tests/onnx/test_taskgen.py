@@ -566,6 +566,14 @@ def _truncated_model(tmp_path) -> str:
     return str(path)
 
 
+def _cut_in_a_varint(tmp_path) -> str:
+    """A model whose last bytes start a field's length and stop inside its
+    varint (bench fuzz found it: an IndexError from the weights' reader)."""
+    path = tmp_path / "varint.onnx"
+    path.write_bytes(Path(_dynamic_model(tmp_path)).read_bytes() + b"\x3a\x80")
+    return str(path)
+
+
 def _external_data_at(location: str):
     """A model whose weights are external data at `location` (relative to its folder)."""
     def make(tmp_path) -> str:
@@ -588,6 +596,7 @@ def _external_data_at(location: str):
     (_text_file, [], r"model\.onnx: not an ONNX model"),
     (_json_file, [], r"model\.json: not an ONNX model \(cannot parse it as ONNX protobuf"),
     (_truncated_model, [], r"cut\.onnx: truncated ONNX model: the file ends inside a field"),
+    (_cut_in_a_varint, [], r"varint\.onnx: not an ONNX model"),
     (_external_data_at("../w.bin"), [], r"model\.onnx: bad external data: .*'\.\./w\.bin' "
                                         r"points outside the directory"),
     (_external_data_at("{tmp}/sub/w.bin"), [], r"model\.onnx: bad external data: .* should be "
@@ -600,7 +609,8 @@ def _external_data_at(location: str):
     (_dynamic_model, ["--input-shape", "x=1,3,32,32"], r"names 'x', not an input.*inputs: input"),
     (_dynamic_model, ["--input-shape", "input=1,3,32"], r"rank 4 \[N, 3, 32, 32\], .* gives 3"),
     (_dynamic_model, ["--input-shape", "input=1,4,32,32"], r"has 3 at dim 1, .* gives 4"),
-], ids=["missing", "text", "json", "truncated", "external-outside", "external-absolute",
+], ids=["missing", "text", "json", "truncated", "cut-varint", "external-outside",
+        "external-absolute",
         "no-conv", "dynamic", "syntax", "no-dims", "unknown-name", "rank",
         "static-dim"])
 def test_bad_input_is_one_line(tmp_path, make, extra, expected):

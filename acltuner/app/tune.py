@@ -103,7 +103,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             _measuring(board, host, members, scheduler, config.measure.realtime,
                        reporter, security) as (client, tune_tasks, farm):
         pinned = pin_nodes(taskset, list(pins), board, EngineRules.of(client, precision, board),
-                           [n for t in int8 for n in t.nodes])
+                           [(n, t.shape) for t in int8 for n in t.nodes])
         if strategy != "default" and farm is None:  # it measures nothing
             reporter.doctor(doctor_for_tune(board, host))
         where = host if farm is None else f"a farm of {len(farm.hellos)} members"

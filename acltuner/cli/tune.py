@@ -64,7 +64,9 @@ if TYPE_CHECKING:
 @click.option("--pin", "pin_texts", multiple=True, metavar="NODE=ALG[/KERNEL]",
               help="Run the Conv node NODE (its ONNX name) with algorithm ALG (and micro-kernel "
                    "KERNEL, else the ArmNN rule's for ALG) instead of searching it; or "
-                   "'kind=KIND:ALG[/KERNEL]' for every node of a kind (see below). Repeatable.")
+                   "'kind=KIND:ALG[/KERNEL]' for every node of a kind (see below); a quantized "
+                   "model's int8 convolution takes conv_int8[/KERNEL] (KERNEL: `acltuner engine "
+                   "list`'s int8 kernels, else conv_int8's own pick). Repeatable.")
 @click.option("--pins", "pins_file", default=None, metavar="FILE",
               help="Pins in a YAML file (see below), applied with the --pin ones.")
 @click.option("--in-context/--no-in-context", default=True, show_default=True,

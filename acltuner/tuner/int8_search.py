@@ -107,15 +107,19 @@ def whole_model_runs(plan: Plan, client: LauncherClient, rounds: int = ROUNDS,
 def tune_int8(plan: Plan, tasks: Sequence[Int8Task], kernels: Sequence[str],
               run: RunPlans, progress: Callable[[str], None] = lambda _: None
               ) -> tuple[Plan, list[TaskReport]]:
-    """`plan` (its int8 tasks' nodes on their default, build_plan's) with
-    each int8 task's choice, and a report per task (its times the nodes' in
-    the model); kernels: the int8 kernels the launcher runs."""
+    """`plan` (its int8 tasks' nodes on their default or their pin,
+    build_plan's) with each int8 task's choice for its unpinned nodes, and a
+    report per task searched (its times the nodes' in the model); kernels: the
+    int8 kernels the launcher runs."""
+    node_of = {n.node: n for n in plan.nodes}
+    tasks = [dataclasses.replace(t, nodes=[n for n in t.nodes if not node_of[n].pinned])
+             for t in tasks]
+    tasks = [t for t in tasks if t.nodes]
     if not tasks:
         return plan, []
     start = time.perf_counter()
     board = plan.board
     assert board is not None  # build_plan records it
-    node_of = {n.node: n for n in plan.nodes}
     clusters = [list(c.cpus) for c in board.clusters]
     units = [(t, int8_candidates(t, node_of[t.nodes[0]].default_config, kernels, clusters,
                                  board.ncores)) for t in tasks]

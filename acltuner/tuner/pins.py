@@ -215,40 +215,48 @@ class PinnedNode:
 
 def resolve_pins(pins: Iterable[Pin], nodes: Iterable[tuple[str, ConvShape, bool]],
                  rules: EngineRules, default_of: Callable[[ConvShape], ExecConfig],
-                 int8_nodes: Iterable[str] = ()) -> dict[str, PinnedNode]:
+                 int8_nodes: Iterable[tuple[str, ConvShape]] = ()) -> dict[str, PinnedNode]:
     """The config of every pinned node.  nodes: (name, task shape, reads a
-    model input) in model order, int8_nodes: the convolutions that run in
-    int8, which no pin takes.  A node's own pin overrides a kind's; two
+    model input) of the float convolutions in model order; int8_nodes: (name,
+    shape) of those that run in int8, which only conv_int8[/KERNEL] pins (and
+    conv_int8 pins nothing else).  A node's own pin overrides a kind's; two
     kinds pinning one node differently, a pin of the same node twice
     differently, an unknown node and a kind matching nothing are errors."""
-    nodes = list(nodes)
-    by_name = {name: (shape, first) for name, shape, first in nodes}
+    floats = {name: (shape, first) for name, shape, first in nodes}
+    int8s = {name: (shape, False) for name, shape in int8_nodes}
     chosen: dict[str, PinnedNode] = {}
     pins = list(pins)
     own = {pin.node for pin in pins if pin.node is not None}
-    int8_nodes = set(int8_nodes)
     for pin in pins:
+        in_int8 = pin.algorithm == INT8_ALGORITHM
+        pool = int8s if in_int8 else floats
         if pin.node is not None:
-            if pin.node in int8_nodes:
-                raise pin.error(f"{pin.node} runs in int8 (a quantized model's convolution), "
-                                f"which tune does not pin: tune, then set it with `acltuner "
-                                f"plan edit PLAN --set {pin.node}=conv_int8/KERNEL`")
-            if pin.node not in by_name:
+            if pin.node in int8s and not in_int8:
+                raise pin.error(f"{pin.node} runs in int8 (a quantized model's convolution): "
+                                f"pin it to {INT8_ALGORITHM} or {INT8_ALGORITHM}/KERNEL")
+            if pin.node in floats and in_int8:
+                raise pin.error(f"{pin.node} runs in float: {INT8_ALGORITHM} runs only the "
+                                f"convolutions of a quantized model")
+            if pin.node not in pool:
                 raise pin.error(f"no convolution named {pin.node!r} in the model "
-                                f"(its convolutions: {some_names(by_name)})")
+                                f"(its convolutions: {some_names([*floats, *int8s])})")
             matched = [pin.node]
         else:
-            matched = [name for name, shape, first in nodes if pin.kind in kinds_of(shape, first)]
+            matched = [name for name, (shape, first) in pool.items()
+                       if pin.kind in kinds_of(shape, first)]
             if not matched:
-                raise pin.error(f"no convolution of the model is {pin.kind}")
+                raise pin.error(f"no {'int8 ' if in_int8 else ''}convolution of the model is "
+                                f"{pin.kind}")
         for name in matched:
             if pin.kind and name in own:  # its own pin overrides the kind's
                 continue
-            shape, _ = by_name[name]
+            shape, _ = pool[name]
             default = default_of(shape)
             try:
-                config = rules.config(shape, pin.algorithm, pin.ukernel, default.core_weights,
-                                      default.workloads)
+                config = (rules.int8_config(shape, pin.ukernel, default.core_weights,
+                                            default.workloads) if in_int8 else
+                          rules.config(shape, pin.algorithm, pin.ukernel, default.core_weights,
+                                       default.workloads))
             except ValueError as e:
                 raise pin.error(f"node {name}: {e}" if pin.kind else str(e)) from None
             before = chosen.get(name)

@@ -206,10 +206,10 @@ def rule_default(board: Board, rules: EngineRules, shape: ConvShape) -> ExecConf
 
 
 def pin_nodes(taskset: TaskSet, pins: list[Pin], board: Board, rules: EngineRules,
-              int8_nodes: Iterable[str] = ()) -> dict[str, PinnedNode]:
+              int8_nodes: Iterable[tuple[str, ConvShape]] = ()) -> dict[str, PinnedNode]:
     """Every pinned node's config, checked against the engine (ValueError, one
-    line); int8_nodes: the convolutions of int8 tasks (split_int8), which no
-    pin takes."""
+    line); int8_nodes: (name, shape) of the int8 tasks' convolutions
+    (split_int8), which conv_int8 pins only."""
     shape_of = {name: t.shape for t in taskset.tasks for name in t.nodes}
     nodes = [(n.name, shape_of[n.name], taskset.reads_model_input(n)) for n in taskset.conv_nodes
              if n.name in shape_of]
@@ -242,17 +242,20 @@ def _time_of(config: ExecConfig, already: dict[ExecConfig, Result], measured) ->
 def build_plan(taskset: TaskSet, reports: list[TaskReport], board: Board, engine: str,
                strategy: str, input_shapes: dict, wall_s: float,
                precision: str = "fp32",
-               int8: Sequence[tuple[Int8Task, ExecConfig]] = ()) -> Plan:
-    """int8: the int8 tasks with their default, which their nodes take
-    (tune_int8 searches them in the whole model)."""
+               int8: Sequence[tuple[Int8Task, ExecConfig]] = (),
+               pinned: dict[str, PinnedNode] | None = None) -> Plan:
+    """int8: the int8 tasks with their default, which their nodes take unless
+    pinned (tune_int8 searches the others in the whole model)."""
     report_of = {name: r for r in reports for name in r.task.nodes}
     int8_of = {name: (t, default) for t, default in int8 for name in t.nodes}
     nodes = []
     for node in taskset.conv_nodes:
         if node.name in int8_of:
             t, default = int8_of[node.name]
-            nodes.append(PlanNode(node=node.name, task=t.key, config=default,
-                                  default_config=default))
+            pin = (pinned or {}).get(node.name)
+            nodes.append(PlanNode(node=node.name, task=t.key,
+                                  config=pin.config if pin else default,
+                                  default_config=default, pinned=pin.pin.text if pin else None))
             continue
         r = report_of[node.name]
         nodes.append(PlanNode(node=node.name, task=r.task.key, config=r.best,
@@ -298,7 +301,7 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
     their reports in order; transfer: auto or off (warm_start.py); precision:
     the micro-kernels it may choose (tuner/precision.py), which the plan records;
     int8: the int8 tasks (split_int8's, taskset's tasks not holding their
-    nodes), written with their default configs."""
+    nodes), written with their default configs or their pins."""
     start = time.perf_counter()
     store = RecordStore(records_path)
     tuner = TaskTuner(board, client, store, config, strategy, seed, reporter, transfer,
@@ -309,6 +312,6 @@ def tune_model(taskset: TaskSet, plan_path: str, *, board: Board, client: Launch
     reports = tune_tasks(tuner, todo)
     plan = build_plan(taskset, reports, board, tuner.engine, strategy, input_shapes or {},
                       time.perf_counter() - start, precision,
-                      [(t, tuner.int8_default(t)) for t in int8])
+                      [(t, tuner.int8_default(t)) for t in int8], pinned)
     save_plan(plan, plan_path)
     return plan, reports

@@ -222,17 +222,57 @@ def test_a_bad_int8_edit_is_refused_and_leaves_the_file(tmp_path, setting, needl
     assert plan_path.read_bytes() == before
 
 
-def test_a_pin_of_an_int8_convolution_names_plan_edit(tmp_path):
-    """tune pins float convolutions only: a pin naming one that runs in int8
-    is one line saying so and what sets it instead, before anything is
-    measured or written."""
+def test_int8_convolutions_are_pinned_and_keep_their_pin(tmp_path):
+    """`--pin NODE=conv_int8/KERNEL` and a kind pin of conv_int8: the pinned
+    int8 nodes are not searched in the model and keep their pin through the
+    in-context check; the others are searched; the plan runs each pinned
+    node with its kernel, within a step of onnxruntime's int8 session."""
+    path, y = _quantized(tmp_path)
+    plan_path = tmp_path / "p.json"
+    kernel = native.int8_ukernels()[-1]
+    result = CliRunner().invoke(main, ["tune", path, "-o", str(plan_path), "--board",
+                                       "split-host", "--trials", "2",
+                                       "--records", str(tmp_path / "r.jsonl"),
+                                       "--pin", f"conv0=conv_int8/{kernel}",
+                                       "--pin", "kind=depthwise:conv_int8"])
+    assert result.exit_code == 0, result.output
+    nodes = {n.node: n for n in load_plan(plan_path).nodes}
+    assert nodes["conv0"].config.ukernel == kernel
+    assert nodes["conv0"].pinned == f"conv0=conv_int8/{kernel}"
+    assert nodes["conv2"].pinned == "kind=depthwise:conv_int8"
+    assert nodes["conv2"].config == nodes["conv2"].default_config  # conv_int8's own pick
+    for name in ("conv0", "conv2"):
+        assert nodes[name].config.core_weights == nodes[name].default_config.core_weights
+        assert nodes[name].tuned_ms is None and nodes[name].reverted is None
+    assert not any(n.pinned for name, n in nodes.items() if name not in ("conv0", "conv2"))
+    ops = {op.node: op.args for stage in check(plan_path).stages
+           for op in getattr(stage, "ops", []) if op.kind == "conv_int8"}
+    assert ops["conv0"]["ukernel"] == kernel
+    x = np.random.default_rng(6).standard_normal(SHAPE).astype(np.float32)
+    ours = load(plan_path).run({"x": x})[y]
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run([y], {"x": x})[0]
+    step = output_steps(path)[y]
+    assert float(np.abs(ours - theirs).max() / step.scale.max()) <= 1.0 + 1e-3
+
+
+@pytest.mark.parametrize("pin, needles", [
+    ("conv0=im2col", ["conv0 runs in int8", "pin it to conv_int8"]),
+    ("conv0=conv_int8/8x12-interleaved-neon", ["unknown int8 micro-kernel",
+                                              "8x12-interleaved-neon"]),
+    ("conv2=conv_int8/{kernel}", ["depthwise", "takes no micro-kernel"]),
+    ("kind=transposed:conv_int8", ["no int8 convolution of the model is transposed"]),
+    ("nope=conv_int8", ["no convolution named 'nope'", "conv0"]),
+])
+def test_a_bad_int8_pin_is_one_line(tmp_path, pin, needles):
+    """Checked against the engine before anything is measured or written."""
     path, _ = _quantized(tmp_path)
     plan_path = tmp_path / "p.json"
     result = CliRunner().invoke(main, ["tune", path, "-o", str(plan_path), "--board",
                                        "split-host", "--strategy", "default",
-                                       "--pin", "conv0=conv_int8"])
+                                       "--pin", pin.format(kernel=native.int8_ukernels()[0])])
     assert result.exit_code != 0
     line = result.output.strip()
     assert "\n" not in line and "Traceback" not in line, result.output
-    assert "conv0 runs in int8" in line and "plan edit" in line, line
+    for needle in needles:
+        assert needle in line, line
     assert not plan_path.exists()

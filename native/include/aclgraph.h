@@ -357,10 +357,10 @@ int acl_graph_op_find(const char *name);
  * row-major array outside the arena with dims[perm[i]] = out->dims[i] (a
  * model input in ONNX layout, copied into the layout the program keeps). */
 int acl_graph_import(acl_graph *g, const float *x, const int *perm, const acl_tensor *out);
-/* Writes transpose(in, perm) into y now, split over the program's cores when
- * large (on the calling thread when small): y is a dense
- * row-major array outside the arena with dims in->dims[perm[i]] (a model
- * output, copied from the layout the program keeps into ONNX's). */
+/* Writes transpose(in, perm) into y now, split over the program's cores
+ * (on the calling thread alone when small): y is a dense row-major array
+ * outside the arena with dims in->dims[perm[i]] (a model output, copied from
+ * the layout the program keeps into ONNX's). */
 int acl_graph_export(acl_graph *g, const acl_tensor *in, const int *perm, float *y);
 
 int acl_graph_node_count(const acl_graph *g);

@@ -351,7 +351,10 @@ def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, 
 @bench.command("fuzz")
 @click.option("--cases", default=2000, show_default=True, type=click.IntRange(1),
               help="Inputs to try, over all doors.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the generator: a run replays.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the generator: a run replays, case by case, on any build.")
+@click.option("--case", "only", default=None, type=click.IntRange(0), metavar="N",
+              help="Run case N of the run alone (the number a failure line shows), to replay it.")
 @click.option("--timeout", "timeout_s", default=20.0, show_default=True,
               type=click.FloatRange(min=0.1),
               help="Seconds one input may take before it counts as a hang.")
@@ -361,7 +364,7 @@ def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, 
 @click.option("--launcher", "launcher", default=None, metavar="CMD",
               help="The launcher to fuzz, as a command line (default: the installed one; "
                    "e.g. a sanitizer build's).")
-def bench_fuzz(cases: int, seed: int, timeout_s: float, doors: str,
+def bench_fuzz(cases: int, seed: int, only: int | None, timeout_s: float, doors: str,
                launcher: str | None) -> None:
     """Damaged and hostile inputs through every door that reads outside data.
 
@@ -381,7 +384,10 @@ def bench_fuzz(cases: int, seed: int, timeout_s: float, doors: str,
     with ok and, on refusal, a one-line error.  A launcher that dies is a
     crash, an input that takes longer than --timeout a hang (the launcher is
     restarted after both), a refused file that changed its folder a partial
-    write.  The last line is
+    write.  A failure line names its case: `--seed S --case N` (with the
+    run's --doors) runs that case alone, the same input on any build (a
+    launcher case then meets a fresh launcher, without what the cases before
+    it left open).  The last line is
     `fuzz: cases=N tracebacks=T crashes=C hangs=H partial_writes=P`; the
     exit code is 1 if any of them is not 0.
     """
@@ -394,6 +400,9 @@ def bench_fuzz(cases: int, seed: int, timeout_s: float, doors: str,
     if unknown or not chosen:
         raise click.BadParameter(f"unknown door(s) {', '.join(unknown)}; the doors: "
                                  f"{', '.join(run.WEIGHTS)}", param_hint="--doors")
+    if only is not None and only >= cases:
+        raise click.BadParameter(f"case {only} is past the run's {cases} cases",
+                                 param_hint="--case")
     command = shlex.split(launcher) if launcher else [default_launcher_path()]
-    if run.run(cases, seed, timeout_s, command, chosen):
+    if run.run(cases, seed, timeout_s, command, chosen, only):
         raise SystemExit(1)

@@ -125,3 +125,38 @@ def test_plan_errors_quoting_the_file_stay_one_line(tmp_path):
     with pytest.raises(PlanError) as e:
         load_plan(path)
     assert "\n" not in str(e.value) and "abc\\n" in str(e.value)
+
+
+def test_each_case_starts_the_same_whatever_the_cases_before_it_drew(monkeypatch):
+    """The seed plan and records are measured, so they differ from build to
+    build; what one case draws from them must not move the next cases' doors
+    and draws, or a failure found in CI does not come back on another
+    machine (as happened).  Each case starts from its own generator state."""
+    real_make_seeds, drawn = fuzz_run.make_seeds, []
+
+    def padded_seeds(folder):
+        seeds = real_make_seeds(folder)
+        seeds.plan += b" " * pad  # still the same JSON, longer bytes to mutate
+        return seeds
+
+    def recorded(door):
+        make, load = fuzz_run.FILE_DOORS[door]
+
+        def make_and_record(rng, seeds):
+            drawn.append((door, hash(rng.getstate())))
+            return make(rng, seeds)
+        return make_and_record, load
+
+    monkeypatch.setattr(fuzz_run, "make_seeds", padded_seeds)
+    for door in ("plan", "board"):
+        monkeypatch.setitem(fuzz_run.FILE_DOORS, door, recorded(door))
+    runs = []
+    for pad in (0, 4096):
+        drawn.clear()
+        fuzz_run.run(40, 7, 20.0, [default_launcher_path()], ["plan", "board"])
+        runs.append(list(drawn))
+    assert len(runs[0]) == 40 and {d for d, _ in runs[0]} == {"plan", "board"}
+    assert runs[0] == runs[1]
+    drawn.clear()
+    fuzz_run.run(40, 7, 20.0, [default_launcher_path()], ["plan", "board"], only=23)
+    assert drawn == [runs[0][23]]

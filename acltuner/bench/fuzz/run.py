@@ -1,5 +1,9 @@
 """The fuzz driver: seeds, then `cases` cases spread over the doors by one
-seeded random generator, then the tally."""
+seeded random generator, then the tally.  Each case draws its input from a
+generator of its own, seeded by the run's seed and the case's index: the
+seed files (a plan and records that tuning measured) differ from build to
+build, and with one shared generator their lengths shifted every later
+case, so that a failure seen in CI did not come back here."""
 from __future__ import annotations
 
 import hashlib
@@ -79,9 +83,15 @@ def file_case(door: str, rng: random.Random, seeds, folder: Path,
     return None, ""
 
 
+def case_rng(seed: int, index: int) -> random.Random:
+    """Case `index`'s own generator: the same for a seed on every build."""
+    return random.Random(f"{seed}/{index}")
+
+
 def run(cases: int, seed: int, timeout_s: float, launcher: list[str],
-        doors: list[str] | None = None) -> int:
-    """Returns how many problems were counted."""
+        doors: list[str] | None = None, only: int | None = None) -> int:
+    """Returns how many problems were counted.  `only`: run that case alone
+    (its index in the run of `cases`), to replay a failure."""
     rng = random.Random(seed)
     totals: Counter[str] = Counter()
     per_door: Counter[str] = Counter()
@@ -102,30 +112,34 @@ def run(cases: int, seed: int, timeout_s: float, launcher: list[str],
         weights = [WEIGHTS[n] for n in names]
         started = time.monotonic()
         try:
-            for _ in range(cases):
+            for index in range(cases):
                 name = rng.choices(names, weights)[0]
+                if only is not None and index != only:
+                    continue
                 per_door[name] += 1
                 if name == "launcher":
                     failures = len(door.failures)
-                    counted = door.case(rng)
+                    counted = door.case(case_rng(seed, index))
                     detail = door.failures[-1] if len(door.failures) > failures else ""
                 else:
-                    counted, detail = file_case(name, rng, seeds, folder, timeout_s)
+                    counted, detail = file_case(name, case_rng(seed, index), seeds, folder,
+                                                timeout_s)
                     accepted[name] += detail == "loaded"
                 if counted:
                     totals[counted] += 1
                     if len(shown.setdefault(name, [])) < SHOWN:
-                        shown[name].append(f"{counted}: {detail}")
+                        shown[name].append(f"{counted} (case {index}): {detail}")
         finally:
             accepted["launcher"] = door.accepted
             door.close()
             logging.disable(logging.NOTSET)
         elapsed = time.monotonic() - started
+    ran = cases if only is None else 1
     for name, lines in shown.items():
         for line in lines:
             click.echo(f"{name}: {line}")
     click.echo("doors (cases, accepted): " +
                " ".join(f"{n}={per_door[n]},{accepted[n]}" for n in names) +
-               f" ({cases / max(elapsed, 1e-9):.0f} cases/s)")
-    click.echo(f"fuzz: cases={cases} " + " ".join(f"{c}={totals[c]}" for c in COUNTS))
+               f" ({ran / max(elapsed, 1e-9):.0f} cases/s)")
+    click.echo(f"fuzz: cases={ran} " + " ".join(f"{c}={totals[c]}" for c in COUNTS))
     return sum(totals.values())

@@ -28,6 +28,10 @@ from acltuner.tuner.records import default_records_path, tuning_lock
 from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 
+# Why the whole-model steps (int8 tasks, the in-context check) are skipped on
+# a farm: they run the whole plan in one launcher, which a farm has no call for.
+FARM_WHOLE_MODEL = "a farm does not run the whole model"
+
 
 @contextlib.contextmanager
 def _measuring(board: Board, host: str | None, members, scheduler: str | None, realtime: bool,
@@ -60,7 +64,7 @@ def _in_context(plan: Plan, client: LauncherClient, wanted: bool, farm, ort: boo
     if not wanted:
         return ContextCheck("tuned", {}, (), plan, "--no-in-context")
     if farm is not None:  # the whole plan runs in one launcher: on a farm, not yet
-        return ContextCheck("tuned", {}, (), plan, "a farm does not run the whole model")
+        return ContextCheck("tuned", {}, (), plan, FARM_WHOLE_MODEL)
     return check_in_context(plan, client, progress=reporter.progress, ort=ort)
 
 
@@ -122,6 +126,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
                 reporter.task_done(report)
             reports += int8_reports
             save_plan(plan, plan_path)
+        elif strategy != "default" and int8:
+            reporter.int8_untuned(len(int8), FARM_WHOLE_MODEL)
         if strategy != "default":
             # onnxruntime runs here: beside a launcher that runs here natively.
             native_here = host is None and board.isa == host_isa()

@@ -311,3 +311,29 @@ def test_a_member_that_rebooted_is_checked_again(monkeypatch):
         if worker._session is not None:
             worker._session.close()
             worker._session = None
+
+
+@TWO_CPUS
+def test_a_farm_tune_says_its_int8_tasks_keep_their_defaults(tmp_path):
+    """int8 tasks are tuned in the whole model, in one launcher, which a farm
+    has no call for: their configs stay the default plan's, and the tune says so."""
+    from tests.tuner.test_int8_tune import _quantized
+    model, _ = _quantized(tmp_path)
+    board = _one_core(tmp_path / "one.yaml", Path(__file__).parents[2] / "configs" / "boards" /
+                      "split-host.yaml")
+    farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
+                                                {"name": "cpu1", "cpus": [1]}])
+    tuned = subprocess.run([sys.executable, "-m", "acltuner.cli", "tune", model, "-o",
+                            str(tmp_path / "farm.json"), "--farm", str(farm), "--trials", "2",
+                            "--records", str(tmp_path / "r.jsonl")], capture_output=True, text=True)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "3 int8 task(s) keep their default config: a farm does not run the whole model" \
+        in tuned.stderr
+    default = subprocess.run([sys.executable, "-m", "acltuner.cli", "tune", model, "-o",
+                              str(tmp_path / "default.json"), "--board", str(board), "--strategy",
+                              "default", "--records", str(tmp_path / "d.jsonl")],
+                             capture_output=True, text=True)
+    assert default.returncode == 0, default.stderr
+    configs = [{n.node: n.config for n in load_plan(tmp_path / name).nodes}
+               for name in ("farm.json", "default.json")]
+    assert configs[0] == configs[1] and len(configs[0]) == 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from collections import defaultdict
@@ -23,17 +24,25 @@ import numpy as np
 from acltuner.runtime.profile import NodeTime
 
 _KERNEL = "_kernel_time"
+_TOKEN = re.compile(r"_token_\d+$")
 
 
 def _onnx_name(ort_name: str, known: set[str]) -> str:
     """The ONNX node (or output tensor) an onnxruntime node came from: its
     optimisers name a fusion "<node>/<Fusion>/" or "fused <node>" (Gemm with
-    its activation) and a node of the NCHWc layout "<output>_nchwc".  ONNX
-    names may hold "/" themselves (TensorFlow exports: "model/conv2d/Conv2D:0"),
-    so the longest known "/"-prefix wins."""
-    parts = ort_name.removeprefix("fused ").removesuffix("_nchwc").split("/")
-    prefixes = ("/".join(parts[:end]) for end in range(len(parts), 0, -1))
-    return next((p for p in prefixes if p in known), ort_name)
+    its activation), a node of the NCHWc layout "<output>_nchwc", and one its
+    quantized and NHWC rewrites made "<node>_token_<n>" (a QLinearConv from a
+    DequantizeLinear, Conv and QuantizeLinear; an NhwcMaxPool).  ONNX names
+    may hold "/" themselves (TensorFlow exports: "model/conv2d/Conv2D:0"), so
+    the longest known "/"-prefix wins."""
+    stripped = ort_name.removeprefix("fused ").removesuffix("_nchwc")
+    for name in (stripped, _TOKEN.sub("", stripped)):
+        parts = name.split("/")
+        prefixes = ("/".join(parts[:end]) for end in range(len(parts), 0, -1))
+        found = next((p for p in prefixes if p in known), None)
+        if found is not None:
+            return found
+    return ort_name
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ input with one line (one JSON error line for the launcher) and keeps going."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
@@ -160,3 +161,17 @@ def test_each_case_starts_the_same_whatever_the_cases_before_it_drew(monkeypatch
     drawn.clear()
     fuzz_run.run(40, 7, 20.0, [default_launcher_path()], ["plan", "board"], only=23)
     assert drawn == [runs[0][23]]
+
+
+def test_mutations_leave_the_extremes_alone_and_make_no_cycles():
+    """An extreme value added to a document as it was (not a copy) was
+    edited by later mutations, shared with every later case, and once it
+    held itself the next launcher line could not be written (seed 1 in CI)."""
+    from acltuner.bench.fuzz.mutate import EXTREMES, mutate_value
+    before = json.dumps(EXTREMES, allow_nan=True)
+    rng = random.Random(1)
+    doc = {"cmd": "graph_create", "shape": {"n": 1, "c": [1, 2]}, "data": "AAAA"}
+    for _ in range(20000):
+        doc = mutate_value(rng, doc) if rng.random() < 0.9 else {"cmd": "hello"}
+        json.dumps(doc, allow_nan=True)  # raises on a cycle
+    assert json.dumps(EXTREMES, allow_nan=True) == before

@@ -67,7 +67,10 @@ def mutate_value(rng: random.Random, doc: Any, edits: int | None = None) -> Any:
             del parent[key]
         elif action < 0.4 and isinstance(parent, dict):
             extra = rng.choice(["extra", "schema_version", "path", key + "_"])
-            parent[extra] = rng.choice(EXTREMES)
+            # A copy: an EXTREMES list or dict put in as it is was edited
+            # in place by later edits, and once put inside itself made every
+            # later document circular (json.dumps stopped the fuzz).
+            parent[extra] = copy.deepcopy(rng.choice(EXTREMES))
         else:
             parent[key] = _replacement(rng, parent[key])
     return doc

@@ -213,10 +213,13 @@ def bench_compare(models, model_dir, trials, repeat, round_ms, board_name, out_d
     folder's shapes.yaml, which scripts/fetch_models.py writes): onnxruntime
     (default optimisations, the better of 1 and 2 intra-op threads), the
     ArmNN-rule default plan, and the tuned plan,
-    each timed in a fresh process (with its peak memory), in --rounds turns.  Writes CSV and
-    markdown, prints the markdown; the last line, `geomean_vs_onnxruntime: R`,
-    is onnxruntime's time over the tuned plan's, geometric mean (above 1: we
-    are faster).
+    each timed in a fresh process (with its peak memory), in --rounds turns;
+    an engine's time is the median of its rounds (each round's median is in
+    OUT/compare.json).  Writes CSV and markdown, prints the markdown; the
+    summary says whether a tuned plan slower than its default was so in every
+    round or only in overlapping rounds; the last line,
+    `geomean_vs_onnxruntime: R`, is onnxruntime's time over the tuned plan's,
+    geometric mean (above 1: we are faster).
     A model that cannot be tuned or loaded is one line, and the others are
     still compared.
 

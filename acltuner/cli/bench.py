@@ -355,7 +355,7 @@ def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, 
 @click.option("--cases", default=2000, show_default=True, type=click.IntRange(1),
               help="Inputs to try, over all doors.")
 @click.option("--seed", default=0, show_default=True,
-              help="Seed of the generator: a run replays, case by case, on any build.")
+              help="Seed of the generator: a run replays its cases' draws on any build.")
 @click.option("--case", "only", default=None, type=click.IntRange(0), metavar="N",
               help="Run case N of the run alone (the number a failure line shows), to replay it.")
 @click.option("--timeout", "timeout_s", default=20.0, show_default=True,
@@ -388,9 +388,10 @@ def bench_fuzz(cases: int, seed: int, only: int | None, timeout_s: float, doors:
     crash, an input that takes longer than --timeout a hang (the launcher is
     restarted after both), a refused file that changed its folder a partial
     write.  A failure line names its case: `--seed S --case N` (with the
-    run's --doors) runs that case alone, the same input on any build (a
-    launcher case then meets a fresh launcher, without what the cases before
-    it left open).  The last line is
+    run's --doors) runs that case alone, with the same random draws on any
+    build (the plan and records doors mutate this build's seed files, whose
+    measured times differ; a launcher case meets a fresh launcher, without
+    what the cases before it left open).  The last line is
     `fuzz: cases=N tracebacks=T crashes=C hangs=H partial_writes=P`; the
     exit code is 1 if any of them is not 0.
     """

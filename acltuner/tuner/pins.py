@@ -42,9 +42,10 @@ KINDS: dict[str, tuple[Callable[[ConvShape, bool], bool], str]] = {
                   "1x1, not grouped"),
     "strided": (lambda s, first: not s.transposed and (s.stride_h, s.stride_w) != (1, 1),
                 "stride > 1"),
-    "winograd": (lambda s, first: (not s.transposed and (s.kh, s.kw) == (3, 3) and s.group == 1
+    "winograd": (lambda s, first: (not s.transposed and s.kh == s.kw and 3 <= s.kh <= 6
+                                   and s.group == 1
                                    and (s.stride_h, s.stride_w, s.dil_h, s.dil_w) == (1, 1, 1, 1)),
-                 "3x3, stride 1, not dilated or grouped: what Winograd runs"),
+                 "3x3 to 6x6, stride 1, not dilated or grouped: what Winograd runs"),
     "first": (lambda s, first: first, "reads a model input"),
     "transposed": (lambda s, first: s.transposed, "ConvTranspose"),
 }

@@ -404,28 +404,33 @@ static void run_case(const acl_conv_shape *s, const char *only)
     problem_free(&p);
 }
 
-/* Winograd's error grows with the channel count: check it at C = 512, and
- * channel counts that end in a partial transform block (C = 300, OC = 140). */
+/* Winograd's error grows with the channel count and the tile (alpha points per
+ * axis): every kernel size at C = 512, and channel counts that end in a
+ * partial transform block (C = 300, OC = 140), on an 11 x 11 map, where
+ * every output tile size leaves a partial tile. */
 static void run_wide_winograd_cases(void)
 {
-    static const int kernels[][2] = {{3, 3}, {1, 3}, {3, 1}};
-    static const int channels[][2] = {{512, 16}, {300, 140}};
-    for (int i = 0; i < 6; i++) {
+    static const int cases[][4] = {/* kh, kw, c, oc */
+                                   {3, 3, 512, 16},  {1, 3, 512, 16},  {3, 1, 512, 16},
+                                   {4, 4, 512, 16},  {5, 5, 512, 16},  {6, 6, 512, 16},
+                                   {3, 3, 300, 140}, {1, 3, 300, 140}, {3, 1, 300, 140}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int kh = cases[i][0], kw = cases[i][1];
         acl_conv_shape s = {.n = 1,
-                            .h = 9,
-                            .w = 9,
-                            .c = channels[i / 3][0],
-                            .oc = channels[i / 3][1],
-                            .kh = kernels[i % 3][0],
-                            .kw = kernels[i % 3][1],
+                            .h = 11,
+                            .w = 11,
+                            .c = cases[i][2],
+                            .oc = cases[i][3],
+                            .kh = kh,
+                            .kw = kw,
                             .stride_h = 1,
                             .stride_w = 1,
                             .dil_h = 1,
                             .dil_w = 1,
-                            .pad_top = kernels[i % 3][0] / 2,
-                            .pad_bottom = kernels[i % 3][0] / 2,
-                            .pad_left = kernels[i % 3][1] / 2,
-                            .pad_right = kernels[i % 3][1] / 2,
+                            .pad_top = kh / 2,
+                            .pad_bottom = (kh - 1) / 2,
+                            .pad_left = kw / 2,
+                            .pad_right = (kw - 1) / 2,
                             .group = 1};
         run_case(&s, "winograd");
     }

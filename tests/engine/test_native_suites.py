@@ -19,7 +19,7 @@ SUITES = [("test_gemm", []), ("test_conv", ["--cases", "150"]), ("test_graph", [
           ("test_pool", [])]
 # qemu runs the NEON code some 20x slower than the host runs its own: fewer
 # random cases (each still through every algorithm x micro-kernel, every op;
-# test_conv's 21, three of each shape family, after its fixed cases' 32 s).
+# test_conv's 21, three of each shape family, after its fixed cases' 45 s).
 QEMU_CASES = {"test_conv": ["--cases", "21"], "test_graph": ["--cases", "60"]}
 QEMU_SUITES = [(suite, QEMU_CASES.get(suite, args)) for suite, args in SUITES]
 

@@ -216,3 +216,17 @@ def test_tasks_shows_the_kinds_a_selector_matches(model):
     assert {n for n, k in kinds.items() if "strided" in k} == STRIDED
     assert {n for n, k in kinds.items() if "first" in k} == {"c1"}
     assert {n for n, k in kinds.items() if "pointwise" in k} == {"pw", "c4"}
+
+
+@pytest.mark.parametrize("k", range(1, 8))
+@pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (1, 2)])
+def test_the_winograd_kind_is_the_square_kernels_a_winograd_algorithm_runs(k, stride, dilation):
+    """Ungrouped: grouped convolutions are the `grouped` kind."""
+    from acltuner.engine.config import ConvShape
+    from acltuner.tuner.pins import kinds_of
+    shape = ConvShape(n=1, h=13, w=13, c=8, oc=8, kh=k, kw=k, stride_h=stride, stride_w=stride,
+                      dil_h=dilation, dil_w=dilation, pad_top=k // 2, pad_left=k // 2,
+                      pad_bottom=k // 2, pad_right=k // 2)
+    runs = [a for a in native.algorithms() if a.startswith("winograd_")
+            and any(native.check(shape, a, uk.name) is None for uk in native.ukernels())]
+    assert ("winograd" in kinds_of(shape, False)) == bool(runs), runs

@@ -1,6 +1,9 @@
 /* Winograd convolution F(m_h x m_w, r_h x r_w), stride 1, dilation 1: one
- * implementation for the 2-D (F(2x2,3x3), F(4x4,3x3)) and 1-D (1x3, 3x1)
- * variants; a 1-D variant is the 2-D one with F(1, 1) along the other axis.
+ * implementation for the 2-D variants (3x3 to 6x6 kernels, 2x2 to 6x6 output
+ * tiles) and the 1-D ones (1x3, 3x1); a 1-D variant is the 2-D one with
+ * F(1, 1) along the other axis.  Larger tiles need fewer products per output
+ * but add transform work and fp32 error (test_conv checks each at C = 512),
+ * so every variant is one more algorithm for the tuner to measure.
  *
  * The output is cut into m_h x m_w tiles (partial tiles at the bottom/right
  * edges), each read as an alpha_h x alpha_w input patch (alpha = m + r - 1)
@@ -358,3 +361,9 @@ WINOGRAD(winograd_1x2_1x3, 1, 2, 1, 3)
 WINOGRAD(winograd_1x4_1x3, 1, 4, 1, 3)
 WINOGRAD(winograd_2x1_3x1, 2, 1, 3, 1)
 WINOGRAD(winograd_4x1_3x1, 4, 1, 3, 1)
+WINOGRAD(winograd_6x6_3x3, 6, 6, 3, 3)
+WINOGRAD(winograd_3x3_4x4, 3, 3, 4, 4)
+WINOGRAD(winograd_2x2_5x5, 2, 2, 5, 5)
+WINOGRAD(winograd_4x4_5x5, 4, 4, 5, 5)
+WINOGRAD(winograd_2x2_6x6, 2, 2, 6, 6)
+WINOGRAD(winograd_3x3_6x6, 3, 3, 6, 6)

@@ -37,14 +37,15 @@ from acltuner.validate import (JSON, FieldError, at, exec_config, now, parse_jso
 # field: a convolution that runs in int8 has its int8 task's key and config
 # (algorithm conv_int8, its int8 kernel and split); in older plans it has
 # its float task's, and runs with the first int8 kernel on that split.
-SCHEMA_VERSION = 5
+# Version 6 added in_context's `nodes_ms`, the sums the check chose on.
+SCHEMA_VERSION = 6
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
                "strategy", "tuning", "nodes", "in_context", "precision")
 _NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned",
                 "reverted")
 # The fields each older version did not have yet.
 _LATER_FIELDS = {1: ("pinned", "reverted", "in_context", "precision"),
-                 2: ("reverted", "in_context", "precision"), 3: ("precision",), 4: ()}
+                 2: ("reverted", "in_context", "precision"), 3: ("precision",), 4: (), 5: ()}
 _REVERTED_FIELDS = ("config", "tuned_ms", "why", "in_model_ms", "default_in_model_ms")
 # Why the in-context check sent a node back to its default config.
 REVERT_REASONS = {"node": "slower in the model than its default",
@@ -119,16 +120,24 @@ class PlanNode:
 @dataclass(frozen=True)
 class InContext:
     """The in-context check's whole-model medians (ms) of the plans it ran (a
-    subset of CANDIDATES, tuned and default among them) and the one kept."""
+    subset of CANDIDATES, tuned and default among them), the sums of their
+    nodes' medians in those runs (nodes_ms, what chose; absent in plans of
+    before schema version 6, which chose on ms) and the one kept."""
     kept: str
     ms: dict[str, float]
+    nodes_ms: dict[str, float] | None = None
 
     def to_dict(self) -> dict:
-        return {"kept": self.kept, "ms": dict(self.ms)}
+        return {"kept": self.kept, "ms": dict(self.ms),
+                **({"nodes_ms": dict(self.nodes_ms)} if self.nodes_ms is not None else {})}
 
     def describe(self) -> str:
         times = ", ".join(f"{name} {ms:.3f} ms" for name, ms in self.ms.items())
-        return f"whole model (in-context check, medians): {times}; kept the {self.kept} plan"
+        text = f"whole model (in-context check, medians): {times}; kept the {self.kept} plan"
+        if self.nodes_ms is not None:
+            text += ", on its nodes' medians summed: " + ", ".join(
+                f"{name} {ms:.3f} ms" for name, ms in self.nodes_ms.items())
+        return text
 
 
 @dataclass(frozen=True)
@@ -218,14 +227,22 @@ def _parse_reverted(value: Any, path: str) -> Reverted:
                        for key in ("in_model_ms", "default_in_model_ms")})
 
 
-def _parse_in_context(value: Any, path: str) -> InContext:
-    d = JSON.mapping(value, path, ("kept", "ms"))
-    ms_path = at(path, "ms")
-    ms = {name: JSON.check(v, at(ms_path, name), float, minimum=0)
-          for name, v in JSON.mapping(JSON.get(d, "ms", path, dict), ms_path, CANDIDATES,
-                                      required=("tuned", "default")).items()}
+def _parse_in_context(value: Any, path: str, version: int) -> InContext:
+    d = JSON.mapping(value, path, ("kept", "ms", "nodes_ms") if version >= 6 else ("kept", "ms"))
+
+    def times(key: str) -> dict[str, float]:
+        times_path = at(path, key)
+        return {name: JSON.check(v, at(times_path, name), float, minimum=0)
+                for name, v in JSON.mapping(JSON.get(d, key, path, dict), times_path, CANDIDATES,
+                                            required=("tuned", "default")).items()}
+    ms = times("ms")
+    nodes_ms = times("nodes_ms") if "nodes_ms" in d else None
+    if nodes_ms is not None and nodes_ms.keys() != ms.keys():
+        raise FieldError(f"{at(path, 'nodes_ms')} names {', '.join(nodes_ms)}, "
+                         f"{at(path, 'ms')} {', '.join(ms)}: they must name the same plans",
+                         at(path, "nodes_ms"))
     return InContext(kept=JSON.get(d, "kept", path, str, choices=ms,
-                                   what=" or ".join(map(repr, ms))), ms=ms)
+                                   what=" or ".join(map(repr, ms))), ms=ms, nodes_ms=nodes_ms)
 
 
 def _parse(d: Any) -> Plan:
@@ -275,7 +292,7 @@ def _parse(d: Any) -> Plan:
                 board_name=board_name, board_fingerprint=board_fingerprint,
                 engine_version=engine_version, strategy=strategy, tuning=tuning, nodes=nodes,
                 created=created, board=description,
-                in_context=_parse_in_context(d["in_context"], "in_context")
+                in_context=_parse_in_context(d["in_context"], "in_context", version)
                 if "in_context" in d else None,
                 precision=JSON.get(d, "precision", "", str, choices=PRECISIONS,
                                    what=" or ".join(map(repr, PRECISIONS)))

@@ -62,9 +62,9 @@ def _in_context(plan: Plan, client: LauncherClient, wanted: bool, farm, ort: boo
     """The tuned plan run whole against the default one (and onnxruntime with
     `ort`); or why not."""
     if not wanted:
-        return ContextCheck("tuned", {}, (), plan, "--no-in-context")
+        return ContextCheck("tuned", {}, {}, (), plan, "--no-in-context")
     if farm is not None:  # the whole plan runs in one launcher: on a farm, not yet
-        return ContextCheck("tuned", {}, (), plan, FARM_WHOLE_MODEL)
+        return ContextCheck("tuned", {}, {}, (), plan, FARM_WHOLE_MODEL)
     return check_in_context(plan, client, progress=reporter.progress, ort=ort)
 
 

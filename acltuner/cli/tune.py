@@ -338,4 +338,7 @@ def whole_model_line(check: ContextCheck) -> str:
     if check.ort_ms is not None and check.ort_threads is not None:
         text += (f", {check.ort_ms / kept:.2f}x over onnxruntime ({check.ort_ms:.3f} ms, "
                  f"{check.ort_threads} thread{'s' if check.ort_threads > 1 else ''})")
+    if check.nodes_ms:
+        text += "; chosen on the nodes' medians summed: " + ", ".join(
+            f"{name} {ms:.3f} ms" for name, ms in check.nodes_ms.items())
     return text

@@ -47,7 +47,8 @@ def make_checked_plan(model_path) -> Plan:
     nodes[1] = nodes[1].revert("node", 4.5, 3.25)
     nodes[2] = nodes[2].revert("plan", None, 4.0)
     return replace(plan, nodes=tuple(nodes),
-                   in_context=InContext("mixed", {"tuned": 9.5, "default": 9.0, "mixed": 8.5}))
+                   in_context=InContext("mixed", {"tuned": 9.5, "default": 9.0, "mixed": 8.5},
+                                        {"tuned": 9.25, "default": 8.75, "mixed": 8.0}))
 
 
 def test_sha256_file(model):
@@ -59,7 +60,7 @@ def test_save_and_load_round_trip(tmp_path, model):
     path = tmp_path / "plan.json"
     save_plan(plan, path)
     assert load_plan(path) == plan
-    assert json.loads(path.read_text())["schema_version"] == 5
+    assert json.loads(path.read_text())["schema_version"] == 6
     assert json.loads(path.read_text())["precision"] == "fp32"
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
 
@@ -79,9 +80,24 @@ def test_a_reverted_node_runs_its_default_and_keeps_the_tuned_config_it_dropped(
     assert load_plan(path) == plan
     written = json.loads(path.read_text())
     assert written["in_context"] == {"kept": "mixed",
-                                     "ms": {"tuned": 9.5, "default": 9.0, "mixed": 8.5}}
+                                     "ms": {"tuned": 9.5, "default": 9.0, "mixed": 8.5},
+                                     "nodes_ms": {"tuned": 9.25, "default": 8.75, "mixed": 8.0}}
     assert written["nodes"][2]["reverted"]["why"] == "plan"
     assert "reverted" not in written["nodes"][0]
+
+
+def test_a_version_5_plan_loads_and_has_no_nodes_sums(tmp_path, model):
+    """Version 6 added the in-context check's nodes_ms."""
+    plan = make_checked_plan(model)
+    data = plan.to_dict()
+    data["schema_version"] = 5
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlanError, match="in_context has unknown field"):
+        load_plan(path)
+    del data["in_context"]["nodes_ms"]
+    path.write_text(json.dumps(data))
+    assert load_plan(path) == replace(plan, in_context=replace(plan.in_context, nodes_ms=None))
 
 
 def test_a_version_4_plan_loads(tmp_path, model):
@@ -162,7 +178,7 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     (set_field("tuning.measurements", "4000"),
      "tuning.measurements must be an integer, got '4000'"),
     (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (set_field("schema_version", 6), "schema_version 6 is not supported (this acltuner reads 5)"),
+    (set_field("schema_version", 7), "schema_version 7 is not supported (this acltuner reads 6)"),
     (set_field("precision", "fp8"), "precision must be 'fp32' or 'fp16', got 'fp8'"),
     (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
     (set_field("nodes[1].reverted.why", "slow"),
@@ -177,6 +193,11 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
      "in_context.kept must be 'tuned' or 'default' or 'mixed', got 'best'"),
     (set_field("in_context.ms.default", KeyError), "in_context.ms.default is missing"),
     (set_field("in_context.ms.fastest", 1.0), "in_context.ms has unknown field(s) fastest"),
+    (set_field("in_context.nodes_ms.mixed", KeyError),
+     "in_context.nodes_ms names tuned, default, in_context.ms tuned, default, mixed: they must "
+     "name the same plans"),
+    (set_field("in_context.nodes_ms.tuned", -2.0),
+     "in_context.nodes_ms.tuned must be >= 0, got -2"),
 ])
 def test_a_bad_field_is_one_error_naming_file_and_field(tmp_path, model, change, message):
     data = make_checked_plan(model).to_dict()

@@ -28,7 +28,7 @@ def test_the_check_records_what_it_sent_back_in_the_plan(tmp_path):
     assert node.reverted.why == "node"
     assert node.reverted.in_model_ms > 0 and node.reverted.default_in_model_ms > 0
     assert kept["conv1"].reverted is None  # its tuned config was its default
-    assert result.plan.in_context == InContext(result.kept, result.ms)
+    assert result.plan.in_context == InContext(result.kept, result.ms, result.nodes_ms)
     path = tmp_path / "kept.plan.json"
     save_plan(result.plan, path)
     assert load_plan(path) == result.plan

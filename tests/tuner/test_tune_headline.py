@@ -14,12 +14,14 @@ from click.testing import CliRunner
 from acltuner.cli import main
 from acltuner.cli.progress import Overall, duration
 from acltuner.plan import load_plan
+from acltuner.tuner.in_context import choose
 from tests.support.records_checks import latest, read_records
 from tests.tuner.test_tune import _model_a
 
 WHOLE = re.compile(r"^whole model: kept the (tuned|default|mixed) plan, ([\d.]+) ms(?: \(.*\))?; "
                    r"speedup ([\d.]+)x over the default plan \(([\d.]+) ms\), ([\d.]+)x over "
-                   r"onnxruntime \(([\d.]+) ms, [12] threads?\)$")
+                   r"onnxruntime \(([\d.]+) ms, [12] threads?\); chosen on the nodes' medians "
+                   r"summed: (.*)$")
 
 
 def _tune(*args):
@@ -46,10 +48,12 @@ def test_the_whole_model_is_the_last_line(tuned):
     lines = first.output.splitlines()
     found = WHOLE.match(lines[-1])
     assert found, lines[-1]
-    kept, kept_ms, speedup, default_ms, ort_speedup, ort_ms = found.groups()
+    kept, kept_ms, speedup, default_ms, ort_speedup, ort_ms, sums = found.groups()
     plan = load_plan(folder / "a.plan.json")
-    # What the plan records of the same check (its times at full precision).
-    assert plan.in_context.kept == kept
+    # What the plan records of the same check (its times at full precision),
+    # and the choice made on the nodes' sums.
+    assert plan.in_context.kept == kept == choose(plan.in_context.nodes_ms)
+    assert sums == ", ".join(f"{name} {ms:.3f} ms" for name, ms in plan.in_context.nodes_ms.items())
     assert f"{plan.in_context.ms[kept]:.3f}" == kept_ms
     assert f"{plan.in_context.ms['default']:.3f}" == default_ms
     assert float(speedup) == pytest.approx(plan.in_context.ms["default"]

@@ -88,9 +88,8 @@ static inline void *conv_scratch_at(const conv_io *io, size_t offset)
     X(winograd_1x2_1x3) X(winograd_1x4_1x3) X(winograd_2x1_3x1) X(winograd_4x1_3x1)        \
     X(depthwise_pixel) X(depthwise_channel_block) X(deconv_col2im) X(deconv_phase)         \
     X(deconv_depthwise) X(deconv_dot) X(direct_nhwc) X(indirect_regions)                   \
-    X(grouped_channel_block) X(grouped_direct) X(direct_dot) X(winograd_6x6_3x3)             \
-    X(winograd_3x3_4x4) X(winograd_2x2_5x5) X(winograd_4x4_5x5) X(winograd_2x2_6x6)        \
-    X(winograd_3x3_6x6)
+    X(grouped_channel_block) X(grouped_direct) X(direct_dot) X(winograd_3x3_4x4)           \
+    X(winograd_2x2_5x5) X(winograd_4x4_5x5) X(winograd_2x2_6x6) X(winograd_3x3_6x6)
 #define CONV_DECLARE_ALGORITHM(name) extern const conv_algo conv_##name;
 CONV_ALGORITHMS(CONV_DECLARE_ALGORITHM)
 

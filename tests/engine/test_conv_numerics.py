@@ -76,6 +76,14 @@ CATALOG = [
            pad_left=1, pad_bottom=1, pad_right=1, group=5, act="silu", has_residual=True),
     _shape(n=1, h=9, w=11, c=32, oc=32, kh=3, kw=3, dil_h=2, dil_w=2, pad_top=2, pad_left=2,
            pad_bottom=2, pad_right=2, group=2, act="clip", act_min=-0.5, act_max=0.5),
+    # Winograd's larger kernels: ResNetXY's 4x4 and 6x6 with SAME_UPPER's
+    # uneven pads, and a 5x5; every output tile size leaves a partial tile.
+    _shape(n=1, h=9, w=8, c=12, oc=10, kh=4, kw=4, pad_top=1, pad_left=1, pad_bottom=2,
+           pad_right=2, act="relu", has_residual=True),
+    _shape(n=1, h=8, w=9, c=8, oc=12, kh=5, kw=5, pad_top=2, pad_left=2, pad_bottom=2,
+           pad_right=2, act="silu"),
+    _shape(n=2, h=10, w=7, c=8, oc=8, kh=6, kw=6, pad_top=2, pad_left=2, pad_bottom=3,
+           pad_right=3, has_residual=True),
     # A first layer (C = 3, 7x7, stride 2) with enough output pixels that im2col
     # runs several blocks per worker.
     _shape(n=1, h=40, w=38, c=3, oc=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_top=3,

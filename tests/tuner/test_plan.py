@@ -86,28 +86,27 @@ def test_a_reverted_node_runs_its_default_and_keeps_the_tuned_config_it_dropped(
     assert "reverted" not in written["nodes"][0]
 
 
+def _saved_as_version(tmp_path, data: dict, version: int):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({**data, "schema_version": version}))
+    return path
+
+
 def test_a_version_5_plan_loads_and_has_no_nodes_sums(tmp_path, model):
     """Version 6 added the in-context check's nodes_ms."""
     plan = make_checked_plan(model)
     data = plan.to_dict()
-    data["schema_version"] = 5
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(data))
     with pytest.raises(PlanError, match="in_context has unknown field"):
-        load_plan(path)
+        load_plan(_saved_as_version(tmp_path, data, 5))
     del data["in_context"]["nodes_ms"]
-    path.write_text(json.dumps(data))
-    assert load_plan(path) == replace(plan, in_context=replace(plan.in_context, nodes_ms=None))
+    assert load_plan(_saved_as_version(tmp_path, data, 5)) == replace(
+        plan, in_context=replace(plan.in_context, nodes_ms=None))
 
 
 def test_a_version_4_plan_loads(tmp_path, model):
     """Version 5 added no field (int8 nodes' configs, runtime/ops/quant.py)."""
     plan = make_plan(model)
-    data = plan.to_dict()
-    data["schema_version"] = 4
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(data))
-    assert load_plan(path) == plan
+    assert load_plan(_saved_as_version(tmp_path, plan.to_dict(), 4)) == plan
 
 
 @pytest.mark.parametrize("version, later", [(1, "pinned"), (2, "reverted"), (3, "precision")])

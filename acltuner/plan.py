@@ -117,6 +117,11 @@ class PlanNode:
             reverted=Reverted(self.config, self.tuned_ms, why, in_model_ms, default_in_model_ms))
 
 
+def times_text(times: Mapping[str, float]) -> str:
+    """Plans' times as the tune and `plan show` print them: "tuned 1.000 ms, ..."."""
+    return ", ".join(f"{name} {ms:.3f} ms" for name, ms in times.items())
+
+
 @dataclass(frozen=True)
 class InContext:
     """The in-context check's whole-model medians (ms) of the plans it ran (a
@@ -132,11 +137,10 @@ class InContext:
                 **({"nodes_ms": dict(self.nodes_ms)} if self.nodes_ms is not None else {})}
 
     def describe(self) -> str:
-        times = ", ".join(f"{name} {ms:.3f} ms" for name, ms in self.ms.items())
-        text = f"whole model (in-context check, medians): {times}; kept the {self.kept} plan"
+        text = (f"whole model (in-context check, medians): {times_text(self.ms)}; "
+                f"kept the {self.kept} plan")
         if self.nodes_ms is not None:
-            text += ", on its nodes' medians summed: " + ", ".join(
-                f"{name} {ms:.3f} ms" for name, ms in self.nodes_ms.items())
+            text += f", on its nodes' medians summed: {times_text(self.nodes_ms)}"
         return text
 
 

@@ -326,11 +326,12 @@ class _Printer(SessionReporter):
 def whole_model_line(check: ContextCheck) -> str:
     """The tune's headline: the plan kept, timed whole against the default
     plan and onnxruntime (in the same run, on the same inputs)."""
+    from acltuner.plan import times_text
     if check.skipped:
         return f"whole model: not measured ({check.skipped})"
     kept = check.ms[check.kept]
-    others = ", ".join(f"{name} {ms:.3f} ms" for name, ms in check.ms.items()
-                       if name not in (check.kept, "default"))
+    others = times_text({name: ms for name, ms in check.ms.items()
+                         if name not in (check.kept, "default")})
     text = (f"whole model: kept the {check.kept} plan, {kept:.3f} ms"
             + (f" ({others})" if others else "")
             + f"; speedup {check.ms['default'] / kept:.2f}x over the default plan "
@@ -339,6 +340,5 @@ def whole_model_line(check: ContextCheck) -> str:
         text += (f", {check.ort_ms / kept:.2f}x over onnxruntime ({check.ort_ms:.3f} ms, "
                  f"{check.ort_threads} thread{'s' if check.ort_threads > 1 else ''})")
     if check.nodes_ms:
-        text += "; chosen on the nodes' medians summed: " + ", ".join(
-            f"{name} {ms:.3f} ms" for name, ms in check.nodes_ms.items())
+        text += f"; chosen on the nodes' medians summed: {times_text(check.nodes_ms)}"
     return text

@@ -20,7 +20,8 @@ from acltuner.board.registry import load_board
 from acltuner.engine import native
 from acltuner.engine.config import ExecConfig
 from acltuner.runtime import compile_model
-from acltuner.runtime.arena import ALIGN, lifetimes, plan_arena
+from acltuner.runtime.lower import lower
+from acltuner.runtime.arena import ALIGN, IN_PLACE_KINDS, lifetimes, plan_arena
 from acltuner.runtime.ir import Buffer, NativeStage, Op, Value
 from acltuner.runtime.layout import NHWC, identity, reshaped, same_memory, source_layout
 from acltuner.runtime.ops.shape import contiguous_offset, onnx_slice_range
@@ -129,8 +130,9 @@ def test_slice_bounds_are_onnxruntimes():
 
 # Arena planning.
 
-def _chain_stage(sizes: list[int], skips: list[int]) -> NativeStage:
-    """Op i reads op i-1's output and, if skips[i], the output skips[i] ops back."""
+def _chain_stage(sizes: list[int], skips: list[int], kinds: list[str]) -> NativeStage:
+    """Op i reads op i-1's output and, if skips[i], the output skips[i] ops
+    back; an elementwise kinds[i] ("unary") is a binary op where it reads two."""
     stage = NativeStage()
     first = Value(Buffer(sizes[0]), (sizes[0],), (0,))
     stage.imports["x"] = first
@@ -138,8 +140,8 @@ def _chain_stage(sizes: list[int], skips: list[int]) -> NativeStage:
     for i, size in enumerate(sizes[1:], 1):
         out = Value(Buffer(size), (size,), (0,))
         back = outs[max(0, i - 1 - skips[i])] if skips[i] else None
-        stage.ops.append(Op("binary" if back else "unary", f"op{i}", "", {
-            "x": outs[-1], "b": back, "out": out}))
+        kind = "binary" if back and kinds[i] == "unary" else kinds[i]
+        stage.ops.append(Op(kind, f"op{i}", "", {"x": outs[-1], "b": back, "out": out}))
         outs.append(out)
     stage.exports["y"] = outs[-1]
     return stage
@@ -147,27 +149,66 @@ def _chain_stage(sizes: list[int], skips: list[int]) -> NativeStage:
 
 @settings(max_examples=60, deadline=None)
 @given(st.data())
-def test_arena_never_overlaps_live_buffers(data):
+def test_arena_never_overlaps_live_buffers_but_in_place(data):
     n = data.draw(st.integers(2, 30))
-    sizes = data.draw(st.lists(st.integers(1, 5000), min_size=n, max_size=n))
+    sizes = data.draw(st.lists(st.sampled_from([1, 17, 1000, 5000]), min_size=n, max_size=n))
     skips = data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
-    stage = _chain_stage(sizes, skips)
+    kinds = data.draw(st.lists(st.sampled_from(["unary", "pool"]), min_size=n, max_size=n))
+    stage = _chain_stage(sizes, skips, kinds)
     floats = plan_arena(stage)
     spans = lifetimes(stage)
+    shared = set()
+    for i, op in enumerate(stage.ops):  # an output over an input: only where allowed
+        out = op.out.buffer
+        for v in op.reads:
+            if v.buffer.offset == out.offset:
+                assert op.kind in IN_PLACE_KINDS and spans[v.buffer][1] == i
+                assert v.buffer.floats == out.floats and v.dims == op.out.dims
+                shared.add((v.buffer, out))
     buffers = list(spans)
     for b in buffers:
         assert b.offset % ALIGN == 0 and b.offset + b.floats <= floats
     for i, a in enumerate(buffers):
         for b in buffers[i + 1:]:
             (a0, a1), (b0, b1) = spans[a], spans[b]
-            if a0 <= b1 and b0 <= a1:  # both live during some operation
+            if a0 <= b1 and b0 <= a1 and (a, b) not in shared and (b, a) not in shared:
                 assert a.offset + a.floats <= b.offset or b.offset + b.floats <= a.offset
 
 
 def test_a_chain_reuses_freed_buffers():
-    stage = _chain_stage([1000] * 10, [0] * 10)
     # Each op needs its input and output: two buffers, whatever the chain's length.
-    assert plan_arena(stage) == 2 * 1008
+    assert plan_arena(_chain_stage([1000] * 10, [0] * 10, ["pool"] * 10)) == 2 * 1008
+
+
+def test_elementwise_operations_write_over_an_input_only_they_read():
+    assert plan_arena(_chain_stage([1000] * 10, [0] * 10, ["unary"] * 10)) == 1008
+    # A residual Add: it reads op 1's output, live until then, beside op 3's.
+    stage = _chain_stage([1000] * 4, [0, 0, 0, 1], ["unary", "pool", "pool", "binary"])
+    plan_arena(stage)
+    add = stage.ops[-1]
+    assert add.out.buffer.offset == add.tensors["x"].buffer.offset
+    assert add.out.buffer.offset != add.tensors["b"].buffer.offset
+    # A tensor of another size keeps its region.
+    stage = _chain_stage([1000, 1000, 500], [0, 0, 0], ["unary"] * 3)
+    plan_arena(stage)
+    assert stage.ops[-1].out.buffer.offset != stage.ops[-1].tensors["x"].buffer.offset
+
+
+def test_a_squeeze_and_excitation_gate_runs_in_place_and_right(tmp_path):
+    b = GraphBuilder(input_shape=(1, 16, 12, 12))
+    x = _features(b, 16)
+    gate = b.node("Sigmoid", [b.node("GlobalAveragePool", [x], "squeeze")], "gate")
+    model = b.model(b.node("Add", [b.node("Mul", [x, gate], "excite"), x], "residual"), "se")
+    onnx.save(model, tmp_path / "se.onnx")
+    loaded = load_model(tmp_path / "se.onnx")
+    stage = next(s for s in lower(loaded, _configs(loaded))[0] if isinstance(s, NativeStage))
+    plan_arena(stage)
+    ops = {op.node: op for op in stage.ops}
+    # The Add over the Mul's output, which only it reads; the Mul not over the
+    # map the pooling read before it.
+    assert ops["residual"].out.buffer.offset in {v.buffer.offset for v in ops["residual"].reads}
+    assert ops["excite"].out.buffer.offset not in {v.buffer.offset for v in ops["excite"].reads}
+    assert _max_rel_diff(model, tmp_path)[1] < 1e-5
 
 
 # Operators, each after a convolution so that its input is an NHWC feature map.

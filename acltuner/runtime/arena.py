@@ -11,7 +11,7 @@ An operation's output never overlaps its inputs, except that an elementwise
 one (IN_PLACE_KINDS) writes over an input that no other operation reads, of
 the output's size and layout (aclgraph.h allows it): a residual Add or a
 transformer block's Mul then touches half the memory (MobileViT-XXS's arena
-10.1 -> 6.1 MiB, its elementwise nodes 0.64-0.75 -> 0.54-0.61 ms).  Not
+10.1 -> 6.1 MiB, its elementwise nodes 0.71-0.92 -> 0.58-0.81 ms).  Not
 over a tensor another operation read first: a squeeze-and-excitation gate's
 pooling reads every line of its map on both cores, and overwriting those
 lines in place then takes each back from the other core's cache

@@ -12,6 +12,7 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, numpy_helper, shape_inference
 
 from acltuner.onnx import wire
+from acltuner.onnx.detached import STUB, is_weight, mark_detached
 from acltuner.onnx.errors import ModelError
 from acltuner.onnx.fold import fold
 
@@ -194,24 +195,6 @@ def load_model(path: str | Path,
     return model
 
 
-# Weights are floating point; integer initializers may be shapes, which
-# inference reads, so they stay in the model, and so do small floating-point
-# ones, which may be too (Resize's scales).
-_WEIGHT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
-_INLINE_FLOATS = 16
-_STUB = "detached-weights"  # where a detached tensor claims to be stored
-
-
-def _is_weight(t: onnx.TensorProto) -> bool:
-    return t.data_type in _WEIGHT_TYPES and int(np.prod(t.dims)) > _INLINE_FLOATS
-
-
-def _mark_detached(t: onnx.TensorProto) -> None:
-    t.ClearField("raw_data")
-    t.data_location = TensorProto.EXTERNAL
-    t.external_data.add(key="location", value=_STUB)
-
-
 def _bad_data(path: Path, t: onnx.TensorProto) -> ModelError:
     return ModelError(f"{path}: invalid ONNX model: initializer '{t.name}' does not hold the "
                       f"data its type and dims need")
@@ -223,12 +206,12 @@ def _detach(model: onnx.ModelProto, path: Path) -> tuple[onnx.ModelProto, dict[s
     memory only as a whole."""
     weights: dict[str, np.ndarray] = {}
     for t in model.graph.initializer:
-        if _is_weight(t) and t.HasField("raw_data"):
+        if is_weight(t) and t.HasField("raw_data"):
             try:
                 weights[t.name] = numpy_helper.to_array(t)
             except ValueError:
                 raise _bad_data(path, t) from None
-            _mark_detached(t)
+            mark_detached(t)
     return onnx.ModelProto.FromString(model.SerializeToString()), weights
 
 
@@ -247,14 +230,14 @@ def _read_detached(path: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] 
     weights: dict[str, np.ndarray] = {}
     for index, offset, length in spans:
         t = model.graph.initializer[index]
-        if _is_weight(t):
+        if is_weight(t):
             try:
                 weights[t.name] = wire.read_array(
                     path, offset, length, onnx.helper.tensor_dtype_to_np_dtype(t.data_type),
                     tuple(t.dims))
             except ValueError:
                 raise _bad_data(path, t) from None
-            _mark_detached(t)
+            mark_detached(t)
         else:  # small integer tensors (shapes...) stay in the model
             with open(path, "rb") as f:
                 f.seek(offset)
@@ -266,7 +249,7 @@ def _check_detached(model: onnx.ModelProto, path: Path) -> None:
     """The checker on a detached model: from a file next to an (empty) stub of
     the weights, as it checks that external data exists."""
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / _STUB).touch()
+        (Path(tmp) / STUB).touch()
         stub = Path(tmp) / "model.onnx"
         stub.write_bytes(model.SerializeToString())
         try:

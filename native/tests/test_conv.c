@@ -461,6 +461,8 @@ static void run_narrow_depthwise_cases(void)
         /* h=w, c, k, stride, dilation, pad */
         {7, 48, 5, 1, 1, 2}, {7, 20, 3, 1, 1, 1}, {13, 20, 3, 2, 1, 1},
         {6, 17, 5, 1, 2, 4}, {3, 16, 3, 1, 1, 1}, {14, 33, 5, 2, 1, 2},
+        /* no sliding run: tap by tap, bordered runs reading zeros */
+        {7, 20, 3, 1, 3, 3}, {12, 17, 3, 2, 2, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int *c = cases[i];
@@ -508,6 +510,36 @@ static void run_grouped_block_cases(void)
         check(acl_conv_check(&s, "grouped_direct", NULL) == 0,
               "grouped_direct refused case %zu: %s", i, acl_last_error());
         run_case(&s, "grouped_direct");
+    }
+}
+
+/* grouped_channel_block's rows, all in runs of a vector's pixels, those
+ * reaching into a border reading zeros there: ResNeXt's 16 channels per
+ * group (one group a vector, broadcast) on 14x14 and on a map narrower than
+ * a run, and 2, 4 and 8 channels per group (several a vector, shuffled),
+ * strided and dilated, each with a random epilogue. */
+static void run_grouped_channel_block_cases(void)
+{
+    static const int cases[][7] = {
+        /* h, w, group, cg, stride, dilation, n */
+        {14, 14, 4, 16, 1, 1, 1}, {7, 7, 3, 16, 1, 1, 2}, {9, 11, 5, 4, 2, 1, 1},
+        {5, 6, 6, 8, 1, 2, 1},    {12, 10, 9, 2, 1, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *k = cases[i];
+        acl_conv_shape s = conv3x3_shape(k[0], k[1], k[2] * k[3], k[2] * k[3], 1);
+        s.group = k[2];
+        s.stride_h = s.stride_w = k[4];
+        s.dil_h = s.dil_w = k[5];
+        s.pad_top = s.pad_bottom = s.pad_left = s.pad_right = k[5];
+        s.n = k[6];
+        random_epilogue(&s);
+        /* 16 channels per group fill a vector with AVX-512 only (NEON's and
+         * AVX2's blocks are 8): refused elsewhere, never where they divide it. */
+        const int accepted = acl_conv_check(&s, "grouped_channel_block", NULL) == 0;
+        check(accepted || k[3] == 16, "grouped_channel_block refused case %zu: %s", i,
+              acl_last_error());
+        if (accepted) run_case(&s, "grouped_channel_block");
     }
 }
 
@@ -765,6 +797,7 @@ int main(int argc, char **argv)
         run_fused_winograd_cases();
         run_narrow_depthwise_cases();
         run_grouped_block_cases();
+        run_grouped_channel_block_cases();
         run_direct_dot_cases();
         run_long_row_direct_cases();
     }

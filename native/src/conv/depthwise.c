@@ -91,8 +91,8 @@ static void pixel_rows(void *arg, int begin, int end, int worker)
 
 /* ---- depthwise_channel_block ---------------------------------------------
  * Per output row and channel block, runs of PIXEL_RUN pixels keep their sums
- * in registers and share each tap's weight vector; pixels whose taps cross
- * the border take the same code with per-pixel tap bounds.  The weights are
+ * in registers and share each tap's weight vector; runs whose taps cross
+ * the border take the same code, reading zeros there.  The weights are
  * packed block-major, [block][tap][CHANNEL_BLOCK], and zero-padded like the
  * bias, so a partial last block needs no special weights; only its input
  * loads near the end of the tensor and its stores are shortened. */
@@ -184,51 +184,72 @@ store_pixels(const block_row *r, int ox, const int count, const int len, const c
     }
 }
 
-/* Output pixels [ox, ox + count) of a block row; `checked`: their column taps
- * are bounded per pixel (count 1), else all of them lie inside the input.
- * Inlined with constant count, kw, len == CHANNEL_BLOCK, checked and cg (1:
- * depthwise), so the sums stay in registers, the full-block loads are plain
- * and each shuffle's lanes are constants. */
+/* Zeros for a run's taps in the padding: a bordered run reads them instead of
+ * the input, so its pixels keep their sums in registers like an interior
+ * run's.  Taps skipped one pixel at a time chained each pixel's sums through
+ * one register: ResNeXt's 32 groups of 16 channels on 14x14 spent as long on
+ * a row's two border pixels as on its twelve others. */
+static const float padding_zeros[CHANNEL_BLOCK];
+
+/* A run of `run` (up to PIXEL_RUN) output pixels of a block row from ox,
+ * the first `stored` of them written; `checked`: some of their taps fall in the
+ * padding, and read zeros, else all lie inside the input.  Each sum adds its
+ * taps in the same order either way, a tap in the padding adding zero, so a
+ * pixel's result does not depend on the run that computes it.  Inlined with
+ * constant kw, len == CHANNEL_BLOCK, checked, stored, run and cg (1: depthwise),
+ * so the sums stay in registers, the full-block loads are plain and each
+ * shuffle's lanes are constants. */
 static inline __attribute__((always_inline)) void block_pixels(const block_row *r, int ox,
-                                                               const int count, const int kw,
-                                                               const int len, const int checked,
-                                                               const int cg)
+                                                               const int kw, const int len,
+                                                               const int checked, const int cg,
+                                                               const int run, const int stored)
 {
     const acl_conv_shape *s = r->s;
     const size_t c = (size_t)s->c;
-    int kx0 = 0, kx1 = kw;
-    if (checked) conv_taps_inside(ox, s->stride_w, s->pad_left, s->dil_w, kw, s->w, &kx0, &kx1);
+    const size_t step = (size_t)s->stride_w * c;
     channel_vec acc[PIXEL_RUN];
-    for (int p = 0; p < count; p++) acc[p] = (channel_vec){0};
+    for (int p = 0; p < run; p++) acc[p] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
         const int iy = r->oy * s->stride_h - s->pad_top + ky * s->dil_h;
         const float *row = r->x + (size_t)iy * s->w * c;
-        for (int kx = kx0; kx < kx1; kx++) {
+        for (int kx = 0; kx < kw; kx++) {
             const float *wt = r->weight + (size_t)(ky * kw + kx) * cg * CHANNEL_BLOCK;
-            const float *xp = row + (ptrdiff_t)(ox * s->stride_w - s->pad_left + kx * s->dil_w) * c;
+            const int ix = ox * s->stride_w - s->pad_left + kx * s->dil_w;
+            const float *xp = row + (ptrdiff_t)ix * (ptrdiff_t)c;
+            /* Pixel p's input, or zeros where it lies in the padding. */
+            const float *src[PIXEL_RUN];
+            for (int p = 0; p < run; p++) {
+                const int at = ix + p * s->stride_w;
+                src[p] = !checked || (at >= 0 && at < s->w) ? xp + (ptrdiff_t)p * (ptrdiff_t)step
+                                                            : padding_zeros;
+            }
+            if (cg == CHANNEL_BLOCK) {  /* one group: its inputs broadcast */
+                for (int ci = 0; ci < cg; ci++) {
+                    const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
+                    for (int p = 0; p < run; p++) acc[p] += src[p][ci] * wv;
+                }
+                continue;
+            }
+            channel_vec xv[PIXEL_RUN];
+            for (int p = 0; p < run; p++)
+                xv[p] = src[p] == padding_zeros ? (channel_vec){0}
+                                                : load_block(src[p], len, r->x_end);
             if (cg == 1) {
                 const channel_vec wv = load_vec(wt);
-                for (int p = 0; p < count; p++)
-                    acc[p] += load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end) * wv;
-            } else if (cg == CHANNEL_BLOCK) {  /* one group: its inputs broadcast */
-                for (int ci = 0; ci < cg; ci++) {
-                    const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
-                    for (int p = 0; p < count; p++)
-                        acc[p] += xp[(size_t)p * s->stride_w * c + ci] * wv;
-                }
-            } else {
-                channel_vec xv[PIXEL_RUN];
-                for (int p = 0; p < count; p++)
-                    xv[p] = load_block(xp + (size_t)p * s->stride_w * c, len, r->x_end);
+                for (int p = 0; p < run; p++) acc[p] += xv[p] * wv;
+                continue;
+            }
 #pragma GCC unroll 16
-                for (int ci = 0; ci < cg; ci++) {
-                    const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
-                    for (int p = 0; p < count; p++) acc[p] += group_spread(xv[p], cg, ci) * wv;
-                }
+            for (int ci = 0; ci < cg; ci++) {
+                const channel_vec wv = load_vec(wt + (size_t)ci * CHANNEL_BLOCK);
+                for (int p = 0; p < run; p++) acc[p] += group_spread(xv[p], cg, ci) * wv;
             }
         }
     }
-    store_pixels(r, ox, count, len, acc);
+    if (stored == run) store_pixels(r, ox, run, len, acc);
+    else
+        for (int p = 0; p < run; p++)  /* unrolled, so acc stays in registers */
+            if (p < stored) store_pixels(r, ox + p, 1, len, &acc[p]);
 }
 
 /* Holds v in a register from here on: GCC otherwise folds its load into
@@ -313,25 +334,48 @@ static inline int row_sliding(const acl_conv_shape *s)
     return SLIDE_NONE;
 }
 
-/* One run of PIXEL_RUN pixels, sliding (see row_sliding) or tap by tap;
- * only a sliding run may be `checked` or store fewer than all of them. */
+/* One run of pixels, sliding (see row_sliding: PIXEL_RUN of them) or tap by
+ * tap (`run` of them). */
 static inline __attribute__((always_inline)) void run_pixels(const block_row *r, int ox,
                                                              const int kw, const int len,
                                                              const int cg, const int sliding,
-                                                             const int checked, const int stored)
+                                                             const int checked, const int run,
+                                                             const int stored)
 {
     switch (sliding) {
     case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1, checked, stored); break;
     case SLIDE_DILATED2: block_pixels_sliding(r, ox, kw, len, 1, 2, checked, stored); break;
     case SLIDE_STRIDE2: block_pixels_sliding(r, ox, kw, len, 2, 1, checked, stored); break;
-    default: block_pixels(r, ox, PIXEL_RUN, kw, len, 0, cg); break;
+    default: block_pixels(r, ox, kw, len, checked, cg, run, stored); break;
     }
 }
 
-/* The block row's pixels.  Sliding: runs from the row's start, the last one
- * ending at ow, those reaching into a border checked; a row narrower than a
- * run is one checked run storing ow pixels.  Otherwise: the left
- * border a pixel at a time, interior runs, the right border. */
+/* The block row's pixels in runs of `run` from the row's start, the last one
+ * ending at ow (recomputing the pixels it shares with the one before to the
+ * values they hold), those reaching into a border checked; a row narrower
+ * than a run is one checked run storing ow pixels. */
+static inline __attribute__((always_inline)) void block_row_runs(const block_row *r, int ow,
+                                                                 int lo, int hi, const int kw,
+                                                                 const int len, const int cg,
+                                                                 const int sliding, const int run)
+{
+    if (ow < run) {
+        run_pixels(r, 0, kw, len, cg, sliding, 1, run, ow);
+        return;
+    }
+    for (int ox = 0; ox < ow; ox += run) {
+        const int at = acl_min(ox, ow - run);
+        if (at >= lo && at + run <= hi)
+            run_pixels(r, at, kw, len, cg, sliding, 0, run, run);
+        else run_pixels(r, at, kw, len, cg, sliding, 1, run, run);
+    }
+}
+
+/* Sliding where the row's stride and dilation allow it (row_sliding), else
+ * tap by tap, in runs of one pixel fewer where that many divide the row and
+ * a whole run does not: the 7, 14 and 28 pixels of a 224-pixel image's later
+ * maps then take no overlapping last run, which recomputed a seventh of
+ * ResNeXt's and RegNet's grouped layers. */
 static inline __attribute__((always_inline)) void block_row_pixels(const block_row *r, int ow,
                                                                    int lo, int hi, const int kw,
                                                                    const int len, const int cg)
@@ -339,31 +383,9 @@ static inline __attribute__((always_inline)) void block_row_pixels(const block_r
     const int sliding = cg == 1 && __builtin_constant_p(kw) && kw <= SLIDING_KW_MAX
                             ? row_sliding(r->s)
                             : SLIDE_NONE;
-    /* The last run recomputes the pixels it shares with the one before to
-     * the values they hold, rather than doing them one at a time. */
-    if (sliding != SLIDE_NONE && ow < PIXEL_RUN) {
-        run_pixels(r, 0, kw, len, cg, sliding, 1, ow);
-        return;
-    }
-    if (sliding != SLIDE_NONE) {
-        for (int ox = 0; ox < ow; ox += PIXEL_RUN) {
-            const int at = acl_min(ox, ow - PIXEL_RUN);
-            if (at >= lo && at + PIXEL_RUN <= hi)
-                run_pixels(r, at, kw, len, cg, sliding, 0, PIXEL_RUN);
-            else run_pixels(r, at, kw, len, cg, sliding, 1, PIXEL_RUN);
-        }
-        return;
-    }
-    int ox = 0;
-    for (; ox < lo; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
-    for (; ox + PIXEL_RUN <= hi; ox += PIXEL_RUN)
-        run_pixels(r, ox, kw, len, cg, sliding, 0, PIXEL_RUN);
-    /* The pixels a whole run does not reach: one more run ending at hi. */
-    if (ox < hi && hi - lo >= PIXEL_RUN)
-        run_pixels(r, hi - PIXEL_RUN, kw, len, cg, sliding, 0, PIXEL_RUN);
-    else
-        for (; ox < hi; ox++) block_pixels(r, ox, 1, kw, len, 0, cg);
-    for (ox = acl_max(lo, hi); ox < ow; ox++) block_pixels(r, ox, 1, kw, len, 1, cg);
+    if (sliding == SLIDE_NONE && ow % PIXEL_RUN != 0 && ow % (PIXEL_RUN - 1) == 0)
+        block_row_runs(r, ow, lo, hi, kw, len, cg, sliding, PIXEL_RUN - 1);
+    else block_row_runs(r, ow, lo, hi, kw, len, cg, sliding, PIXEL_RUN);
 }
 
 /* Specialised for the common kernel widths, and for full blocks. */

@@ -96,7 +96,9 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     with --transfer, the 10 a model of the other tasks ranks best), then
     rounds of the model's 3 best guesses plus 2 random ones; an (algorithm,
     kernel) branch that clearly loses gets no more random picks.  The ArmNN-rule
-    default is always measured too, so every task reports default vs tuned.
+    default is always measured first, so every task reports default vs tuned,
+    then each other algorithm once on the default's cores (within half the
+    trials).
 
     A task's winner is measured alone; in the whole model it can lose to
     its default.  So after tuning, the whole model runs on the board with the

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from acltuner.armnn_default import armnn_default
+from acltuner.armnn_default import armnn_default, armnn_ukernel
 from acltuner.board.model import Board
 from acltuner.engine import native
 from acltuner.engine.config import ConvShape, ExecConfig
@@ -131,7 +131,8 @@ class TaskTuner:
         searching = self.strategy == "xgb" and len(already) < self.config.search.trials
         prior = self.warm_start.prior(task) if searching else None
         outcome = search(space, measure, self.config, self.strategy, rng, encoder=encoder,
-                         seed_configs=[default], already=already, on_round=progress,
+                         seed_configs=self._seeds(task, space, default), already=already,
+                         on_round=progress,
                          prior=prior, prune=self.config.pruning.after is not None)
         best = outcome.best
         return TaskReport(task, default, best.config if best else default,
@@ -139,6 +140,17 @@ class TaskTuner:
                           best.median_ms if best else None, len(outcome.measured),
                           len(already), space.size, outcome.model_s,
                           transferred=prior is not None)
+
+    def _seeds(self, task: Task, space: SearchSpace, default: ExecConfig) -> list[ExecConfig]:
+        """The default, then each other algorithm on the default's cores
+        (space.heads) with the rule's micro-kernel for it, within half the
+        trials: the rest is the search's."""
+        def kernel_of(algorithm: str) -> str | None:
+            return armnn_ukernel(task.shape, algorithm, list(self.rules.ukernels.values()),
+                                 self.rules.isa, self.rules.check)
+
+        heads = space.heads(default, kernel_of)
+        return [default, *heads[:max(self.config.search.trials // 2 - 1, 0)]]
 
     def tune_pinned(self, task: Task, config: ExecConfig, pin: str, label: str,
                     runner: Runner | None = None) -> TaskReport:

@@ -459,10 +459,15 @@ static void run_narrow_depthwise_cases(void)
 {
     static const int cases[][6] = {
         /* h=w, c, k, stride, dilation, pad */
-        {7, 48, 5, 1, 1, 2}, {7, 20, 3, 1, 1, 1}, {13, 20, 3, 2, 1, 1},
-        {6, 17, 5, 1, 2, 4}, {3, 16, 3, 1, 1, 1}, {14, 33, 5, 2, 1, 2},
+        {7, 48, 5, 1, 1, 2},
+        {7, 20, 3, 1, 1, 1},
+        {13, 20, 3, 2, 1, 1},
+        {6, 17, 5, 1, 2, 4},
+        {3, 16, 3, 1, 1, 1},
+        {14, 33, 5, 2, 1, 2},
         /* no sliding run: tap by tap, bordered runs reading zeros */
-        {7, 20, 3, 1, 3, 3}, {12, 17, 3, 2, 2, 2},
+        {7, 20, 3, 1, 3, 3},
+        {12, 17, 3, 2, 2, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int *c = cases[i];
@@ -487,59 +492,48 @@ static void run_narrow_depthwise_cases(void)
     }
 }
 
-/* Groups of whole channel blocks (multiples of 16 output channels), which
- * grouped_direct takes and the random shapes seldom draw: ResNeXt's 16 and
- * 32 channels per group on small maps (one and two blocks a pass), more
- * output than input channels per group (several passes), stride 2, two
- * images (runs across them) and a map smaller than a run, each with a
- * random epilogue. */
-static void run_grouped_block_cases(void)
+/* Grouped shapes the random ones seldom draw, each with a random epilogue.
+ * grouped_direct's groups of whole channel blocks (multiples of 16 output
+ * channels): ResNeXt's 16 and 32 channels per group on small maps (one and
+ * two blocks a pass), more output than input channels per group (several
+ * passes), stride 2, two images (runs across them) and a map smaller than a
+ * run.  grouped_channel_block's rows, all in runs, those reaching into a
+ * border reading zeros there: 16 channels per group (one group a vector,
+ * broadcast) on 14x14 and on a map narrower than a run, and 2, 4 and 8
+ * (several a vector, shuffled), strided and dilated.  16 channels per group
+ * fill grouped_channel_block's vector with AVX-512 only (NEON's and AVX2's
+ * blocks are 8): refused elsewhere, and only those. */
+static void run_grouped_cases(void)
 {
-    static const int cases[][7] = {
-        /* h, w, group, cg, ocg, stride, n */
-        {14, 14, 4, 16, 16, 1, 1}, {7, 7, 3, 32, 32, 1, 1}, {9, 11, 2, 5, 48, 1, 2},
-        {13, 12, 2, 16, 16, 2, 1}, {3, 3, 2, 8, 32, 1, 1},
+    static const struct {
+        const char *algorithm;
+        int h, w, group, cg, ocg, stride, dilation, n;
+    } cases[] = {
+        {"grouped_direct", 14, 14, 4, 16, 16, 1, 1, 1},
+        {"grouped_direct", 7, 7, 3, 32, 32, 1, 1, 1},
+        {"grouped_direct", 9, 11, 2, 5, 48, 1, 1, 2},
+        {"grouped_direct", 13, 12, 2, 16, 16, 2, 1, 1},
+        {"grouped_direct", 3, 3, 2, 8, 32, 1, 1, 1},
+        {"grouped_channel_block", 14, 14, 4, 16, 16, 1, 1, 1},
+        {"grouped_channel_block", 7, 7, 3, 16, 16, 1, 1, 2},
+        {"grouped_channel_block", 9, 11, 5, 4, 4, 2, 1, 1},
+        {"grouped_channel_block", 5, 6, 6, 8, 8, 1, 2, 1},
+        {"grouped_channel_block", 12, 10, 9, 2, 2, 1, 3, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int *k = cases[i];
-        acl_conv_shape s = conv3x3_shape(k[0], k[1], k[2] * k[3], k[2] * k[4], 1);
-        s.group = k[2];
-        s.stride_h = s.stride_w = k[5];
-        s.n = k[6];
+        const int group = cases[i].group, dil = cases[i].dilation;
+        acl_conv_shape s =
+            conv3x3_shape(cases[i].h, cases[i].w, group * cases[i].cg, group * cases[i].ocg, dil);
+        s.group = group;
+        s.stride_h = s.stride_w = cases[i].stride;
+        s.dil_h = s.dil_w = dil;
+        s.n = cases[i].n;
         random_epilogue(&s);
-        check(acl_conv_check(&s, "grouped_direct", NULL) == 0,
-              "grouped_direct refused case %zu: %s", i, acl_last_error());
-        run_case(&s, "grouped_direct");
-    }
-}
-
-/* grouped_channel_block's rows, all in runs of a vector's pixels, those
- * reaching into a border reading zeros there: ResNeXt's 16 channels per
- * group (one group a vector, broadcast) on 14x14 and on a map narrower than
- * a run, and 2, 4 and 8 channels per group (several a vector, shuffled),
- * strided and dilated, each with a random epilogue. */
-static void run_grouped_channel_block_cases(void)
-{
-    static const int cases[][7] = {
-        /* h, w, group, cg, stride, dilation, n */
-        {14, 14, 4, 16, 1, 1, 1}, {7, 7, 3, 16, 1, 1, 2}, {9, 11, 5, 4, 2, 1, 1},
-        {5, 6, 6, 8, 1, 2, 1},    {12, 10, 9, 2, 1, 3, 1},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int *k = cases[i];
-        acl_conv_shape s = conv3x3_shape(k[0], k[1], k[2] * k[3], k[2] * k[3], 1);
-        s.group = k[2];
-        s.stride_h = s.stride_w = k[4];
-        s.dil_h = s.dil_w = k[5];
-        s.pad_top = s.pad_bottom = s.pad_left = s.pad_right = k[5];
-        s.n = k[6];
-        random_epilogue(&s);
-        /* 16 channels per group fill a vector with AVX-512 only (NEON's and
-         * AVX2's blocks are 8): refused elsewhere, never where they divide it. */
-        const int accepted = acl_conv_check(&s, "grouped_channel_block", NULL) == 0;
-        check(accepted || k[3] == 16, "grouped_channel_block refused case %zu: %s", i,
-              acl_last_error());
-        if (accepted) run_case(&s, "grouped_channel_block");
+        const int accepted = acl_conv_check(&s, cases[i].algorithm, NULL) == 0;
+        check(accepted ||
+                  (cases[i].cg == 16 && strcmp(cases[i].algorithm, "grouped_channel_block") == 0),
+              "%s refused case %zu: %s", cases[i].algorithm, i, acl_last_error());
+        if (accepted) run_case(&s, cases[i].algorithm);
     }
 }
 
@@ -796,8 +790,7 @@ int main(int argc, char **argv)
         run_wide_winograd_cases();
         run_fused_winograd_cases();
         run_narrow_depthwise_cases();
-        run_grouped_block_cases();
-        run_grouped_channel_block_cases();
+        run_grouped_cases();
         run_direct_dot_cases();
         run_long_row_direct_cases();
     }

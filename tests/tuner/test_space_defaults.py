@@ -65,6 +65,29 @@ def test_grouped_blocks_offer_grouped_direct():
     assert native.check(replace(resnext, group=1), "grouped_direct", None) is not None
 
 
+def test_heads_give_every_other_algorithm_the_defaults_cores_and_its_rule_kernel():
+    resnext = ConvShape(n=1, h=14, w=14, c=512, oc=512, kh=3, kw=3, pad_top=1, pad_left=1,
+                        pad_bottom=1, pad_right=1, group=32)
+    space = _space(resnext, clusters=((0, 1),))
+    default = armnn_default(resnext, [[0, 1]], [1.0], 2, UKERNELS, native.isa(),
+                            native.uses_ukernel, native.check)
+
+    def kernel_of(algorithm):
+        return armnn_ukernel(resnext, algorithm, UKERNELS, native.isa(), native.check)
+
+    heads = space.heads(default, kernel_of)
+    algorithms = {a for a, _ in space.pairs}
+    assert [h.algorithm for h in heads] == sorted(algorithms - {default.algorithm},
+                                                  key=[a for a, _ in space.pairs].index)
+    assert "grouped_direct" in algorithms and "grouped_channel_block" in algorithms
+    pairs = set(space.pairs)
+    for h in heads:
+        assert (h.core_weights, h.workloads) == (default.core_weights, default.workloads)
+        assert (h.algorithm, h.ukernel) in pairs
+        wanted = kernel_of(h.algorithm) if native.uses_ukernel(h.algorithm) else None
+        assert h.ukernel == wanted or (h.algorithm, wanted) not in pairs
+
+
 def test_sampling_is_distinct_and_respects_exclusions():
     space = _space(LAYER["resnet18.layer2.down1x1"])
     rng = np.random.default_rng(0)

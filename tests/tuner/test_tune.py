@@ -82,6 +82,16 @@ def test_tune_writes_a_plan_for_every_conv(models, tmp_path):
         assert len(default) == 1 and node.default_ms == default[0]["median_ms"]
         assert node.tuned_ms <= node.default_ms
         assert sum(node.default_config.core_weights) == 1  # ArmNN: min cluster size = 1 here
+        # Then each other algorithm once on the default's cores, before any search.
+        algorithms = list(dict.fromkeys(r["config"]["algorithm"] for r in task))
+        heads = task[:len(algorithms)]
+        assert heads[0]["config"] == node.default_config.to_dict()
+        assert [h["config"]["algorithm"] for h in heads] == \
+            [node.default_config.algorithm] + [a for a in algorithms
+                                               if a != node.default_config.algorithm]
+        for h in heads:
+            assert h["config"]["core_weights"] == list(node.default_config.core_weights)
+            assert h["config"]["workloads"] == node.default_config.workloads
     assert {r["strategy"] for r in recs} == {"xgb"}
 
 

@@ -232,8 +232,8 @@ static inline __attribute__((always_inline)) void block_pixels(const block_row *
             }
             channel_vec xv[PIXEL_RUN];
             for (int p = 0; p < run; p++)
-                xv[p] = src[p] == padding_zeros ? (channel_vec){0}
-                                                : load_block(src[p], len, r->x_end);
+                xv[p] =
+                    src[p] == padding_zeros ? (channel_vec){0} : load_block(src[p], len, r->x_end);
             if (cg == 1) {
                 const channel_vec wv = load_vec(wt);
                 for (int p = 0; p < run; p++) acc[p] += xv[p] * wv;
@@ -336,11 +336,9 @@ static inline int row_sliding(const acl_conv_shape *s)
 
 /* One run of pixels, sliding (see row_sliding: PIXEL_RUN of them) or tap by
  * tap (`run` of them). */
-static inline __attribute__((always_inline)) void run_pixels(const block_row *r, int ox,
-                                                             const int kw, const int len,
-                                                             const int cg, const int sliding,
-                                                             const int checked, const int run,
-                                                             const int stored)
+static inline __attribute__((always_inline)) void
+run_pixels(const block_row *r, int ox, const int kw, const int len, const int cg, const int sliding,
+           const int checked, const int run, const int stored)
 {
     switch (sliding) {
     case SLIDE_STRIDE1: block_pixels_sliding(r, ox, kw, len, 1, 1, checked, stored); break;
@@ -354,8 +352,8 @@ static inline __attribute__((always_inline)) void run_pixels(const block_row *r,
  * ending at ow (recomputing the pixels it shares with the one before to the
  * values they hold), those reaching into a border checked; a row narrower
  * than a run is one checked run storing ow pixels. */
-static inline __attribute__((always_inline)) void block_row_runs(const block_row *r, int ow,
-                                                                 int lo, int hi, const int kw,
+static inline __attribute__((always_inline)) void block_row_runs(const block_row *r, int ow, int lo,
+                                                                 int hi, const int kw,
                                                                  const int len, const int cg,
                                                                  const int sliding, const int run)
 {
@@ -365,8 +363,7 @@ static inline __attribute__((always_inline)) void block_row_runs(const block_row
     }
     for (int ox = 0; ox < ow; ox += run) {
         const int at = acl_min(ox, ow - run);
-        if (at >= lo && at + run <= hi)
-            run_pixels(r, at, kw, len, cg, sliding, 0, run, run);
+        if (at >= lo && at + run <= hi) run_pixels(r, at, kw, len, cg, sliding, 0, run, run);
         else run_pixels(r, at, kw, len, cg, sliding, 1, run, run);
     }
 }

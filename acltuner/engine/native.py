@@ -129,6 +129,16 @@ def bind(lib: ctypes.CDLL, signatures: dict) -> ctypes.CDLL:
     return lib
 
 
+def trim_heap() -> None:
+    """Gives the heap's free pages back to the system where the C library
+    can (glibc's malloc_trim; elsewhere nothing).  Weights freed once packed
+    otherwise stay in the process: a quantized light_resnet50's program held
+    302 MB resident, 145 MB of it live."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
 def ensure_ok(rc: int) -> None:
     """Raises the engine's one-line error for a failed call."""
     if rc != 0:

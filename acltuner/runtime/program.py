@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 
 from acltuner.board.model import Board
+from acltuner.engine import native
 from acltuner.engine.graph import Graph, GraphBackend, GraphRun, Tensor
 from acltuner.onnx.graph import OnnxGraph
 from acltuner.plan import Plan
@@ -149,6 +150,8 @@ class Program:
                           if isinstance(s, DelegatedRunner)]
         self.arena_bytes = FLOAT_BYTES * sum(s.arena_floats for s in self._stages
                                              if isinstance(s, NativeRunner))
+        if release:  # the weights packed and freed
+            native.trim_heap()
         self._copies_ms: float | None = None
 
     def _feed(self, inputs) -> dict:

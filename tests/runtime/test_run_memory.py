@@ -62,6 +62,29 @@ def test_a_program_keeps_no_weights_once_packed(planned):
         assert all(b.constant is None for b in stage.constants)
 
 
+def test_a_program_gives_the_freed_weights_back_to_the_system(planned, monkeypatch):
+    """Once every weight is packed and freed, the heap's free pages go back
+    (glibc keeps them otherwise: a quantized light_resnet50 stayed at 302 MB
+    resident with 145 MB live); a lowering kept for more programs has
+    nothing freed to give back."""
+    from acltuner.engine import native
+    model_path, plan_path = planned
+    plan = load_plan(plan_path)
+    model, weights = load_model_detached(model_path)
+    stages, g = lower(model, {n.node: n.config for n in plan.nodes}, weights=weights)
+    weights.clear()
+    seen = []
+    monkeypatch.setattr(native, "trim_heap", lambda: seen.append(
+        (dict(g.constants), [op.args for s in stages for op in s.ops])))
+    Program(model, g, stages, load_board("split-host"))
+    assert len(seen) == 1
+    constants, args = seen[0]
+    assert constants == {} and all(a == {} for a in args)
+    seen.clear()
+    lower_plan(plan, read_model(plan)).program()
+    assert seen == []
+
+
 def test_a_lowered_plan_keeps_its_weights_for_the_next_program(planned):
     """lower_plan's Programs are all built from one lowering, which building
     leaves whole: the second runs as the first, and as compile_plan's."""

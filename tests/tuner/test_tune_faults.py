@@ -71,7 +71,8 @@ def test_a_tune_with_crashing_and_hanging_configs_measures_every_other(tmp_path,
     for r in lines:
         reason = FAULTS.get(r["config"]["algorithm"])
         if reason is None:
-            assert r["ok"] and r["correct"], r  # every other config measured
+            # every other config measured
+            assert r["ok"] and r["correct"], (r["task"], r["config"], r["error"])
         else:
             assert not r["ok"] and reason in r["error"], r
             failed_by[reason] += 1

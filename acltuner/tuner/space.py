@@ -89,12 +89,11 @@ class SearchSpace:
         there can miss it (ResNeXt's 32 groups of 16 channels on 14x14:
         grouped_direct drawn four times in 30, each time on one core, 0.27 ms,
         against 0.16 ms on both)."""
-        kernels: dict[str, list[str | None]] = {}
-        for a, uk in self.pairs:
-            kernels.setdefault(a, []).append(uk)
         out = []
-        for a, options in kernels.items():
+        for indices in self.by_algorithm:
+            a = self.pairs[indices[0]][0]
             if a != config.algorithm:
+                options = [self.pairs[i][1] for i in indices]
                 wanted = kernel_of(a)
                 out.append(ExecConfig(a, wanted if wanted in options else options[0],
                                       config.core_weights, config.workloads))

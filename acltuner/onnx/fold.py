@@ -65,7 +65,8 @@ def _evaluate(model: onnx.ModelProto, g: OnnxGraph, nodes: list[onnx.NodeProto],
 _DEQUANTIZED_TYPES = (np.int8, np.uint8, np.int16, np.uint16)
 
 
-def _dequantized(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> np.ndarray | None:
+def constant_dequantized(node: onnx.NodeProto, constants: dict[str, np.ndarray]
+                         ) -> np.ndarray | None:
     """A DequantizeLinear of constants computed here as onnxruntime computes
     it, (x - zero_point) * scale in float32, the same bits (exact in float32
     for 8- and 16-bit integers, then one rounding); None for a form this does
@@ -87,10 +88,13 @@ def _dequantized(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> np.n
     shape = [1] * x.ndim
     if scale.ndim == 1 and x.ndim:
         shape[attrs.get("axis", 1) % x.ndim] = scale.size
-    values = x.astype(np.int32)
+    # In float32 in place, one array: x - zero point is exact there (at most
+    # 17 bits), and the product then rounds once, as in int32 then float.
+    values = x.astype(np.float32)
     if zero is not None:
-        values = values - zero.astype(np.int32).reshape(shape)
-    return values.astype(np.float32) * scale.reshape(shape)
+        values -= zero.astype(np.float32).reshape(shape)
+    values *= scale.reshape(shape)
+    return values
 
 
 def fold(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = None) -> int:
@@ -119,7 +123,7 @@ def fold(model: onnx.ModelProto, weights: dict[str, np.ndarray] | None = None) -
     for n in rest:
         needed |= subgraph_names(n)
     for node in folded:
-        value = _dequantized(node, constants)
+        value = constant_dequantized(node, constants)
         if value is not None:
             constants[node.output[0]] = value
     folded = [n for n in folded if n.output[0] not in constants]

@@ -39,6 +39,7 @@ from acltuner.engine import native
 from acltuner.engine.graph import Graph
 from acltuner.engine.launcher import LauncherClient
 from acltuner.engine.launcher_graph import LauncherGraph
+from acltuner.onnx.fold import constant_dequantized
 from acltuner.onnx.graph import OnnxGraph, conv_nodes
 from acltuner.onnx.model import load_model, load_model_detached
 from acltuner.runtime import compile_model
@@ -182,6 +183,25 @@ def test_dequantized_weights_are_detached_as_onnxruntime_computes_them(tmp_path)
     floats = [t for t in model.graph.initializer if t.data_type == TensorProto.FLOAT]
     assert all(t.data_location == TensorProto.EXTERNAL or np.prod(t.dims) <= 16 for t in floats)
     assert model.ByteSize() < 2048
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_constant_dequantize_gives_onnxruntimes_bits_with_zero_points(dtype):
+    """The fold's DequantizeLinear, per channel with zero points over the
+    type's whole range, bit for bit onnxruntime's."""
+    rng, info = np.random.default_rng(0), np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (32, 3, 3, 3), endpoint=True).astype(dtype)
+    zero = rng.integers(info.min, info.max, 32, endpoint=True).astype(dtype)
+    scale = (rng.random(32) * 0.1 + 1e-4).astype(np.float32)
+    node = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=0)
+    model = helper.make_model(helper.make_graph(
+        [node], "dq", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, n) for n, v in (("x", x), ("s", scale), ("z", zero))]),
+        opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {})[0]
+    assert np.array_equal(constant_dequantized(node, {"x": x, "s": scale, "z": zero}), want)
 
 
 @pytest.mark.parametrize("case", ["3x3", "1x1", "stride2", "pads", "depthwise", "grouped"])

@@ -311,6 +311,8 @@ NCHW = (0, 3, 1, 2)
 @pytest.mark.parametrize("shape,perm", [
     ((1, 3, 37, 41), NHWC),    # an image: pixels in blocks of 64, and a tail
     ((1, 1, 9, 7), NHWC),      # one channel: the same bytes in order
+    ((1, 4, 9, 7), NHWC),      # four channels, interleaved like the image's three
+    ((1, 8, 70, 2), NHWC),     # more: a channel at a time, over a block boundary
     ((2, 5, 9, 7), NHWC),      # batched: the general walk
     ((4, 6, 8), (2, 0, 1)),    # a 3-D transpose
     ((4, 6, 8), (0, 1, 2)),    # in order: the flat path

@@ -166,6 +166,9 @@ acl_balance acl_set_balance(acl_balance mode);
  * they were found contended; and the count of units run, since the process
  * started, by a thread other than the one of their share's CPU. */
 void acl_pool_test_stall(int cpu, double ms);
+/* Test hook: the time a worker moved by a rescue gets no share in the
+ * adaptive balance, from its next rescue on (ms < 0: the default). */
+void acl_pool_test_rest(double ms);
 long long acl_pool_units_taken_over(void);
 
 /* Wall time of each stage of one run, in milliseconds. */

@@ -52,6 +52,15 @@
 #define RESCUE_LOOK_MS 0.05
 #define RESCUE_SHARE 0.1
 #define RESCUE_SLACK_NS 1000UL
+/* Adaptive balance: a worker rescued so gets no share for this long, its
+ * shares left to the caller and the other workers.  Its core's other thread
+ * holds time slices of milliseconds, and each job given to it meanwhile
+ * waited for a rescue of its own: ppocr_cls (53 operations of tens of
+ * microseconds) beside a busy CPU 1 ran in 0.81-1.45 ms, 0.61-0.62 with this
+ * rest (quiet: 0.48).  Longer rests cost the models whose operations gain
+ * from half of the busy core (oww_embedding 1.03 ms at 0.5, 1.07-1.14 at 1 and
+ * 2 ms, 0.98 without). */
+#define RESCUED_REST_MS 0.5
 /* Watches a run at most this often: a look is a system call, a fair share of
  * a run of tens of microseconds. */
 #define WATCH_MS 2.0
@@ -78,6 +87,7 @@ typedef struct {
     int started;
     atomic_int holding;  /* runs units now */
     atomic_int moved;    /* moved by a rescue: back to its CPU once done */
+    double rest_until;   /* rescued: no share before this (acl_now_ms), adaptive only */
     atomic_int rank;  /* its range's index in the current job */
     /* The generation of the latest job that gave this worker a range, and
      * of the latest it has run. */
@@ -102,7 +112,9 @@ static struct {
     void *ctx;
     range ranges[ACL_MAX_CPUS];
     worker workers[ACL_MAX_CPUS];
-    /* Test hooks: a worker that waits before every job, and what others took over. */
+    /* Test hooks: a worker that waits before every job, what others took
+     * over, and the rest a rescued worker gets (RESCUED_REST_MS). */
+    _Atomic double rest_ms;
     atomic_int stall_cpu;
     _Atomic double stall_ms;
     atomic_llong taken_over;
@@ -110,6 +122,7 @@ static struct {
     .submit = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .done = PTHREAD_COND_INITIALIZER,
+    .rest_ms = RESCUED_REST_MS,
     .stall_cpu = -1,
 };
 
@@ -579,6 +592,7 @@ static void caller_wait(int n, const int *cpus, int caller_runs, unsigned tag)
                     CPU_SET(here, &set);
                     if (pthread_setaffinity_np(w->thread, sizeof set, &set) == 0)
                         atomic_store(&w->moved, 1);
+                    w->rest_until = now + atomic_load_explicit(&pool.rest_ms, memory_order_relaxed);
                 }
                 cpu_ms[i] = ran;
             }
@@ -620,8 +634,14 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
     const int adaptive = balance == ACL_BALANCE_ADAPTIVE;
     if (caller_runs && pin_caller(cpus[0]) != 0) return -1;
     if (caller_runs && adaptive) watch_pinned();
+    const double now = adaptive ? acl_now_ms() : 0;
+    int resting = -1; /* the rank of a resting worker, if any */
     for (int i = caller_runs; i < n; i++) {
         worker *w = &pool.workers[cpus[i]];
+        if (adaptive && now < w->rest_until) {
+            if (resting < 0) resting = i;
+            continue;
+        }
         atomic_store_explicit(&w->rank, i, memory_order_relaxed);
         atomic_exchange(&w->job, gen);
         if (atomic_load(&w->sleeping)) {
@@ -630,7 +650,10 @@ static int run_job(const acl_exec *ex, int units, acl_task_fn fn, void *ctx)
             pthread_mutex_unlock(&pool.lock);
         }
     }
-    if (caller_runs) work(NULL, 0, (unsigned)gen);
+    /* A resting worker's share is left to the threads done early, the caller
+     * first; a caller that runs no share of its own runs the resting one's,
+     * in its place (and with its scratch: `rank` picks a thread's scratch). */
+    if (caller_runs || resting >= 0) work(NULL, caller_runs ? 0 : resting, (unsigned)gen);
     if (spin_until(job_done, NULL) != WAIT_DONE) caller_wait(n, cpus, caller_runs, (unsigned)gen);
     return 0;
 }
@@ -675,8 +698,11 @@ acl_balance acl_set_balance(acl_balance mode)
 void acl_pool_test_stall(int cpu, double ms)
 {
     watch.solo_until = 0;
+    for (int i = 0; i < ACL_MAX_CPUS; i++) pool.workers[i].rest_until = 0;
     atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
     atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);
 }
 
 long long acl_pool_units_taken_over(void) { return atomic_load(&pool.taken_over); }
+
+void acl_pool_test_rest(double ms) { atomic_store(&pool.rest_ms, ms >= 0 ? ms : RESCUED_REST_MS); }

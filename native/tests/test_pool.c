@@ -202,6 +202,7 @@ static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
     const acl_exec ex = {ncores, weights, 2};
     sleeper s = {.cpu_after = -1};
     acl_pool_test_stall(-1, 0);  /* shares the jobs, even after a contended run */
+    acl_pool_test_rest(60e3);    /* a rest no run of this test outlasts */
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
     const int rc = acl_parallel(&ex, 2, sleep_once, &s);
     check(rc == 0, "rescue job failed: %s", acl_last_error());
@@ -209,9 +210,18 @@ static void check_rescue(int ncores, int caller_cpu, int worker_cpu)
           "the sleeping holder on CPU %d was not moved to the "
           "caller's CPU %d (it woke on %d)",
           worker_cpu, caller_cpu, s.cpu_after);
+    /* Resting, the rescued worker gets no share: the caller runs it. */
+    placement p;
+    memset(&p, 0xff, sizeof p);
+    check(acl_parallel(&ex, 2, record, &p) == 0, "job in a rest failed");
+    check(p.cpu[1] == caller_cpu && p.rank[1] == 0,
+          "CPU %d's share ran on CPU %d with rank %d while its worker rested after a "
+          "rescue, not on the caller's CPU %d",
+          worker_cpu, p.cpu[1], p.rank[1], caller_cpu);
+    acl_pool_test_rest(-1);
+    acl_pool_test_stall(-1, 0);  /* the rest over */
     /* Strict, so that the caller cannot take the share over. */
     acl_set_balance(was);
-    placement p;
     memset(&p, 0xff, sizeof p);
     check(acl_parallel(&ex, 2, record, &p) == 0, "job after a rescue failed");
     check(p.cpu[1] == worker_cpu, "after a rescue, CPU %d's share ran on CPU %d", worker_cpu,

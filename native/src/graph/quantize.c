@@ -41,14 +41,14 @@ static void quantize_rows(const void *arg, size_t begin, size_t end)
 #define QUANT_FEW 4
 
 /* The pixels of a block of few channels, each channel's run already
- * quantized into block[c]: written pixel after pixel, in order.  Inlined with
+ * quantized into runs[c]: written pixel after pixel, in order.  Inlined with
  * constant cols, so each pixel's bytes are one short store run. */
 static inline __attribute__((always_inline)) void
-interleave_few(uint8_t *restrict y, const uint8_t block[QUANT_FEW][QUANT_BLOCK], size_t rows,
+interleave_few(uint8_t *restrict y, const uint8_t runs[QUANT_FEW][QUANT_BLOCK], size_t rows,
                const size_t cols)
 {
     for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) y[r * cols + c] = block[c][r];
+        for (size_t c = 0; c < cols; c++) y[r * cols + c] = runs[c][r];
 }
 
 /* Output rows [begin, end) of a 2-D transposing quantize (an NCHW image into
@@ -61,24 +61,24 @@ static void quantize_2d_rows(const void *arg, size_t begin, size_t end)
     const quant_params *p = arg;
     const size_t cols = p->walk.dims[1];
     const ptrdiff_t step = p->walk.stride[0][1];
-    uint8_t few[QUANT_FEW][QUANT_BLOCK];
+    uint8_t runs[QUANT_FEW][QUANT_BLOCK]; /* each channel's run of the block */
     for (size_t r0 = begin; r0 < end; r0 += QUANT_BLOCK) {
         const size_t rows = end - r0 < QUANT_BLOCK ? end - r0 : QUANT_BLOCK;
         uint8_t *restrict y = (uint8_t *)p->y + r0 * cols;
         const float *x = (const float *)p->x + (ptrdiff_t)r0;
         if (cols <= QUANT_FEW) {
             for (size_t c = 0; c < cols; c++)
-                quantize_span(x + (ptrdiff_t)c * step, few[c], rows, p->scale, p->zero_point);
+                quantize_span(x + (ptrdiff_t)c * step, runs[c], rows, p->scale, p->zero_point);
             switch (cols) {
-            case 1: interleave_few(y, few, rows, 1); break;
-            case 3: interleave_few(y, few, rows, 3); break;
-            default: interleave_few(y, few, rows, cols); break;
+            case 1: interleave_few(y, runs, rows, 1); break;
+            case 3: interleave_few(y, runs, rows, 3); break;
+            default: interleave_few(y, runs, rows, cols); break;
             }
             continue;
         }
         for (size_t c = 0; c < cols; c++) {
-            quantize_span(x + (ptrdiff_t)c * step, few[0], rows, p->scale, p->zero_point);
-            for (size_t r = 0; r < rows; r++) y[r * cols + c] = few[0][r];
+            quantize_span(x + (ptrdiff_t)c * step, runs[0], rows, p->scale, p->zero_point);
+            for (size_t r = 0; r < rows; r++) y[r * cols + c] = runs[0][r];
         }
     }
 }

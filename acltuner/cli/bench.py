@@ -289,9 +289,12 @@ def bench_ops(cases, list_cases, trials, rounds, repeat, board_name, out_dir, re
     and ConvNeXt, the dilated convolutions of DeepLabV3 and LR-ASPP, the
     grouped ones of ResNeXt and RegNet.  Our time is the node's in our
     profile, onnxruntime's its own profile's (the better of 1 and 2 threads);
-    layout changes at the model's edges are left out on both sides.  The
-    last line, `ops_vs_onnxruntime: R`, is onnxruntime's time over ours,
-    geometric mean over the cases (above 1: we are faster).
+    layout changes at the model's edges are left out on both sides.  Each
+    input reaches the operation through a lead node (a Neg), as in a model:
+    the lead nodes, which also take the run's start, are left out of the
+    ratio and kept in ops.csv (lead_ours_ms, lead_ort_ms).  The last line,
+    `ops_vs_onnxruntime: R`, is onnxruntime's time over ours, geometric mean
+    over the cases (above 1: we are faster).
 
     \b
     Examples:

@@ -49,6 +49,18 @@ def test_bench_ops_prints_a_row_per_case_and_the_ratio(tmp_path):
     assert [r["case"] for r in rows] == ["mobilevit.layernorm", "convnext.gelu"]
     assert all(float(r["ours_ms"]) > 0 and float(r["ort_ms"]) > 0 for r in rows)
     assert "layer_norm" in rows[0]["kind"] and "gelu" in rows[1]["kind"]
+    # The lead node (a Neg before the operation) is timed apart, on both sides.
+    assert all(float(r["lead_ours_ms"]) > 0 and float(r["lead_ort_ms"]) > 0 for r in rows)
+
+
+def test_every_case_reads_its_inputs_through_a_lead_node():
+    for case in ops.CASES:
+        graph = case.build().graph
+        inputs = {i.name for i in graph.input}
+        leads = [n for n in graph.node if n.name.startswith("lead/")]
+        assert {n.input[0] for n in leads} == inputs and all(n.op_type == "Neg" for n in leads)
+        rest = [n for n in graph.node if n not in leads]
+        assert not inputs & {i for n in rest for i in n.input}, case.name
 
 
 def test_bench_ops_refuses_an_unknown_case(tmp_path):

@@ -53,16 +53,28 @@ class OpCase:
 
 
 def _model(nodes: list, inputs: dict[str, list[int]], weights: dict[str, np.ndarray],
-           output: str = "y") -> onnx.ModelProto:
-    """The operation `nodes`, each input through a lead node first."""
+           output: str = "y", rows: bool = False) -> onnx.ModelProto:
+    """The operation `nodes`, each input through a lead node first.  rows: the
+    inputs are a token tensor's rows (a Linear's output, which an attention
+    reshapes into heads), so each one arrives as [rows, features] and the
+    lead reshapes it too; else a feature map, as an image model holds it."""
     led = {name: name + _LED for name in inputs}
     for node in nodes:
         node.input[:] = [led.get(i, i) for i in node.input]
-    lead = [helper.make_node("Neg", [name], [led[name]], name=f"{_LEAD}{name}")
-            for name in inputs]
+    lead, declared, weights = [], {}, dict(weights)
+    for name, dims in inputs.items():
+        if rows:
+            declared[name] = [int(np.prod(dims[:-1])), dims[-1]]
+            weights[f"{name}_dims"] = np.array(dims, np.int64)
+            lead += [helper.make_node("Neg", [name], [f"{name}_neg"], name=f"{_LEAD}{name}"),
+                     helper.make_node("Reshape", [f"{name}_neg", f"{name}_dims"], [led[name]],
+                                      name=f"{_LEAD}{name}/reshape")]
+        else:
+            declared[name] = dims
+            lead.append(helper.make_node("Neg", [name], [led[name]], name=f"{_LEAD}{name}"))
     graph = helper.make_graph(
         lead + nodes, "op",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in declared.items()],
         [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
         [numpy_helper.from_array(w, n) for n, w in weights.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)])
@@ -80,24 +92,26 @@ def _linear(x: list[int], n: int) -> Callable[[], onnx.ModelProto]:
     def build():
         return _model([helper.make_node("MatMul", ["x", "w"], ["xw"]),
                        helper.make_node("Add", ["xw", "b"], ["y"])],
-                      {"x": x}, {"w": _weights(x[-1], n), "b": _weights(n, seed=1)})
+                      {"x": x}, {"w": _weights(x[-1], n), "b": _weights(n, seed=1)}, rows=True)
     return build
 
 
 def _batched(a: list[int], b: list[int]) -> Callable[[], onnx.ModelProto]:
     """A batched MatMul of two activations: attention scores or context."""
-    return lambda: _model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a, "b": b}, {})
+    return lambda: _model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a, "b": b}, {},
+                          rows=True)
 
 
 def _softmax(x: list[int]) -> Callable[[], onnx.ModelProto]:
-    return lambda: _model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], {"x": x}, {})
+    return lambda: _model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], {"x": x}, {},
+                          rows=True)
 
 
 def _layer_norm(x: list[int]) -> Callable[[], onnx.ModelProto]:
     d = x[-1]
     return lambda: _model(
         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-6)],
-        {"x": x}, {"g": _weights(d) + 1, "b": _weights(d, seed=1)})
+        {"x": x}, {"g": _weights(d) + 1, "b": _weights(d, seed=1)}, rows=True)
 
 
 def _layer_norm_channels_first(x: list[int]) -> Callable[[], onnx.ModelProto]:
@@ -121,8 +135,9 @@ def _layer_norm_channels_first(x: list[int]) -> Callable[[], onnx.ModelProto]:
     return build
 
 
-def _gelu_erf(x: list[int]) -> Callable[[], onnx.ModelProto]:
-    """x * 0.5 * (1 + erf(x / sqrt(2))), as torch.onnx writes nn.GELU()."""
+def _gelu_erf(x: list[int], rows: bool = False) -> Callable[[], onnx.ModelProto]:
+    """x * 0.5 * (1 + erf(x / sqrt(2))), as torch.onnx writes nn.GELU();
+    rows: between two Linears (_model)."""
     def build():
         nodes = [helper.make_node("Div", ["x", "sqrt2"], ["s"]),
                  helper.make_node("Erf", ["s"], ["e"]),
@@ -131,7 +146,7 @@ def _gelu_erf(x: list[int]) -> Callable[[], onnx.ModelProto]:
                  helper.make_node("Mul", ["m", "half"], ["y"])]
         return _model(nodes, {"x": x}, {"sqrt2": np.array(np.sqrt(2), np.float32),
                                         "one": np.array(1, np.float32),
-                                        "half": np.array(0.5, np.float32)})
+                                        "half": np.array(0.5, np.float32)}, rows=rows)
     return build
 
 
@@ -188,7 +203,7 @@ CASES = [
     OpCase("convnext.layernorm", "convnext_atto", _layer_norm([1, 56, 56, 40])),
     OpCase("convnext.layernorm_channels_first", "convnext_atto",
            _layer_norm_channels_first([1, 40, 56, 56])),
-    OpCase("convnext.gelu", "convnext_atto", _gelu_erf([1, 56, 56, 160])),
+    OpCase("convnext.gelu", "convnext_atto", _gelu_erf([1, 56, 56, 160], rows=True)),
     OpCase("gelu_tanh", "mobilenetv4_small", _gelu_tanh([1, 28, 28, 320])),
     OpCase("deeplabv3.aspp_rate12", "deeplabv3_mobilenetv3", _conv(960, 24, 128, 3, dilation=12)),
     OpCase("deeplabv3.aspp_rate36", "deeplabv3_mobilenetv3", _conv(960, 24, 128, 3, dilation=36)),

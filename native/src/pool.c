@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -30,7 +31,7 @@
 /* Adaptive balance: a caller that waited runnable but descheduled for this
  * share of a program run (acl_pool_run_begin to acl_pool_run_end) shares its
  * CPU with another thread, and every job waits for it; it runs its jobs
- * alone and unpinned for SOLO_MS, so that the system moves it to a free core
+ * alone and unpinned for a while (below), so that the system moves it to a free core
  * as it would a single-threaded engine, then tries its cores again.  Only
  * runs: between them the caller is the application's, anywhere. */
 #define CONTENDED_SHARE 0.2
@@ -40,7 +41,15 @@
  * microseconds is past the share (a single attention node's runs went to one
  * core so, a third of the time in fresh processes). */
 #define CONTENDED_MIN_MS 0.5
-#define SOLO_MS 200.0
+/* Alone for ACL_POOL_SOLO_FIRST_MS (pool.h), twice as long each time a run
+ * is found contended again within SOLO_AGAIN_MS of the last time alone, up
+ * to SOLO_MAX_MS: a thread that keeps the core (a busy neighbour) soon has
+ * the caller alone for SOLO_MAX_MS at a time, where a kernel thread's
+ * millisecond (a quiet VM's memory monitor, a kworker) costs the first
+ * period.  200 ms every time took a third of MobileNetV4-small's quiet runs
+ * onto one core, 1.8x slower, in windows of 100 runs. */
+#define SOLO_AGAIN_MS 50.0
+#define SOLO_MAX_MS 200.0
 /* Adaptive balance: a caller that has waited RESCUE_AFTER_MS for the last
  * units of a job looks at their holders every RESCUE_LOOK_MS; a worker that
  * ran less than RESCUE_SHARE of that time is descheduled holding them (a
@@ -146,6 +155,8 @@ static inline void cpu_relax(void)
 static _Thread_local struct {
     int opened, fd, wanted;
     double waited_ms, at_ms, last_ms, solo_until;
+    double solo_ms; /* how long it ran alone last time */
+    int polled;     /* this run counted in pool.runs (not alone) */
 } watch;
 
 /* The calling thread while the pool keeps it pinned: its CPU (-1: not
@@ -522,8 +533,12 @@ static double waited_ms(void)
 
 void acl_pool_run_begin(void)
 {
-    atomic_fetch_add_explicit(&pool.runs, 1, memory_order_relaxed);
     const double now = acl_now_ms();
+    /* A caller running alone gives the workers nothing: polling through its
+     * run, they took the very core the system would move it to (beside a
+     * busy CPU 0, the other one), and it ran at half speed there too. */
+    watch.polled = now >= watch.solo_until;
+    if (watch.polled) atomic_fetch_add_explicit(&pool.runs, 1, memory_order_relaxed);
     watch.at_ms = 0;
     watch.wanted = now - watch.last_ms >= WATCH_MS;
     if (watch.wanted) watch.last_ms = now;
@@ -540,12 +555,15 @@ static void watch_pinned(void)
 
 void acl_pool_run_end(void)
 {
-    atomic_fetch_sub_explicit(&pool.runs, 1, memory_order_relaxed);
+    if (watch.polled) atomic_fetch_sub_explicit(&pool.runs, 1, memory_order_relaxed);
     if (watch.at_ms == 0) return;
     const double now = acl_now_ms(), waited = waited_ms();
     const double lost = waited - watch.waited_ms;
-    if (lost > CONTENDED_SHARE * (now - watch.at_ms) && lost >= CONTENDED_MIN_MS)
-        watch.solo_until = now + SOLO_MS;
+    if (lost > CONTENDED_SHARE * (now - watch.at_ms) && lost >= CONTENDED_MIN_MS) {
+        const int again = watch.solo_ms > 0 && now - watch.solo_until < SOLO_AGAIN_MS;
+        watch.solo_ms = again ? fmin(2 * watch.solo_ms, SOLO_MAX_MS) : ACL_POOL_SOLO_FIRST_MS;
+        watch.solo_until = now + watch.solo_ms;
+    }
     watch.at_ms = 0;
 }
 
@@ -697,7 +715,7 @@ acl_balance acl_set_balance(acl_balance mode)
 
 void acl_pool_test_stall(int cpu, double ms)
 {
-    watch.solo_until = 0;
+    watch.solo_until = watch.solo_ms = 0;
     for (int i = 0; i < ACL_MAX_CPUS; i++) pool.workers[i].rest_until = 0;
     atomic_store(&pool.stall_ms, ms > 0 ? ms : 0);
     atomic_store(&pool.stall_cpu, ms > 0 ? cpu : -1);

@@ -38,11 +38,14 @@ int acl_exec_active(const acl_exec *ex);
 void acl_pool_wake(const acl_exec *ex);
 
 /* Around a program run in the adaptive balance.  Meanwhile the workers poll
- * for their next job rather than sleep.  At most one run every 2 ms is
+ * for their next job rather than sleep, unless the caller runs alone (below),
+ * giving them none.  At most one run every 2 ms is
  * watched: when the calling thread, pinned to its CPU from its first job on,
  * waited descheduled behind another thread there for a fifth of that time,
- * its jobs run alone and unpinned for the next 200 ms, wherever the system
- * finds it a free core. */
+ * its jobs run alone and unpinned for a while, wherever the system finds it
+ * a free core: ACL_POOL_SOLO_FIRST_MS, twice as long each time its CPU is
+ * found contended again soon after, up to 200 ms. */
+#define ACL_POOL_SOLO_FIRST_MS 10.0
 void acl_pool_run_begin(void);
 void acl_pool_run_end(void);
 

@@ -267,18 +267,21 @@ static void *spin_on(void *arg)
     return NULL;
 }
 
-/* A caller that shared its CPU with a busy thread through a program run
- * (acl_pool_run_begin to acl_pool_run_end) runs its next adaptive jobs
- * alone, unpinned: every unit on the calling thread, none on the other CPU's
- * worker. */
-static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
+static double clock_ms(clockid_t clock)
 {
-    FILE *schedstat = fopen("/proc/thread-self/schedstat", "r");
-    if (!schedstat) {
-        printf("no schedstat here: the caller's contention is not watched\n");
-        return;
-    }
-    fclose(schedstat);
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* `runs` program runs (acl_pool_run_begin to acl_pool_run_end) in which the
+ * caller shares caller_cpu with a busy thread, then one adaptive job: whether
+ * the caller ran it alone, unpinned (its units each exactly once, checked;
+ * alone: all on the calling thread).  A caller that shares a job stays pinned
+ * to its CPU until acl_release_caller. */
+static int solo_after_contended_runs(int runs, const acl_exec *ex, int caller_cpu,
+                                     const cpu_set_t *own)
+{
     atomic_int stop = 0;
     pthread_t neighbour;
     pthread_attr_t attr;
@@ -289,34 +292,79 @@ static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_
     pthread_attr_setaffinity_np(&attr, sizeof one, &one);
     pthread_create(&neighbour, &attr, spin_on, &stop);
     pthread_attr_destroy(&attr);
-    int weights[CPU_SETSIZE] = {0};
-    weights[caller_cpu] = weights[other_cpu] = 1;
-    const acl_exec ex = {ncores, weights, 64};
     tally t;
     memset(&t, 0, sizeof t);
     busy_for_ms(5);  /* past the last watched run's 2 ms */
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
-    acl_pool_run_begin();
-    /* A run's first job pins the caller to caller_cpu, where the two then
-     * take turns. */
-    check(acl_parallel(&ex, 64, count_units, &t.runs[0]) == 0, "watched job failed");
-    busy_for_ms(40);
-    acl_pool_run_end();
+    for (int r = 0; r < runs; r++) {
+        acl_pool_run_begin();
+        /* A run's first job pins the caller to caller_cpu, where the two
+         * then take turns. */
+        check(acl_parallel(ex, 64, count_units, &t.runs[0]) == 0, "watched job failed");
+        busy_for_ms(40);
+        acl_pool_run_end();
+    }
     atomic_store(&stop, 1);
     pthread_join(neighbour, NULL);
     sched_setaffinity(0, sizeof *own, own);
 
     memset(&t, 0, sizeof t);
-    check(acl_parallel(&ex, 64, tally_units, &t) == 0, "solo job failed: %s", acl_last_error());
+    check(acl_parallel(ex, 64, tally_units, &t) == 0, "job after contended runs failed: %s",
+          acl_last_error());
     acl_set_balance(was);
     int others = 0;
     for (int u = 0; u < 64; u++) others += atomic_load(&t.runs[u]) != 1;
-    check(others == 0, "solo: %d units did not run exactly once", others);
-    check(atomic_load(&t.ranks) == 1,
-          "a caller contended on CPU %d still handed units to other threads", caller_cpu);
+    check(others == 0, "after contended runs: %d units did not run exactly once", others);
     cpu_set_t after;
     sched_getaffinity(0, sizeof after, &after);
-    check(CPU_EQUAL(&after, own), "a solo caller is left pinned");
+    const int solo = CPU_EQUAL(&after, own);
+    if (solo)
+        check(atomic_load(&t.ranks) == 1,
+              "a caller contended on CPU %d still handed units to other threads", caller_cpu);
+    acl_release_caller();
+    return solo;
+}
+
+/* A caller that shared its CPU with a busy thread through a program run runs
+ * its next adaptive jobs alone, unpinned: every unit on the calling thread,
+ * none on the other CPU's worker; the first time for ACL_POOL_SOLO_FIRST_MS
+ * only (another thread's moment on its CPU), then it shares them again. */
+static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
+{
+    FILE *schedstat = fopen("/proc/thread-self/schedstat", "r");
+    if (!schedstat) {
+        printf("no schedstat here: the caller's contention is not watched\n");
+        return;
+    }
+    fclose(schedstat);
+    int weights[CPU_SETSIZE] = {0};
+    weights[caller_cpu] = weights[other_cpu] = 1;
+    const acl_exec ex = {ncores, weights, 64};
+    acl_pool_test_stall(-1, 0);  /* not alone from an earlier contended run */
+    check(solo_after_contended_runs(1, &ex, caller_cpu, own),
+          "a caller contended on CPU %d did not run alone, unpinned", caller_cpu);
+    /* ... and its runs leave the workers asleep: polling through them (a run
+     * wakes them first), they took the core the system would move it to. */
+    const double cpu0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID), wall0 = clock_ms(CLOCK_MONOTONIC);
+    acl_pool_run_begin();
+    acl_pool_wake(&ex);
+    busy_for_ms(20);
+    acl_pool_run_end();
+    const double cpu = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - cpu0,
+                 wall = clock_ms(CLOCK_MONOTONIC) - wall0;
+    check(cpu < 1.5 * wall, "workers polled through a solo caller's run: %.1f ms of CPU in %.1f ms",
+          cpu, wall);
+    busy_for_ms(3 * ACL_POOL_SOLO_FIRST_MS);
+    tally t;
+    memset(&t, 0, sizeof t);
+    const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
+    check(acl_parallel(&ex, 64, tally_units, &t) == 0, "job after a solo time failed");
+    acl_set_balance(was);
+    cpu_set_t after;
+    sched_getaffinity(0, sizeof after, &after);
+    check(!CPU_EQUAL(&after, own), "a caller contended once still ran alone %.0f ms later",
+          3 * ACL_POOL_SOLO_FIRST_MS);
+    acl_release_caller();
 }
 
 /* Jobs spaced so that the workers go to sleep between them (the pool spins

@@ -31,9 +31,9 @@
 /* Adaptive balance: a caller that waited runnable but descheduled for this
  * share of a program run (acl_pool_run_begin to acl_pool_run_end) shares its
  * CPU with another thread, and every job waits for it; it runs its jobs
- * alone and unpinned for a while (below), so that the system moves it to a free core
- * as it would a single-threaded engine, then tries its cores again.  Only
- * runs: between them the caller is the application's, anywhere. */
+ * alone and unpinned for a while (below), so that the system moves it to a
+ * free core as it would a single-threaded engine, then tries its cores again.
+ * Only runs: between them the caller is the application's, anywhere. */
 #define CONTENDED_SHARE 0.2
 /* ... and for at least this long: a thread that wants the core takes whole
  * time slices (milliseconds), where a caller woken from its wait for the

@@ -274,13 +274,12 @@ static double clock_ms(clockid_t clock)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* `runs` program runs (acl_pool_run_begin to acl_pool_run_end) in which the
- * caller shares caller_cpu with a busy thread, then one adaptive job: whether
- * the caller ran it alone, unpinned (its units each exactly once, checked;
- * alone: all on the calling thread).  A caller that shares a job stays pinned
- * to its CPU until acl_release_caller. */
-static int solo_after_contended_runs(int runs, const acl_exec *ex, int caller_cpu,
-                                     const cpu_set_t *own)
+/* A program run (acl_pool_run_begin to acl_pool_run_end) in which the caller
+ * shares caller_cpu with a busy thread, then one adaptive job: whether the
+ * caller ran it alone, unpinned (its units each exactly once, checked; alone:
+ * all on the calling thread).  A caller that shares a job stays pinned to its
+ * CPU until acl_release_caller. */
+static int solo_after_contended_run(const acl_exec *ex, int caller_cpu, const cpu_set_t *own)
 {
     atomic_int stop = 0;
     pthread_t neighbour;
@@ -296,14 +295,12 @@ static int solo_after_contended_runs(int runs, const acl_exec *ex, int caller_cp
     memset(&t, 0, sizeof t);
     busy_for_ms(5);  /* past the last watched run's 2 ms */
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
-    for (int r = 0; r < runs; r++) {
-        acl_pool_run_begin();
-        /* A run's first job pins the caller to caller_cpu, where the two
-         * then take turns. */
-        check(acl_parallel(ex, 64, count_units, &t.runs[0]) == 0, "watched job failed");
-        busy_for_ms(40);
-        acl_pool_run_end();
-    }
+    acl_pool_run_begin();
+    /* A run's first job pins the caller to caller_cpu, where the two then
+     * take turns. */
+    check(acl_parallel(ex, 64, count_units, &t.runs[0]) == 0, "watched job failed");
+    busy_for_ms(40);
+    acl_pool_run_end();
     atomic_store(&stop, 1);
     pthread_join(neighbour, NULL);
     sched_setaffinity(0, sizeof *own, own);
@@ -341,7 +338,7 @@ static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_
     weights[caller_cpu] = weights[other_cpu] = 1;
     const acl_exec ex = {ncores, weights, 64};
     acl_pool_test_stall(-1, 0);  /* not alone from an earlier contended run */
-    check(solo_after_contended_runs(1, &ex, caller_cpu, own),
+    check(solo_after_contended_run(&ex, caller_cpu, own),
           "a caller contended on CPU %d did not run alone, unpinned", caller_cpu);
     /* ... and its runs leave the workers asleep: polling through them (a run
      * wakes them first), they took the core the system would move it to. */

@@ -492,6 +492,41 @@ static void run_narrow_depthwise_cases(void)
     }
 }
 
+/* Depthwise rows wide enough for interior runs, whose border runs the
+ * sliding kernels take with the border's columns known at compile time when
+ * they are exactly the "same" padding's (CHECK_LEFT, CHECK_RIGHT), else
+ * checked column by column: symmetric and lopsided paddings, stride 1
+ * (dilated or not) and 2, full blocks and a partial one. */
+static void run_border_run_depthwise_cases(void)
+{
+    static const int cases[][7] = {
+        /* h=w, c, k, stride, dilation, pad_left, pad_right */
+        {24, 32, 5, 1, 2, 4, 4}, {32, 17, 3, 1, 1, 1, 1}, {26, 16, 7, 1, 1, 3, 3},
+        {33, 16, 3, 2, 1, 1, 1}, {30, 16, 5, 2, 1, 2, 2}, {24, 16, 5, 1, 2, 4, 0},
+        {24, 16, 5, 1, 2, 0, 4}, {20, 16, 3, 1, 1, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *c = cases[i];
+        acl_conv_shape s = {.n = 1,
+                            .h = c[0],
+                            .w = c[0],
+                            .c = c[1],
+                            .oc = c[1],
+                            .kh = c[2],
+                            .kw = c[2],
+                            .stride_h = c[3],
+                            .stride_w = c[3],
+                            .dil_h = c[4],
+                            .dil_w = c[4],
+                            .pad_top = c[5],
+                            .pad_bottom = c[6],
+                            .pad_left = c[5],
+                            .pad_right = c[6],
+                            .group = c[1]};
+        run_case(&s, "depthwise");
+    }
+}
+
 /* Grouped shapes the random ones seldom draw, each with a random epilogue.
  * grouped_direct's groups of whole channel blocks (multiples of 16 output
  * channels): ResNeXt's 16 and 32 channels per group on small maps (one and
@@ -790,6 +825,7 @@ int main(int argc, char **argv)
         run_wide_winograd_cases();
         run_fused_winograd_cases();
         run_narrow_depthwise_cases();
+        run_border_run_depthwise_cases();
         run_grouped_cases();
         run_direct_dot_cases();
         run_long_row_direct_cases();

@@ -267,15 +267,27 @@ static inline __attribute__((always_inline)) void keep_in_register(channel_vec *
 #endif
 }
 
+/* How a sliding run meets the row's borders.  CHECK_ANY: the input columns
+ * it may read are found at run time, and a bit test guards each one.
+ * CHECK_LEFT / CHECK_RIGHT: exactly the "same" padding's columns,
+ * (kw - 1) * dil / 2 of them, lie outside, at the run's start / end; known at
+ * compile time, so those columns drop out of the code and the rest run as an
+ * interior run's do.  At stride 1, every border run of a row at least a run
+ * and two paddings wide is one of them.  DeepLabV3's 5x5 at dilation 2 on
+ * 24x24x960: two of a row's three runs of 8 pixels, each 8% slower than the
+ * interior one for 15% fewer multiply-adds while checked column by column;
+ * the layer 0.204 -> 0.187-0.193 ms. */
+enum { CHECK_NONE, CHECK_ANY, CHECK_LEFT, CHECK_RIGHT };
+
 /* A depthwise row's run: each input pixel is loaded once and multiplied
  * into every sum of the run that reads it, the row's kw weight vectors held
  * in registers, where block_pixels loads it once per tap (ConvNeXt's 7x7: 14
  * loads per kernel row instead of 56).  Each sum still adds its taps in the
  * same order, so the results are the same bit for bit.  kw, len, stride, dil
  * and checked are constants where inlined, so the lanes each load feeds are
- * known at compile time.  `checked`: the run reaches into the border, and
- * the input columns outside the input are skipped, their taps with them, as
- * block_pixels skips a bordered pixel's; a dilated kernel's border is
+ * known at compile time.  `checked` (CHECK_*): the run reaches into the
+ * border, and the input columns outside the input are skipped, their taps
+ * with them, as block_pixels skips a bordered pixel's; a dilated kernel's border is
  * several pixels wide (5x5 at dilation 2: 4 on each side of a 24-wide row),
  * too many to take one pixel, and one accumulator, at a time.  Only the
  * first `stored` pixels are written: a row narrower than a run (7x7 maps)
@@ -289,10 +301,14 @@ block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, co
     const acl_conv_shape *s = r->s;
     const size_t c = (size_t)s->c;
     const int span = (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1, ix0 = ox * stride - s->pad_left;
+    const int same_pad = (kw - 1) * dil / 2;
     /* Bit j: input column j of the run lies inside the input.  A bit test per
      * column where a flag per column was kept in memory. */
     const int j0 = acl_min(acl_max(0, -ix0), span), j1 = acl_max(acl_min(span, s->w - ix0), 0);
-    const uint64_t inside = checked ? ((UINT64_C(1) << j1) - 1) & ~((UINT64_C(1) << j0) - 1) : 0;
+    const uint64_t inside =
+        checked == CHECK_ANY ? ((UINT64_C(1) << j1) - 1) & ~((UINT64_C(1) << j0) - 1) : 0;
+    const int first = checked == CHECK_LEFT ? same_pad : 0;
+    const int last = checked == CHECK_RIGHT ? span - same_pad : span;
     channel_vec acc[PIXEL_RUN], wv[SLIDING_KW_MAX];
     for (int p = 0; p < PIXEL_RUN; p++) acc[p] = (channel_vec){0};
     for (int ky = r->ky0; ky < r->ky1; ky++) {
@@ -301,13 +317,13 @@ block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, co
          * signed there; the interior runs keep the unsigned form, with which
          * their addressing needed a register less (signed, MobileNetV3's 3x3
          * stride 2 on 112x112x64 ran 4% slower). */
-        const float *xp = checked ? r->x + ((ptrdiff_t)iy * s->w + ix0) * (ptrdiff_t)c
-                                  : r->x + ((size_t)iy * s->w + (size_t)ix0) * c;
+        const float *xp = checked != CHECK_NONE ? r->x + ((ptrdiff_t)iy * s->w + ix0) * (ptrdiff_t)c
+                                                : r->x + ((size_t)iy * s->w + (size_t)ix0) * c;
         for (int kx = 0; kx < kw; kx++)
             wv[kx] = load_vec(r->weight + (size_t)(ky * kw + kx) * CHANNEL_BLOCK);
 #pragma GCC unroll 32
         for (int j = 0; j < span; j++) {
-            if (checked && !(inside >> j & 1)) continue;
+            if (j < first || j >= last || (checked == CHECK_ANY && !(inside >> j & 1))) continue;
             channel_vec xv = load_block(xp + (size_t)j * c, len, r->x_end);
             if (stride == 1) keep_in_register(&xv);
 #pragma GCC unroll 8
@@ -334,6 +350,18 @@ static inline int row_sliding(const acl_conv_shape *s)
     return SLIDE_NONE;
 }
 
+/* The check a sliding border run from output column `at` needs (see
+ * CHECK_LEFT). */
+static inline int border_check(const acl_conv_shape *s, int at, const int sliding, const int kw)
+{
+    const int stride = sliding == SLIDE_STRIDE2 ? 2 : 1, dil = sliding == SLIDE_DILATED2 ? 2 : 1;
+    const int span = (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1, ix0 = at * stride - s->pad_left;
+    const int same_pad = (kw - 1) * dil / 2;
+    if (ix0 == -same_pad && s->w - ix0 >= span) return CHECK_LEFT;
+    if (ix0 >= 0 && s->w - ix0 == span - same_pad) return CHECK_RIGHT;
+    return CHECK_ANY;
+}
+
 /* One run of pixels, sliding (see row_sliding: PIXEL_RUN of them) or tap by
  * tap (`run` of them). */
 static inline __attribute__((always_inline)) void
@@ -358,13 +386,23 @@ static inline __attribute__((always_inline)) void block_row_runs(const block_row
                                                                  const int sliding, const int run)
 {
     if (ow < run) {
-        run_pixels(r, 0, kw, len, cg, sliding, 1, run, ow);
+        run_pixels(r, 0, kw, len, cg, sliding, CHECK_ANY, run, ow);
         return;
     }
     for (int ox = 0; ox < ow; ox += run) {
         const int at = acl_min(ox, ow - run);
-        if (at >= lo && at + run <= hi) run_pixels(r, at, kw, len, cg, sliding, 0, run, run);
-        else run_pixels(r, at, kw, len, cg, sliding, 1, run, run);
+        /* Full blocks only: the partial block's copies would add code for
+         * one block of a layer. */
+        const int check = at >= lo && at + run <= hi ? CHECK_NONE
+                          : sliding != SLIDE_NONE && len == CHANNEL_BLOCK
+                              ? border_check(r->s, at, sliding, kw)
+                              : CHECK_ANY;
+        switch (check) {
+        case CHECK_NONE: run_pixels(r, at, kw, len, cg, sliding, CHECK_NONE, run, run); break;
+        case CHECK_LEFT: run_pixels(r, at, kw, len, cg, sliding, CHECK_LEFT, run, run); break;
+        case CHECK_RIGHT: run_pixels(r, at, kw, len, cg, sliding, CHECK_RIGHT, run, run); break;
+        default: run_pixels(r, at, kw, len, cg, sliding, CHECK_ANY, run, run); break;
+        }
     }
 }
 

@@ -130,7 +130,8 @@ def run(models: list[tuple[str, Path, dict]], trials: int, duty: float, out_dir:
                    f"{_ms(ort_l['p50'])} ms", err=True)
     (out_dir / "interference.json").write_text(json.dumps(rows, indent=1) + "\n")
     engines = ["ours", f"onnxruntime_{cpus}t", "onnxruntime_1t"]
-    lines = [f"busy neighbour: CPU {busy_cpu}, {duty:g} of every {PERIOD_S * 1e3:g} ms; "
+    lines = [f"busy neighbour: CPU {busy_cpu}, busy {duty * PERIOD_S * 1e3:g} of every "
+             f"{PERIOD_S * 1e3:g} ms; "
              f"ours balance={balance}; p50 / p90 ms",
              "| model | " + " | ".join(f"{e} quiet | {e} loaded" for e in engines)
              + " | ours slowdown | ORT slowdown | ours loaded p90 / quiet p50 |",

@@ -54,6 +54,9 @@ def test_interference_prints_both_conditions_and_the_slowdowns(tiny_folder, tmp_
     last = result.stdout.splitlines()[-1]
     m = re.fullmatch(r"interference_slowdown: ours=([\d.]+) onnxruntime=([\d.]+)", last)
     assert m and all(float(v) > 0 for v in m.groups()), last
+    # --duty is a share of the period: the header says how long in ms.
+    assert re.search(r"^busy neighbour: CPU \d+, busy 5 of every 10 ms;", result.stdout, re.M), \
+        result.stdout
     (row,) = json.loads((out / "interference.json").read_text())
     threads = len(os.sched_getaffinity(0))
     for cond in ("quiet", "loaded"):

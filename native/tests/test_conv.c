@@ -451,78 +451,57 @@ static void run_fused_winograd_cases(void)
     }
 }
 
-/* Depthwise rows narrower than a run of pixels (MobileNets' 7x7 maps): one
- * run, reaching into both borders, stores only the row's pixels; the ones
- * past its end would land on the next row.  At stride 1 and 2, dilated, with
- * a partial channel block and a residual. */
-static void run_narrow_depthwise_cases(void)
+/* Depthwise rows against the sliding runs' edges (depthwise.c).
+ * Rows narrower than a run of pixels (MobileNets' 7x7 maps): one run,
+ * reaching into both borders, stores only the row's pixels; the ones past
+ * its end would land on the next row.  At stride 1 and 2, dilated, with a
+ * partial channel block and a residual.
+ * Rows wide enough for interior runs: a border run whose outside columns are
+ * exactly the "same" padding's is compiled with them known (CHECK_LEFT,
+ * CHECK_RIGHT), any other checked column by column: symmetric and lopsided
+ * paddings, stride 1 (dilated or not) and 2, full blocks and a partial one. */
+static void run_depthwise_row_cases(void)
 {
-    static const int cases[][6] = {
-        /* h=w, c, k, stride, dilation, pad */
-        {7, 48, 5, 1, 1, 2},
-        {7, 20, 3, 1, 1, 1},
-        {13, 20, 3, 2, 1, 1},
-        {6, 17, 5, 1, 2, 4},
-        {3, 16, 3, 1, 1, 1},
-        {14, 33, 5, 2, 1, 2},
+    static const int cases[][9] = {
+        /* n, h=w, c, k, stride, dilation, pad top/left, pad bottom/right, residual */
+        {2, 7, 48, 5, 1, 1, 2, 2, 1},
+        {2, 7, 20, 3, 1, 1, 1, 1, 1},
+        {2, 13, 20, 3, 2, 1, 1, 1, 1},
+        {2, 6, 17, 5, 1, 2, 4, 4, 1},
+        {2, 3, 16, 3, 1, 1, 1, 1, 1},
+        {2, 14, 33, 5, 2, 1, 2, 2, 1},
         /* no sliding run: tap by tap, bordered runs reading zeros */
-        {7, 20, 3, 1, 3, 3},
-        {12, 17, 3, 2, 2, 2},
+        {2, 7, 20, 3, 1, 3, 3, 3, 1},
+        {2, 12, 17, 3, 2, 2, 2, 2, 1},
+        /* wide rows */
+        {1, 24, 32, 5, 1, 2, 4, 4, 0},
+        {1, 32, 17, 3, 1, 1, 1, 1, 0},
+        {1, 26, 16, 7, 1, 1, 3, 3, 0},
+        {1, 33, 16, 3, 2, 1, 1, 1, 0},
+        {1, 30, 16, 5, 2, 1, 2, 2, 0},
+        {1, 24, 16, 5, 1, 2, 4, 0, 0},
+        {1, 24, 16, 5, 1, 2, 0, 4, 0},
+        {1, 20, 16, 3, 1, 1, 2, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int *c = cases[i];
-        acl_conv_shape s = {.n = 2,
-                            .h = c[0],
-                            .w = c[0],
-                            .c = c[1],
-                            .oc = c[1],
-                            .kh = c[2],
-                            .kw = c[2],
-                            .stride_h = c[3],
-                            .stride_w = c[3],
-                            .dil_h = c[4],
-                            .dil_w = c[4],
-                            .pad_top = c[5],
-                            .pad_bottom = c[5],
-                            .pad_left = c[5],
-                            .pad_right = c[5],
-                            .group = c[1],
-                            .has_residual = 1};
-        run_case(&s, "depthwise");
-    }
-}
-
-/* Depthwise rows wide enough for interior runs, whose border runs the
- * sliding kernels take with the border's columns known at compile time when
- * they are exactly the "same" padding's (CHECK_LEFT, CHECK_RIGHT), else
- * checked column by column: symmetric and lopsided paddings, stride 1
- * (dilated or not) and 2, full blocks and a partial one. */
-static void run_border_run_depthwise_cases(void)
-{
-    static const int cases[][7] = {
-        /* h=w, c, k, stride, dilation, pad_left, pad_right */
-        {24, 32, 5, 1, 2, 4, 4}, {32, 17, 3, 1, 1, 1, 1}, {26, 16, 7, 1, 1, 3, 3},
-        {33, 16, 3, 2, 1, 1, 1}, {30, 16, 5, 2, 1, 2, 2}, {24, 16, 5, 1, 2, 4, 0},
-        {24, 16, 5, 1, 2, 0, 4}, {20, 16, 3, 1, 1, 2, 1},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int *c = cases[i];
-        acl_conv_shape s = {.n = 1,
-                            .h = c[0],
-                            .w = c[0],
-                            .c = c[1],
-                            .oc = c[1],
-                            .kh = c[2],
-                            .kw = c[2],
-                            .stride_h = c[3],
-                            .stride_w = c[3],
-                            .dil_h = c[4],
-                            .dil_w = c[4],
-                            .pad_top = c[5],
-                            .pad_bottom = c[6],
-                            .pad_left = c[5],
-                            .pad_right = c[6],
-                            .group = c[1]};
+        acl_conv_shape s = {.n = c[0],
+                            .h = c[1],
+                            .w = c[1],
+                            .c = c[2],
+                            .oc = c[2],
+                            .kh = c[3],
+                            .kw = c[3],
+                            .stride_h = c[4],
+                            .stride_w = c[4],
+                            .dil_h = c[5],
+                            .dil_w = c[5],
+                            .pad_top = c[6],
+                            .pad_left = c[6],
+                            .pad_bottom = c[7],
+                            .pad_right = c[7],
+                            .group = c[2],
+                            .has_residual = c[8]};
         run_case(&s, "depthwise");
     }
 }
@@ -824,8 +803,7 @@ int main(int argc, char **argv)
     if (!only_fp16) {
         run_wide_winograd_cases();
         run_fused_winograd_cases();
-        run_narrow_depthwise_cases();
-        run_border_run_depthwise_cases();
+        run_depthwise_row_cases();
         run_grouped_cases();
         run_direct_dot_cases();
         run_long_row_direct_cases();

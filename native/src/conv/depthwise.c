@@ -279,6 +279,14 @@ static inline __attribute__((always_inline)) void keep_in_register(channel_vec *
  * the layer 0.204 -> 0.187-0.193 ms. */
 enum { CHECK_NONE, CHECK_ANY, CHECK_LEFT, CHECK_RIGHT };
 
+/* The input columns a sliding run of PIXEL_RUN pixels reads, and the
+ * "same" padding on either side of a row. */
+static inline int sliding_span(const int kw, const int stride, const int dil)
+{
+    return (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1;
+}
+static inline int same_padding(const int kw, const int dil) { return (kw - 1) * dil / 2; }
+
 /* A depthwise row's run: each input pixel is loaded once and multiplied
  * into every sum of the run that reads it, the row's kw weight vectors held
  * in registers, where block_pixels loads it once per tap (ConvNeXt's 7x7: 14
@@ -287,8 +295,8 @@ enum { CHECK_NONE, CHECK_ANY, CHECK_LEFT, CHECK_RIGHT };
  * and checked are constants where inlined, so the lanes each load feeds are
  * known at compile time.  `checked` (CHECK_*): the run reaches into the
  * border, and the input columns outside the input are skipped, their taps
- * with them, as block_pixels skips a bordered pixel's; a dilated kernel's border is
- * several pixels wide (5x5 at dilation 2: 4 on each side of a 24-wide row),
+ * with them, as block_pixels skips a bordered pixel's; a dilated kernel's
+ * border is several pixels wide (5x5 at dilation 2: 4 on each side of a 24-wide row),
  * too many to take one pixel, and one accumulator, at a time.  Only the
  * first `stored` pixels are written: a row narrower than a run (7x7 maps)
  * computes the pixels past its end from the inputs inside it and drops
@@ -300,8 +308,8 @@ block_pixels_sliding(const block_row *r, int ox, const int kw, const int len, co
 {
     const acl_conv_shape *s = r->s;
     const size_t c = (size_t)s->c;
-    const int span = (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1, ix0 = ox * stride - s->pad_left;
-    const int same_pad = (kw - 1) * dil / 2;
+    const int span = sliding_span(kw, stride, dil), ix0 = ox * stride - s->pad_left;
+    const int same_pad = same_padding(kw, dil);
     /* Bit j: input column j of the run lies inside the input.  A bit test per
      * column where a flag per column was kept in memory. */
     const int j0 = acl_min(acl_max(0, -ix0), span), j1 = acl_max(acl_min(span, s->w - ix0), 0);
@@ -355,8 +363,8 @@ static inline int row_sliding(const acl_conv_shape *s)
 static inline int border_check(const acl_conv_shape *s, int at, const int sliding, const int kw)
 {
     const int stride = sliding == SLIDE_STRIDE2 ? 2 : 1, dil = sliding == SLIDE_DILATED2 ? 2 : 1;
-    const int span = (PIXEL_RUN - 1) * stride + (kw - 1) * dil + 1, ix0 = at * stride - s->pad_left;
-    const int same_pad = (kw - 1) * dil / 2;
+    const int span = sliding_span(kw, stride, dil), ix0 = at * stride - s->pad_left;
+    const int same_pad = same_padding(kw, dil);
     if (ix0 == -same_pad && s->w - ix0 >= span) return CHECK_LEFT;
     if (ix0 >= 0 && s->w - ix0 == span - same_pad) return CHECK_RIGHT;
     return CHECK_ANY;

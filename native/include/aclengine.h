@@ -162,9 +162,9 @@ acl_balance acl_set_balance(acl_balance mode);
 
 /* Test hooks of the balancing: from now on the worker pinned to `cpu` waits
  * before each job it is given until another thread takes over units, or `ms`
- * at most (a core held by another thread; ms <= 0: none), and the calling thread and every worker share jobs again even if
- * they were found contended; and the count of units run, since the process
- * started, by a thread other than the one of their share's CPU. */
+ * at most (a core held by another thread; ms <= 0: none), and every worker
+ * rescued before takes shares again; and the count of units run, since the
+ * process started, by a thread other than the one of their share's CPU. */
 void acl_pool_test_stall(int cpu, double ms);
 /* Test hook: the time a worker moved by a rescue gets no share in the
  * adaptive balance, from its next rescue on (ms < 0: the default). */

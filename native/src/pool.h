@@ -38,16 +38,30 @@ int acl_exec_active(const acl_exec *ex);
 void acl_pool_wake(const acl_exec *ex);
 
 /* Around a program run in the adaptive balance.  Meanwhile the workers poll
- * for their next job rather than sleep, unless the caller runs alone (below),
- * giving them none.  At most one run every 2 ms is
- * watched: when the calling thread, pinned to its CPU from its first job on,
- * waited descheduled behind another thread there for a fifth of that time,
- * its jobs run alone and unpinned for a while, wherever the system finds it
- * a free core: ACL_POOL_SOLO_FIRST_MS, twice as long each time its CPU is
- * found contended again soon after, up to 200 ms. */
-#define ACL_POOL_SOLO_FIRST_MS 10.0
-void acl_pool_run_begin(void);
-void acl_pool_run_end(void);
+ * for their next job rather than sleep, unless the run goes alone (below),
+ * giving them none.
+ *
+ * A run goes one of two ways: shared (its jobs split over the pinned
+ * workers) or alone (every job on the calling thread, unpinned, wherever the
+ * system finds it a free core).  Shared, unless the program's runs were found
+ * contended in the last ACL_POOL_CONTENDED_HOLD_MS: a worker descheduled
+ * holding units was rescued, or the caller, pinned to its CPU, waited behind
+ * another thread there for a fifth of a watched run (one every 2 ms at most).
+ * Then each way is timed (from its second run in a row on) and the faster
+ * kept, the slower timed again every 100 ms; runs alone go on while alone is
+ * the faster.  The choice is the program's own, zeroed to start. */
+#define ACL_POOL_CONTENDED_HOLD_MS 250.0
+typedef struct {
+    double ms[2];           /* each way's mean run time (0: not timed) */
+    double at_ms[2];        /* when each was last timed (acl_now_ms) */
+    double contended_until; /* the ways are chosen between until then */
+    double began;
+    int way;                /* this run's */
+    int switched;           /* this run's way is not the last run's */
+} acl_pool_choice;
+enum { ACL_POOL_SHARED = 0, ACL_POOL_ALONE = 1 };
+void acl_pool_run_begin(acl_pool_choice *choice);
+void acl_pool_run_end(acl_pool_choice *choice);
 
 /* Runs fn over [0, units) split by ex; returns when every range is done. */
 int acl_parallel(const acl_exec *ex, int units, acl_task_fn fn, void *ctx);

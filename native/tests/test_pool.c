@@ -4,7 +4,8 @@
  * gives it its own affinity back; in the adaptive balance every unit runs
  * exactly once, the share of a worker held back by the test hook is taken
  * over by the others, a worker descheduled holding units is moved onto the
- * waiting caller's CPU, and a caller that shares its CPU runs alone.
+ * waiting caller's CPU, and after a contended program run the faster of
+ * sharing the runs' jobs and running them alone is kept.
  *
  *   test_pool [--cases N] [--seed S]   closes with "N passed, N failed"
  *
@@ -274,59 +275,64 @@ static double clock_ms(clockid_t clock)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* A program run (acl_pool_run_begin to acl_pool_run_end) in which the caller
- * shares caller_cpu with a busy thread, then one adaptive job: whether the
- * caller ran it alone, unpinned (its units each exactly once, checked; alone:
- * all on the calling thread).  A caller that shares a job stays pinned to its
- * CPU until acl_release_caller. */
-static int solo_after_contended_run(const acl_exec *ex, int caller_cpu, const cpu_set_t *own)
+/* One adaptive program run of `c`: one job of 64 units (each checked to run
+ * exactly once), then ms[way] of the caller's own work (the way the run
+ * went, ACL_POOL_SHARED or ACL_POOL_ALONE), beside a thread busy on
+ * caller_cpu throughout when `neighbour` (the run's first job pins the caller
+ * there, where the two then take turns).  Returns whether the job ran alone:
+ * every unit on the calling thread, which stayed unpinned.  A caller that
+ * shares a job stays pinned to its CPU until acl_release_caller. */
+static int one_run(acl_pool_choice *c, const acl_exec *ex, int caller_cpu, int neighbour,
+                   const double *ms, const cpu_set_t *own)
 {
     atomic_int stop = 0;
-    pthread_t neighbour;
-    pthread_attr_t attr;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(caller_cpu, &one);
-    pthread_attr_init(&attr);
-    pthread_attr_setaffinity_np(&attr, sizeof one, &one);
-    pthread_create(&neighbour, &attr, spin_on, &stop);
-    pthread_attr_destroy(&attr);
+    pthread_t busy;
+    if (neighbour) {
+        pthread_attr_t attr;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(caller_cpu, &one);
+        pthread_attr_init(&attr);
+        pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+        pthread_create(&busy, &attr, spin_on, &stop);
+        pthread_attr_destroy(&attr);
+    }
+    busy_for_ms(3); /* past the last watched run's 2 ms */
     tally t;
     memset(&t, 0, sizeof t);
-    busy_for_ms(5);  /* past the last watched run's 2 ms */
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
-    acl_pool_run_begin();
-    /* A run's first job pins the caller to caller_cpu, where the two then
-     * take turns. */
-    check(acl_parallel(ex, 64, count_units, &t.runs[0]) == 0, "watched job failed");
-    busy_for_ms(40);
-    acl_pool_run_end();
-    atomic_store(&stop, 1);
-    pthread_join(neighbour, NULL);
-    sched_setaffinity(0, sizeof *own, own);
-
-    memset(&t, 0, sizeof t);
-    check(acl_parallel(ex, 64, tally_units, &t) == 0, "job after contended runs failed: %s",
-          acl_last_error());
-    acl_set_balance(was);
-    int others = 0;
-    for (int u = 0; u < 64; u++) others += atomic_load(&t.runs[u]) != 1;
-    check(others == 0, "after contended runs: %d units did not run exactly once", others);
+    acl_pool_run_begin(c);
+    check(acl_parallel(ex, 64, tally_units, &t) == 0, "job of a run failed: %s", acl_last_error());
     cpu_set_t after;
     sched_getaffinity(0, sizeof after, &after);
-    const int solo = CPU_EQUAL(&after, own);
-    if (solo)
-        check(atomic_load(&t.ranks) == 1,
-              "a caller contended on CPU %d still handed units to other threads", caller_cpu);
+    busy_for_ms(ms[c->way]);
+    acl_pool_run_end(c);
+    acl_set_balance(was);
+    if (neighbour) {
+        atomic_store(&stop, 1);
+        pthread_join(busy, NULL);
+    }
     acl_release_caller();
-    return solo;
+    sched_setaffinity(0, sizeof *own, own);
+    int others = 0;
+    for (int u = 0; u < 64; u++) others += atomic_load(&t.runs[u]) != 1;
+    check(others == 0, "%d units did not run exactly once", others);
+    const int alone = CPU_EQUAL(&after, own) && atomic_load(&t.ranks) == 1;
+    check(alone == (c->way == ACL_POOL_ALONE), "a run that went %s %s its job",
+          c->way == ACL_POOL_ALONE ? "alone" : "shared", alone ? "ran alone" : "shared");
+    return alone;
 }
 
-/* A caller that shared its CPU with a busy thread through a program run runs
- * its next adaptive jobs alone, unpinned: every unit on the calling thread,
- * none on the other CPU's worker; the first time for ACL_POOL_SOLO_FIRST_MS
- * only (another thread's moment on its CPU), then it shares them again. */
-static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
+/* A program run in which the caller shared its CPU with a busy thread makes
+ * its next runs a choice between going shared and alone: each is timed (a
+ * way's first run after the other is not), the faster kept, the slower tried
+ * again 100 ms after its last time; alone goes
+ * on, contended or not, until the shared way's times come back under it; then
+ * without contention for ACL_POOL_CONTENDED_HOLD_MS the runs share again.
+ * The runs' times are the test's own busy waits, tens of milliseconds apart,
+ * so that the choice does not hang on this machine's speed.  A run in which a
+ * worker was rescued counts as contended too. */
+static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
 {
     FILE *schedstat = fopen("/proc/thread-self/schedstat", "r");
     if (!schedstat) {
@@ -337,31 +343,67 @@ static void check_solo(int ncores, int caller_cpu, int other_cpu, const cpu_set_
     int weights[CPU_SETSIZE] = {0};
     weights[caller_cpu] = weights[other_cpu] = 1;
     const acl_exec ex = {ncores, weights, 64};
-    acl_pool_test_stall(-1, 0);  /* not alone from an earlier contended run */
-    check(solo_after_contended_run(&ex, caller_cpu, own),
-          "a caller contended on CPU %d did not run alone, unpinned", caller_cpu);
-    /* ... and its runs leave the workers asleep: polling through them (a run
-     * wakes them first), they took the core the system would move it to. */
+    acl_pool_test_stall(-1, 0);
+    const double shared_slow[2] = {40, 10}, shared_fast[2] = {0, 10};
+    acl_pool_choice c = {.way = ACL_POOL_SHARED};
+    check(!one_run(&c, &ex, caller_cpu, 1, shared_slow, own), "a first run did not share its job");
+    check(c.contended_until > 0, "a run sharing CPU %d with a busy thread was not found contended",
+          caller_cpu);
+    const double contended_at = clock_ms(CLOCK_MONOTONIC);
+    /* Alone never timed: tried, and its workers left asleep (polling through
+     * it, they took the core the system would move the caller to). */
     const double cpu0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID), wall0 = clock_ms(CLOCK_MONOTONIC);
-    acl_pool_run_begin();
     acl_pool_wake(&ex);
-    busy_for_ms(20);
-    acl_pool_run_end();
+    check(one_run(&c, &ex, caller_cpu, 0, shared_slow, own),
+          "after a contended run, no run went alone");
     const double cpu = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - cpu0,
                  wall = clock_ms(CLOCK_MONOTONIC) - wall0;
-    check(cpu < 1.5 * wall, "workers polled through a solo caller's run: %.1f ms of CPU in %.1f ms",
-          cpu, wall);
-    busy_for_ms(3 * ACL_POOL_SOLO_FIRST_MS);
-    tally t;
-    memset(&t, 0, sizeof t);
+    check(cpu < 1.5 * wall, "workers polled through a run alone: %.1f ms of CPU in %.1f ms", cpu,
+          wall);
+    int runs[2] = {0}, late_alone = 0;
+    while (clock_ms(CLOCK_MONOTONIC) - contended_at < 2 * ACL_POOL_CONTENDED_HOLD_MS) {
+        const int alone = one_run(&c, &ex, caller_cpu, 0, shared_slow, own);
+        runs[alone]++;
+        late_alone += alone && clock_ms(CLOCK_MONOTONIC) - contended_at >
+                                   ACL_POOL_CONTENDED_HOLD_MS + shared_slow[ACL_POOL_ALONE];
+    }
+    check(runs[0] >= 2 && runs[0] < runs[1],
+          "alone, the faster way, was not kept, shared tried again every 100 ms (%d runs shared, "
+          "%d alone)",
+          runs[0], runs[1]);
+    check(late_alone > 0, "runs stopped going alone, the faster way, %.0f ms after contention",
+          ACL_POOL_CONTENDED_HOLD_MS);
+    int shared_in_a_row = 0;
+    for (const double t0 = clock_ms(CLOCK_MONOTONIC);
+         shared_in_a_row < 3 && clock_ms(CLOCK_MONOTONIC) - t0 < 3000;)
+        shared_in_a_row =
+            one_run(&c, &ex, caller_cpu, 0, shared_fast, own) ? 0 : shared_in_a_row + 1;
+    check(shared_in_a_row == 3, "the shared way, faster again, was not taken back within 3 s");
+
+    /* Alone slower than shared: shared is kept. */
+    acl_pool_choice d = {.way = ACL_POOL_SHARED};
+    const double alone_slow[2] = {20, 60};
+    one_run(&d, &ex, caller_cpu, 1, alone_slow, own);
+    for (int i = 0; i < 2; i++)
+        check(one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
+              "after a contended run, run %d did not go alone (the first is not timed)", i + 1);
+    for (int i = 0; i < 2; i++)
+        check(!one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
+              "shared, the faster way, was not kept");
+
+    /* A rescue makes a run contended. */
+    acl_pool_choice e = {.way = ACL_POOL_SHARED};
+    sleeper s = {.cpu_after = -1};
     const acl_balance was = acl_set_balance(ACL_BALANCE_ADAPTIVE);
-    check(acl_parallel(&ex, 64, tally_units, &t) == 0, "job after a solo time failed");
+    acl_pool_run_begin(&e);
+    check(acl_parallel(&(acl_exec){ncores, weights, 2}, 2, sleep_once, &s) == 0,
+          "rescue job failed: %s", acl_last_error());
+    acl_pool_run_end(&e);
     acl_set_balance(was);
-    cpu_set_t after;
-    sched_getaffinity(0, sizeof after, &after);
-    check(!CPU_EQUAL(&after, own), "a caller contended once still ran alone %.0f ms later",
-          3 * ACL_POOL_SOLO_FIRST_MS);
     acl_release_caller();
+    acl_pool_test_stall(-1, 0); /* the rescued worker's rest over */
+    check(s.cpu_after == caller_cpu && e.contended_until > 0,
+          "a run whose worker was rescued (woke on CPU %d) was not found contended", s.cpu_after);
 }
 
 /* Jobs spaced so that the workers go to sleep between them (the pool spins
@@ -434,7 +476,7 @@ int main(int argc, char **argv)
     if (ncpus > 1)
         for (int i = 0; i < 10; i++) check_rescue(ncores, cpus[0], cpus[ncpus - 1]);
     if (ncpus > 1) check_unstarted_rescue(ncores, cpus[0], cpus[ncpus - 1]);
-    /* Last: a contended caller runs alone for 200 ms after it. */
-    if (ncpus > 1) check_solo(ncores, cpus[0], cpus[ncpus - 1], &own);
+    /* Last: contended runs choose between sharing and running alone. */
+    if (ncpus > 1) check_choice(ncores, cpus[0], cpus[ncpus - 1], &own);
     return test_summary();
 }

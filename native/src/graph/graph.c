@@ -135,7 +135,7 @@ int acl_graph_run(acl_graph *g, double *node_ms)
     if (!g) return acl_fail("graph: acl_graph_run needs a program");
     acl_pool_wake(&g->ex);
     const acl_balance was = acl_set_balance(g->balance);
-    if (g->balance == ACL_BALANCE_ADAPTIVE) acl_pool_run_begin();
+    if (g->balance == ACL_BALANCE_ADAPTIVE) acl_pool_run_begin(&g->choice);
     int rc = 0;
     for (int i = 0; rc == 0 && i < g->count; i++) {
         const double start = acl_now_ms();
@@ -147,7 +147,7 @@ int acl_graph_run(acl_graph *g, double *node_ms)
         if (node_ms) node_ms[i] = acl_now_ms() - start;
     }
     acl_release_caller();  /* pinned once for the whole run, not per operation */
-    if (g->balance == ACL_BALANCE_ADAPTIVE) acl_pool_run_end();
+    if (g->balance == ACL_BALANCE_ADAPTIVE) acl_pool_run_end(&g->choice);
     acl_set_balance(was);
     return rc;
 }

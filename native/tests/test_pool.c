@@ -14,6 +14,7 @@
  * a unit stolen by another core's thread, or a caller left unpinned, fails.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -360,15 +361,19 @@ static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_se
                  wall = clock_ms(CLOCK_MONOTONIC) - wall0;
     check(cpu < 1.5 * wall, "workers polled through a run alone: %.1f ms of CPU in %.1f ms", cpu,
           wall);
+    /* Past the hold, and past shared's first retry however long the
+     * contended run took (a sanitiser's or a loaded machine's). */
+    const double loop_ms = fmax(2 * ACL_POOL_CONTENDED_HOLD_MS, 20 * c.ms[ACL_POOL_SHARED] + 150);
     int runs[2] = {0}, late_alone = 0;
-    while (clock_ms(CLOCK_MONOTONIC) - contended_at < 2 * ACL_POOL_CONTENDED_HOLD_MS) {
+    while (clock_ms(CLOCK_MONOTONIC) - contended_at < loop_ms) {
         const int alone = one_run(&c, &ex, caller_cpu, 0, shared_slow, own);
         runs[alone]++;
         late_alone += alone && clock_ms(CLOCK_MONOTONIC) - contended_at >
                                    ACL_POOL_CONTENDED_HOLD_MS + shared_slow[ACL_POOL_ALONE];
     }
-    /* Shared, 12 ms, is tried again 240 ms after its last time (two runs:
-     * the first, waking its workers, is not timed), so twice at most. */
+    /* Shared, 12 ms or more, is tried again 240 ms or more after its last
+     * time (two runs: the first, waking its workers, is not timed), so
+     * twice at most in loop_ms. */
     check(runs[0] >= 2 && runs[0] <= 4 && runs[0] < runs[1],
           "alone, the faster way, was not kept, shared tried again every 20 of its runs (%d runs "
           "shared, %d alone)",

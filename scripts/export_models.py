@@ -594,6 +594,26 @@ def _architectures():
                                zip(self.fw(xs), self.bw(xs))], 1)  # [B, T, 2h]
             return self.cls(seq).log_softmax(-1)
 
+    # -- KWS CRNN: convolutions over log-mel features, a bidirectional GRU --
+    class KwsCRNN(nn.Module):
+        """A keyword spotter in the manner of Arik et al. (2017): 3x3
+        convolutions over a 40-band log-mel spectrogram of 1 s (101 frames),
+        then a 2-layer bidirectional GRU over the frames (nn.GRU: the exporter
+        writes ONNX GRU nodes), averaged over time, then 12 classes."""
+
+        def __init__(self, classes=12, hidden=64):
+            super().__init__()
+            self.cnn = nn.Sequential(ConvBN(1, 32), ConvBN(32, 64, s=2), ConvBN(64, 64),
+                                     ConvBN(64, 128, s=2), ConvBN(128, 128))
+            self.gru = nn.GRU(128 * 10, hidden, num_layers=2, bidirectional=True)
+            self.cls = nn.Linear(2 * hidden, classes)
+
+        def forward(self, x):
+            f = self.cnn(x)  # [B, 128, 10, T]
+            seq = f.flatten(1, 2).permute(2, 0, 1)  # [T, B, 1280]
+            out, _ = self.gru(seq)
+            return self.cls(out.mean(0))
+
     return {
         "mobilenetv3_large": MobileNetV3Large,
         "lraspp_mobilenetv3": LRASPP,
@@ -606,12 +626,14 @@ def _architectures():
         "mobilevit_xxs": MobileViTXXS,
         "efficientformer_l1": EfficientFormerL1,
         "crnn_unrolled_bilstm": CRNN,
+        "kws_crnn_gru": KwsCRNN,
     }
 
 
 ARCHITECTURES = ["mobilenetv3_large", "lraspp_mobilenetv3", "deeplabv3_mobilenetv3", "ghostnet",
                  "mobilenetv4_small", "resnext50_32x4d", "regnety_400mf", "convnext_atto",
-                 "mobilevit_xxs", "efficientformer_l1", "crnn_unrolled_bilstm"]
+                 "mobilevit_xxs", "efficientformer_l1", "crnn_unrolled_bilstm",
+                 "kws_crnn_gru"]
 
 
 def _seed_weights(model, seed: int) -> None:
@@ -635,6 +657,10 @@ def _seed_weights(model, seed: int) -> None:
             elif leaf in ("weight", "gamma", "gamma1", "gamma2", "running_var"):
                 v = rng.uniform(0.7, 1.3, shape)
             elif leaf in ("bias", "running_mean", "attention_bias"):
+                v = rng.standard_normal(shape) * 0.05
+            elif leaf.startswith("weight_"):  # a GRU's input and hidden weights
+                v = rng.standard_normal(shape) / np.sqrt(shape[1])
+            elif leaf.startswith("bias_"):
                 v = rng.standard_normal(shape) * 0.05
             else:
                 raise ValueError(f"no seeding rule for {name}")

@@ -8,7 +8,9 @@ its own at normal priority, first quiet, then with a competing process pinned
 to one core (the last, unless told) and busy `duty` of every 10 ms.  Engines take turns in
 rounds within each condition; an engine's p50 and p90 are the medians of its
 rounds'.  An engine's slowdown is its loaded p50 over its quiet p50,
-onnxruntime taking its better thread setting in each condition.
+onnxruntime taking its better thread setting in each condition.  A plan with
+delegated segments also has its native nodes timed beside them, quiet
+(acltuner.bench.delegated).
 """
 from __future__ import annotations
 
@@ -74,7 +76,9 @@ def _condition(timers: dict, rounds: int) -> dict[str, dict[str, float]]:
 
 def measure(model: Path, shapes: dict, plan: Path, balance: str, cpus: int, busy_cpu: int,
             duty: float, rounds: int, repeat: int, round_ms: float) -> dict:
-    """{condition: {engine: {"p50", "p90"}}} for one model's plan."""
+    """{condition: {engine: {"p50", "p90"}}} for one model's plan, and under
+    "delegated" its native nodes' times beside its delegated segments
+    (acltuner.bench.delegated; None when nothing is delegated)."""
     probe = _json_run(_acltuner("run", str(plan), "--json", "--repeat", "3", "--warmup", "1"))
     runs = runs_per_round(probe["median_ms"], repeat, round_ms)
     timers = {
@@ -84,10 +88,13 @@ def measure(model: Path, shapes: dict, plan: Path, balance: str, cpus: int, busy
         "onnxruntime_1t": lambda: onnxruntime_run(model, 1, runs, 3, shapes),
     }
     quiet = _condition(timers, rounds)
+    # Quiet, so that nothing but the segments' own threads is beside the native nodes.
+    delegated = _json_run([sys.executable, "-m", "acltuner.bench.delegated", str(plan),
+                           str(runs * rounds)])
     with Neighbour(busy_cpu, duty):
         time.sleep(0.1)
         loaded = _condition(timers, rounds)
-    return {"quiet": quiet, "loaded": loaded}
+    return {"quiet": quiet, "loaded": loaded, "delegated": delegated}
 
 
 def _ort_best(condition: dict) -> dict:
@@ -118,16 +125,23 @@ def run(models: list[tuple[str, Path, dict]], trials: int, duty: float, out_dir:
                         *(f"--input-shape={i}={','.join(map(str, d))}"
                           for i, d in shapes.items())))
         m = measure(model, shapes, plan, balance, cpus, busy_cpu, duty, rounds, repeat, round_ms)
+        delegated = m.pop("delegated")
         ours_q, ours_l = m["quiet"]["ours"], m["loaded"]["ours"]
         ort_q, ort_l = _ort_best(m["quiet"]), _ort_best(m["loaded"])
         rows.append({"model": name, **{f"{cond}_{engine}_{p}": v[p] for cond, c in m.items()
                                        for engine, v in c.items() for p in ("p50", "p90")},
                      "ours_slowdown": ours_l["p50"] / ours_q["p50"],
                      "onnxruntime_slowdown": ort_l["p50"] / ort_q["p50"],
-                     "ours_loaded_p90_over_quiet_p50": ours_l["p90"] / ours_q["p50"]})
+                     "ours_loaded_p90_over_quiet_p50": ours_l["p90"] / ours_q["p50"],
+                     "delegated_neighbours_ratio": delegated and delegated["ratio"]})
         click.echo(f"  {name}: ours {_ms(ours_q['p50'])} -> {_ms(ours_l['p50'])} ms "
                    f"(p90 {_ms(ours_l['p90'])}), onnxruntime {_ms(ort_q['p50'])} -> "
                    f"{_ms(ort_l['p50'])} ms", err=True)
+        if delegated:
+            click.echo(f"  {name}: native nodes beside its delegated segments "
+                       f"{_ms(delegated['native_ms_run'])} ms, "
+                       f"{_ms(delegated['native_ms_replayed'])} with the segments replayed",
+                       err=True)
     (out_dir / "interference.json").write_text(json.dumps(rows, indent=1) + "\n")
     engines = ["ours", f"onnxruntime_{cpus}t", "onnxruntime_1t"]
     lines = [f"busy neighbour: CPU {busy_cpu}, busy {duty * PERIOD_S * 1e3:g} of every "
@@ -148,5 +162,9 @@ def run(models: list[tuple[str, Path, dict]], trials: int, duty: float, out_dir:
     worst = max(rows, key=lambda r: r["ours_loaded_p90_over_quiet_p50"])
     click.echo(f"worst loaded p90 / quiet p50 (ours): {worst['model']} "
                f"{worst['ours_loaded_p90_over_quiet_p50']:.2f}x")
+    beside = [f"{r['model']} {r['delegated_neighbours_ratio']:.2f}x" for r in rows
+              if r["delegated_neighbours_ratio"]]
+    click.echo("native nodes beside delegated segments, quiet, run / replayed: "
+               + (", ".join(beside) or "nothing delegated"))
     click.echo(f"interference_slowdown: ours={ours:.3f} onnxruntime={ort:.3f}")
     return ours, ort

@@ -334,8 +334,11 @@ def bench_interference(models, model_dir, trials, repeat, round_ms, board_name, 
     each in its own process at normal priority, in --rounds turns, first
     quiet, then with a process pinned to the last CPU and busy --duty of every
     10 ms (a camera, decoder or OpenMP thread of the application; --busy-cpu
-    picks another core).  Prints p50
-    and p90 per engine and condition; the last line,
+    picks another core).  Prints p50 and p90 per engine and condition.  For
+    a model with nodes delegated to onnxruntime, its native nodes are also
+    timed quiet, run for run in turns, with the segments run and with their
+    outputs replayed: about 1.00x means the segments' threads leave the
+    engine's workers alone.  The last line,
     `interference_slowdown: ours=X onnxruntime=Y`, is the geometric mean of
     loaded p50 over quiet p50, onnxruntime taking its better thread setting
     in each condition (lower is better).

@@ -201,6 +201,15 @@ class Program:
         return TimedRuns(result.times_ms, stage.profile(), result.copy_ms,
                          {name: env[name] for name in self.outputs}, result.peak_rss_mb)
 
+    def replay_delegated(self, on: bool) -> None:
+        """For benchmarks (acltuner.bench.delegated): while on, each delegated
+        segment gives back the outputs of its last run instead of running, so
+        that the native stages can be timed with no onnxruntime thread
+        between them."""
+        for stage in self._stages:
+            if isinstance(stage, DelegatedRunner):
+                stage.replay = on
+
     @property
     def last_profile(self) -> list[ProfileEntry]:
         """The latest run's time per operation, built when asked for: a model

@@ -66,6 +66,27 @@ def test_interference_prints_both_conditions_and_the_slowdowns(tiny_folder, tmp_
     best = {c: min(row[f"{c}_onnxruntime_{threads}t_p50"], row[f"{c}_onnxruntime_1t_p50"])
             for c in ("quiet", "loaded")}
     assert row["onnxruntime_slowdown"] == pytest.approx(best["loaded"] / best["quiet"])
+    assert row["delegated_neighbours_ratio"] is None
+    assert "run / replayed: nothing delegated" in result.stdout
+
+
+def test_interference_times_the_native_nodes_beside_a_delegated_segment(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    b = GraphBuilder(input_shape=(1, 3, 24, 24))
+    y = b.node("Sin", [b.conv(b.input, "c1", 16, 3, pads=1, relu="r1")], "sin")  # delegated
+    onnx.save(b.model(b.conv(y, "c2", 16, 3, pads=1), "delegating"), models / "delegating.onnx")
+    (models / "shapes.yaml").write_text(yaml.safe_dump({"schema": 1, "models": {}}))
+    out = tmp_path / "out"
+    result = invoke("bench", "interference", "--model-dir", models, "--trials", "1",
+                    "--repeat", "2", "--rounds", "1", "--round-ms", "0", "--duty", "0.5",
+                    "--out", out)
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads((out / "interference.json").read_text())
+    assert row["delegated_neighbours_ratio"] > 0
+    assert re.search(r"^native nodes beside delegated segments, quiet, run / replayed: "
+                     rf"delegating {row['delegated_neighbours_ratio']:.2f}x$",
+                     result.stdout, re.M), result.stdout
 
 
 def test_interference_tunes_again_over_a_plan_left_by_another_engine_build(tiny_folder,

@@ -106,6 +106,28 @@ def test_a_recurrent_segment_counts_its_gate_products(tmp_path):
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
+def test_replayed_segments_give_their_last_outputs_without_running(tmp_path, monkeypatch):
+    """bench interference times native nodes beside delegated segments and
+    with their outputs replayed: a replay calls no onnxruntime session and
+    gives the outputs of the last real run."""
+    calls = []
+    real = ort.InferenceSession.run
+    monkeypatch.setattr(ort.InferenceSession, "run",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    program = load(default_plan(_gru_model(tmp_path, 8), tmp_path), board="split-host")
+    rng = np.random.default_rng(6)
+    first, second = (rng.standard_normal((1, 8, 16, 16), np.float32) for _ in range(2))
+    want = next(iter(program.run(first).values()))
+    assert len(calls) == 1
+    program.replay_delegated(True)
+    replayed = next(iter(program.run(second).values()))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(replayed, want)  # the GRU's output of `first`
+    program.replay_delegated(False)
+    assert not np.array_equal(next(iter(program.run(second).values())), want)
+    assert len(calls) == 2
+
+
 def test_both_balances_give_the_same_output(tmp_path):
     plan = default_plan(_delegating_model(tmp_path, 64), tmp_path)
     outputs = {}

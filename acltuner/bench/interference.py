@@ -90,7 +90,7 @@ def measure(model: Path, shapes: dict, plan: Path, balance: str, cpus: int, busy
     quiet = _condition(timers, rounds)
     # Quiet, so that nothing but the segments' own threads is beside the native nodes.
     delegated = _json_run([sys.executable, "-m", "acltuner.bench.delegated", str(plan),
-                           str(runs * rounds)])
+                           str(runs * rounds)]) if probe["delegated"] else None
     with Neighbour(busy_cpu, duty):
         time.sleep(0.1)
         loaded = _condition(timers, rounds)

@@ -40,7 +40,7 @@ def _flops(g: OnnxGraph, node: onnx.NodeProto) -> int:
     def shape(t: str) -> tuple[int, ...] | None:  # weights are constants, not typed values
         return g.constants[t].shape if t in g.constants else g.static_shape(t)
     if node.op_type in ("MatMul", "Gemm") and len(node.input) >= 2:
-        a = g.static_shape(node.input[0])
+        a = shape(node.input[0])
         transposed = any(at.name == "transA" and at.i for at in node.attribute)
         return 2 * elements * (a[-2 if transposed else -1] if a else 1)
     if node.op_type in ("Conv", "ConvTranspose") and len(node.input) >= 2:

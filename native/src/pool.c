@@ -46,7 +46,7 @@
  * rule (alone 10-200 ms after each contended run) lost the one or the other.
  *
  * The slower way is timed again, as the neighbour may have gone, once its
- * last time is RETRY_MS and RETRY_RUNS of its runs old, so that its tries
+ * last time is RETRY_MS and ACL_POOL_RETRY_RUNS of its runs old, so that its tries
  * cost a twentieth of the time at most (every 100 ms, a 15 ms model's quiet
  * runs went alone, 2x slower, a third of the time after each contended run).
  * That time replaces its old one: averaged in, the shared way's times after
@@ -59,7 +59,6 @@
  * where the one slow shared run that a VM's moment costs them made alone the
  * faster in the mean. */
 #define RETRY_MS 100.0
-#define RETRY_RUNS 20.0
 #define MEAN_STEP 0.25
 #define ALONE_GAIN 0.9
 /* Adaptive balance: a caller that has waited RESCUE_AFTER_MS for the last
@@ -555,7 +554,8 @@ static int faster(const acl_pool_choice *c)
 /* Whether `way` is due to be timed again. */
 static int due(const acl_pool_choice *c, int way, double now)
 {
-    return c->ms[way] == 0 || now - c->at_ms[way] >= fmax(RETRY_MS, RETRY_RUNS * c->ms[way]);
+    return c->ms[way] == 0 ||
+           now - c->at_ms[way] >= fmax(RETRY_MS, ACL_POOL_RETRY_RUNS * c->ms[way]);
 }
 
 /* The way of a run while runs are found contended: the faster, or the other

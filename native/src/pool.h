@@ -49,9 +49,10 @@ void acl_pool_wake(const acl_exec *ex);
  * another thread there for a fifth of a watched run (one every 2 ms at most).
  * Then each way is timed (shared from its second run after runs alone on)
  * and the faster kept, the slower timed again once its last time is 100 ms
- * and 20 of its runs old; runs alone go on while alone is the faster.  The
- * choice is the program's own, zeroed to start. */
+ * and ACL_POOL_RETRY_RUNS of its runs old; runs alone go on while alone is
+ * the faster.  The choice is the program's own, zeroed to start. */
 #define ACL_POOL_CONTENDED_HOLD_MS 250.0
+#define ACL_POOL_RETRY_RUNS 20.0
 typedef struct {
     double ms[2];           /* each way's mean run time (0: not timed) */
     double at_ms[2];        /* when each was last timed (acl_now_ms) */

@@ -327,8 +327,9 @@ static int one_run(acl_pool_choice *c, const acl_exec *ex, int caller_cpu, int n
 /* A program run in which the caller shared its CPU with a busy thread makes
  * its next runs a choice between going shared and alone: each is timed (the
  * first shared run after runs alone is not), the faster kept, the slower
- * tried again once its last time is 100 ms and 20 of its runs old; alone goes
- * on, contended or not, until the shared way's times come back under it; then
+ * tried again once its last time is 100 ms and ACL_POOL_RETRY_RUNS of its
+ * runs old; alone goes on, contended or not, until the shared way's times
+ * come back under it; then
  * without contention for ACL_POOL_CONTENDED_HOLD_MS the runs share again.
  * The runs' times are the test's own busy waits, milliseconds apart, so that
  * the choice does not hang on this machine's speed.  A run in which a worker
@@ -363,7 +364,8 @@ static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_se
           wall);
     /* Past the hold, and past shared's first retry however long the
      * contended run took (a sanitiser's or a loaded machine's). */
-    const double loop_ms = fmax(2 * ACL_POOL_CONTENDED_HOLD_MS, 20 * c.ms[ACL_POOL_SHARED] + 150);
+    const double loop_ms =
+        fmax(2 * ACL_POOL_CONTENDED_HOLD_MS, ACL_POOL_RETRY_RUNS * c.ms[ACL_POOL_SHARED] + 150);
     int runs[2] = {0}, late_alone = 0;
     while (clock_ms(CLOCK_MONOTONIC) - contended_at < loop_ms) {
         const int alone = one_run(&c, &ex, caller_cpu, 0, shared_slow, own);
@@ -375,9 +377,9 @@ static void check_choice(int ncores, int caller_cpu, int other_cpu, const cpu_se
      * time (two runs: the first, waking its workers, is not timed), so
      * twice at most in loop_ms. */
     check(runs[0] >= 2 && runs[0] <= 4 && runs[0] < runs[1],
-          "alone, the faster way, was not kept, shared tried again every 20 of its runs (%d runs "
+          "alone, the faster way, was not kept, shared tried again every %.0f of its runs (%d runs "
           "shared, %d alone)",
-          runs[0], runs[1]);
+          ACL_POOL_RETRY_RUNS, runs[0], runs[1]);
     check(late_alone > 0, "runs stopped going alone, the faster way, %.0f ms after contention",
           ACL_POOL_CONTENDED_HOLD_MS);
     int shared_in_a_row = 0;

@@ -21,7 +21,8 @@ from acltuner.plan import Plan, save_plan
 from acltuner.tuner.int8_tasks import split_int8
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
-from acltuner.tuner.int8_search import tune_int8, whole_model_runs
+from acltuner.tuner.in_model import whole_model_runs
+from acltuner.tuner.int8_search import tune_int8
 from acltuner.tuner.pins import EngineRules, Pin
 from acltuner.tuner.precision import check_precision
 from acltuner.tuner.records import default_records_path, tuning_lock

@@ -191,7 +191,7 @@ def _task_line(r: TaskReport) -> str:
         return f"{v:9.3f}" if v is not None else f"{'-':>9s}"
     speed = f"{r.speedup:6.2f}x" if r.speedup else f"{'-':>7s}"
     note = f"  pinned ({r.pinned})" if r.pinned else ""
-    note += "  (int8: times in the whole model)" if r.in_model else ""
+    note += "  (times in the whole model)" if r.in_model else ""
     return (f"{r.task.key:48s} {len(r.task.nodes):5d} {ms(r.default_ms)} {ms(r.tuned_ms)} "
             f"{speed}  {r.best}{note}")
 

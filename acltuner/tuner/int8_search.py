@@ -1,13 +1,8 @@
-"""int8 tasks tuned where they run: in the whole model.
+"""int8 tasks tuned where they run: in the whole model (in_model.py).
 
 An int8 convolution (conv_int8) reads the uint8 tensor of the layer before it
 and writes one for the layer after, inside the model's native graph, so its
-candidates are measured there, as in_context.py runs the whole model: the
-launcher runs it with every int8 task on its i-th candidate in the i-th plan
-(in turns, some rounds), and its per-node profile times each node.  K
-candidates cost K whole-model runs a round, whatever the number of tasks.  A
-task keeps the candidate whose nodes' median times are the least, where it
-beats its default by in_context.MARGIN; the in-context check that follows
+candidates are measured there; the in-context check that follows
 compares the plan with the default plan as for float tasks, so the plan kept
 is never slower than the default one as far as it can tell.
 
@@ -21,23 +16,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from acltuner.engine.config import ExecConfig
-from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import Plan, Tuning
-from acltuner.runtime.load import lower_plan, read_model
-from acltuner.runtime.target import launcher_target
 from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task, is_depthwise
 from acltuner.taskgen.tasks import Task
-from acltuner.tuner.in_context import MARGIN, WholeModelRuns, with_configs
+from acltuner.tuner.in_model import InModelChoice, RunPlans, choose_in_model
 from acltuner.tuner.tune import TaskReport
-
-ROUNDS, REPEAT = 3, 10
-
-# Each plan's node times: by node, its median in the model (None: not in
-# the profile), one dict per plan run.
-RunPlans = Callable[[list[dict[str, ExecConfig]]], list[dict[str, float | None]]]
 
 
 def int8_candidates(task: Int8Task, default: ExecConfig, kernels: Sequence[str],
@@ -51,57 +36,6 @@ def int8_candidates(task: Int8Task, default: ExecConfig, kernels: Sequence[str],
     chosen = [None] if is_depthwise(task.shape) or not kernels else list(kernels)
     return list(dict.fromkeys([default, *(ExecConfig(INT8_ALGORITHM, k, weights, workloads)
                                           for weights, workloads in splits for k in chosen)]))
-
-
-@dataclass(frozen=True)
-class Int8Choice:
-    config: ExecConfig
-    default_ms: float | None  # a node's mean of its median times in the model, the default's
-    ms: float | None          # the same with config
-
-
-def choose_int8(tasks: Sequence[tuple[Int8Task, list[ExecConfig]]], run: RunPlans
-                ) -> dict[str, Int8Choice]:
-    """Each task's choice by key, its candidates (the default first) run in
-    the i-th plan given to run()."""
-    count = max(len(cands) for _, cands in tasks)
-    plans = [{node: cands[i] if i < len(cands) else cands[0]
-              for task, cands in tasks for node in task.nodes} for i in range(count)]
-    node_ms = run(plans)
-    choices = {}
-    for task, cands in tasks:
-        scores = [_mean([node_ms[i].get(n) for n in task.nodes]) for i in range(len(cands))]
-        timed = {i: s for i, s in enumerate(scores) if s is not None}
-        best = min(timed, key=timed.__getitem__, default=0)
-        default_ms = scores[0]
-        if default_ms is None or not timed[best] < default_ms * (1 - MARGIN):
-            best = 0
-        choices[task.key] = Int8Choice(cands[best], default_ms, scores[best])
-    return choices
-
-
-def _mean(times: list[float | None]) -> float | None:
-    if not times or any(t is None for t in times):
-        return None
-    return sum(t for t in times if t is not None) / len(times)
-
-
-def whole_model_runs(plan: Plan, client: LauncherClient, rounds: int = ROUNDS,
-                     repeat: int = REPEAT) -> RunPlans:
-    """run() for choose_int8: `plan` with each set of node configs, run whole
-    in the launcher in turns; a ValueError where the model cannot run there
-    natively."""
-    model = read_model(plan)
-    target = launcher_target(client)
-
-    def run(configs: list[dict[str, ExecConfig]]) -> list[dict[str, float | None]]:
-        lowered = {str(i): lower_plan(with_configs(plan, c), model, target, native_only=True)
-                   for i, c in enumerate(configs)}
-        runs = WholeModelRuns(client, lowered)
-        runs.rounds(rounds, repeat)
-        return [{node: runs.node_median(str(i), node) for node in c}
-                for i, c in enumerate(configs)]
-    return run
 
 
 def tune_int8(plan: Plan, tasks: Sequence[Int8Task], kernels: Sequence[str],
@@ -127,10 +61,10 @@ def tune_int8(plan: Plan, tasks: Sequence[Int8Task], kernels: Sequence[str],
     progress(f"int8 tasks in the whole model: {len(units)} task(s), {count} candidate plans")
     measured = sum(len(cands) for _, cands in units)
     try:
-        choices = choose_int8(units, run)
+        choices = choose_in_model(units, run)
     except ValueError as e:  # nodes outside the engine: the launcher cannot run the model
         progress(f"int8 tasks not searched, on their defaults: {e}")
-        choices = {t.key: Int8Choice(cands[0], None, None) for t, cands in units}
+        choices = {t.key: InModelChoice(cands[0], None, None) for t, cands in units}
         measured = 0
     of_node, reports = {}, []
     for t, cands in units:

@@ -50,7 +50,7 @@ class TaskReport:
     tuner_s: float
     pinned: str | None = None  # the pin that chose `best`, as written (Pin.text)
     transferred: bool = False  # warm-started by the transfer model
-    in_model: bool = False  # its times a node's in the whole model (int8_search.py), not alone
+    in_model: bool = False  # its times a node's in the whole model (in_model.py), not alone
 
     @property
     def speedup(self) -> float | None:

@@ -24,7 +24,8 @@ from acltuner.runtime.quant_steps import output_steps
 from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task
 from acltuner.tuner.int8_tasks import split_int8
 from acltuner.taskgen.tasks import generate_tasks
-from acltuner.tuner.int8_search import choose_int8, int8_candidates
+from acltuner.tuner.in_model import choose_in_model
+from acltuner.tuner.int8_search import int8_candidates
 from tests.runtime.test_int8 import SHAPE, _Model
 from tests.support.cli_checks import assert_one_line_error
 from tests.support.records_checks import read_records
@@ -91,7 +92,7 @@ def test_each_task_keeps_its_fastest_candidate_in_the_model():
 
     cands1 = [default, ExecConfig(INT8_ALGORITHM, KERNELS[0], (1, 1), 32), fast]
     cands2 = [default, slightly]
-    choices = choose_int8([(t1, cands1), (t2, cands2)], run)
+    choices = choose_in_model([(t1, cands1), (t2, cands2)], run)
     assert choices["t1"].config == fast != float_winner
     assert (choices["t1"].default_ms, choices["t1"].ms) == (1.0, 0.6)
     assert choices["t2"].config == default
@@ -131,7 +132,7 @@ def test_a_tuned_int8_plan_stores_int8_configs_and_runs_them(tmp_path):
     result = CliRunner().invoke(main, ["tune", path, "-o", str(plan_path), "--board",
                                        "split-host", "--trials", "4", "--records", str(records)])
     assert result.exit_code == 0, result.output
-    assert "(int8: times in the whole model)" in result.output
+    assert "(times in the whole model)" in result.output
     assert not records.exists() or read_records(records) == []
     plan = load_plan(plan_path)
     with LauncherClient() as client:

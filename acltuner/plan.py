@@ -38,14 +38,19 @@ from acltuner.validate import (JSON, FieldError, at, exec_config, now, parse_jso
 # (algorithm conv_int8, its int8 kernel and split); in older plans it has
 # its float task's, and runs with the first int8 kernel on that split.
 # Version 6 added in_context's `nodes_ms`, the sums the check chose on.
-SCHEMA_VERSION = 6
+# Version 7 added no field: a node may be a MatMul or Gemm the native graph
+# computes, its config of algorithm "matmul" naming the micro-kernel of its
+# product (tuner/product_search.py); older plans run every product on the
+# rule's kernel.
+SCHEMA_VERSION = 7
 _TOP_FIELDS = ("schema_version", "model", "input_shapes", "board", "engine_version", "created",
                "strategy", "tuning", "nodes", "in_context", "precision")
 _NODE_FIELDS = ("node", "task", "config", "tuned_ms", "default_ms", "default_config", "pinned",
                 "reverted")
 # The fields each older version did not have yet.
 _LATER_FIELDS = {1: ("pinned", "reverted", "in_context", "precision"),
-                 2: ("reverted", "in_context", "precision"), 3: ("precision",), 4: (), 5: ()}
+                 2: ("reverted", "in_context", "precision"), 3: ("precision",), 4: (), 5: (),
+                 6: ()}
 _REVERTED_FIELDS = ("config", "tuned_ms", "why", "in_model_ms", "default_in_model_ms")
 # Why the in-context check sent a node back to its default config.
 REVERT_REASONS = {"node": "slower in the model than its default",
@@ -88,11 +93,13 @@ class Reverted:
 
 @dataclass(frozen=True)
 class PlanNode:
-    """One Conv node: the config to run it with and the default it replaces;
-    `tuned_ms` is the time of `config`, measured alone while tuning.  `pinned`
-    is the user's choice that set the config instead of the search, as
-    written (`tune --pin`, `plan edit --set`), absent from the file if none;
-    `reverted`, the tuned config the in-context check replaced by the default."""
+    """One Conv node (or a graph product: product_search.py): the config to
+    run it with and the default it replaces; `tuned_ms` is the time of
+    `config`, measured alone while tuning (in the model for int8 and product
+    nodes).  `pinned` is the user's choice that set the config instead of the
+    search, as written (`tune --pin`, `plan edit --set`), absent from the file
+    if none; `reverted`, the tuned config the in-context check replaced by the
+    default."""
     node: str
     task: str
     config: ExecConfig

@@ -7,7 +7,8 @@ only: ALGORITHM keeps the node's placement and takes the ArmNN rule's kernel
 for the algorithm, ALGORITHM/KERNEL keeps the node's placement.  A
 convolution that runs in int8 (a quantized model's) takes conv_int8 only,
 with an int8 kernel or none (conv_int8's own pick), and the others conv_int8
-never.
+never.  A graph product's node (product_search.py) takes matmul/KERNEL only:
+it runs on the graph's split.
 """
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ from acltuner.engine import native
 from acltuner.engine.config import ConvShape
 from acltuner.measure.launchers import open_launcher
 from acltuner.plan import Plan, PlanError, PlanNode, check_plan, load_plan, plan_board, save_plan
+from acltuner.runtime.product_kernels import PRODUCT_ALGORITHM, product_check
 from acltuner.taskgen.int8 import INT8_ALGORITHM
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.int8_tasks import split_int8
 from acltuner.tuner.pins import EngineRules, some_names
+from acltuner.tuner.product_search import product_shape
 
 _CONFIG_FORMS = "ALGORITHM, ALGORITHM/KERNEL or ALGORITHM/KERNEL/W:W:../wN ('-': no kernel)"
 
@@ -72,6 +75,9 @@ def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, Conv
         if old is None:
             raise ValueError(f"--set {s.text}: no node {s.node!r} in the plan "
                              f"(its nodes: {some_names(nodes)})")
+        if PRODUCT_ALGORITHM in (old.config.algorithm, s.algorithm):
+            nodes[s.node] = _product_setting(s, old, rules)
+            continue
         weights = s.core_weights or old.config.core_weights
         if len(weights) != ncores:
             raise ValueError(f"--set {s.text}: {len(weights)} core weights for a board of "
@@ -94,6 +100,22 @@ def edit_plan(plan: Plan, settings: Iterable[Setting], shapes: Mapping[str, Conv
         nodes[s.node] = dataclasses.replace(old, config=config, tuned_ms=None,
                                             pinned=f"plan edit {s.text}", reverted=None)
     return dataclasses.replace(plan, nodes=tuple(nodes[n.node] for n in plan.nodes))
+
+
+def _product_setting(s: Setting, old: PlanNode, rules: EngineRules) -> PlanNode:
+    """A product node set to s (matmul/KERNEL), or ValueError, one line."""
+    shape = product_shape(old.task)
+    if shape is None or old.config.algorithm != PRODUCT_ALGORITHM:
+        raise ValueError(f"--set {s.text}: {s.node} is a convolution; {PRODUCT_ALGORITHM} is "
+                         f"for the graph's products (MatMul, Gemm)")
+    if s.algorithm != PRODUCT_ALGORITHM or s.ukernel is None or s.core_weights is not None:
+        raise ValueError(f"--set {s.text}: {s.node} is a graph product and takes "
+                         f"{PRODUCT_ALGORITHM}/KERNEL only (it runs on the graph's split)")
+    why = product_check(rules.ukernels, rules.check, *shape[1:], s.ukernel)
+    if why:
+        raise ValueError(f"--set {s.text}: {why}")
+    return dataclasses.replace(old, config=dataclasses.replace(old.config, ukernel=s.ukernel),
+                               tuned_ms=None, pinned=f"plan edit {s.text}", reverted=None)
 
 
 def edit_plan_file(plan_path: str, texts: Iterable[str], *, output_path: str | None,

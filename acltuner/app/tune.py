@@ -18,11 +18,13 @@ from acltuner.engine.launcher import LauncherClient
 from acltuner.measure.launchers import open_launcher
 from acltuner.onnx.model import parse_input_shapes
 from acltuner.plan import Plan, save_plan
+from acltuner.runtime.target import launcher_target
 from acltuner.tuner.int8_tasks import split_int8
 from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
 from acltuner.tuner.in_model import whole_model_runs
 from acltuner.tuner.int8_search import tune_int8
+from acltuner.tuner.product_search import tune_products
 from acltuner.tuner.pins import EngineRules, Pin
 from acltuner.tuner.precision import check_precision
 from acltuner.tuner.records import default_records_path, tuning_lock
@@ -82,9 +84,10 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
     tune on a farm, embedded or of an existing Dask cluster, instead of one
     launcher; security: the farm's Dask TLS (farm.cluster.farm_security); precision:
     the micro-kernels it may choose, fp32 or fp16 (tuner/precision.py).
-    The convolutions that run in int8 are int8 tasks, searched in the whole
-    model after the float ones (int8_search.py; on one board only, a farm's
-    keep their defaults)."""
+    The convolutions that run in int8 are int8 tasks, and the graph's
+    products (MatMul, Gemm) product tasks, searched in the whole model after
+    the float ones (int8_search.py, product_search.py; on one board only, a
+    farm's keep their defaults)."""
     reporter = reporter or SessionReporter()
     overrides = {"search": {k: v for k, v in (("trials", trials),
                                               ("early_stopping", early_stopping)) if v}}
@@ -129,6 +132,14 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             save_plan(plan, plan_path)
         elif strategy != "default" and int8:
             reporter.int8_untuned(len(int8), FARM_WHOLE_MODEL)
+        if strategy != "default" and farm is None:
+            plan, product_reports = tune_products(
+                plan, launcher_target(client), lambda p: whole_model_runs(p, client),
+                taskset.flops + sum(t.flops for t in int8), reporter.progress)
+            for report in product_reports:
+                reporter.task_done(report)
+            reports += product_reports
+            save_plan(plan, plan_path)
         if strategy != "default":
             # onnxruntime runs here: beside a launcher that runs here natively.
             native_here = host is None and board.isa == host_isa()

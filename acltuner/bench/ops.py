@@ -5,8 +5,9 @@ Each case is one operation at a shape taken from a real model of the
 real-model set (the MatMuls, Softmax, LayerNorm and GELU of MobileViT,
 EfficientFormer and ConvNeXt; the dilated convolutions of DeepLabV3 and
 LR-ASPP; the grouped ones of ResNeXt and RegNet), written as a small ONNX model
-whose inputs are the operation's activations.  A convolution is tuned first
-(its tasks at `trials`), the other operations need no tuning.  Each round
+whose inputs are the operation's activations.  A convolution or a product
+(MatMul, Gemm) is tuned first (a convolution's tasks at `trials`, a
+product's kernel in the whole model), the other operations need no tuning.  Each round
 times our run with its profile, then onnxruntime's with its own (the better of
 1 and 2 threads), in a fresh process of its own; a case's times are the
 medians of its rounds.  Layout changes are left out on both sides (our host
@@ -37,6 +38,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from acltuner.bench.compare import _acltuner, _call, _geomean, _json_run, realtime_allowed
+from acltuner.taskgen.tasks import PRODUCT_OPS
 
 _OPSET = 17
 _LAYOUT_CHANGES = ("(host copies)", "onnxruntime only: ReorderInput",
@@ -223,7 +225,7 @@ CASES = [
 def measure(model_path: str, plan_path: str | None, board: str, repeat: int) -> dict:
     """One round of a case, in this process: our time for its nodes and
     onnxruntime's (layout changes left out), and the kind of our slowest node.
-    Without a plan (no convolution), every node runs the engine's own way."""
+    Without a plan (nothing to tune), every node runs the engine's own way."""
     from acltuner.board.registry import load_board
     from acltuner.onnx.model import load_model_detached
     from acltuner.runtime import load
@@ -256,8 +258,9 @@ def measure(model_path: str, plan_path: str | None, board: str, repeat: int) -> 
             "lead_ort_ms": sum(r.ort_ms for r in lead)}
 
 
-def has_conv(model: onnx.ModelProto) -> bool:
-    return any(n.op_type in ("Conv", "ConvTranspose") for n in model.graph.node)
+def tunable(model: onnx.ModelProto) -> bool:
+    """Whether `tune` takes the model: it has a convolution or a product."""
+    return any(n.op_type in ("Conv", "ConvTranspose", *PRODUCT_OPS) for n in model.graph.node)
 
 
 def run(cases: list[OpCase], trials: int, rounds: int, repeat: int, out_dir: Path,
@@ -275,11 +278,11 @@ def run(cases: list[OpCase], trials: int, rounds: int, repeat: int, out_dir: Pat
         built = case.build()
         model, plan = out_dir / f"{case.name}.onnx", out_dir / f"{case.name}.plan.json"
         onnx.save(built, model)
-        if has_conv(built):
+        if tunable(built):
             _call(_acltuner("tune", str(model), "-o", str(plan), "--trials", str(trials),
                             "--board", board, "--records", str(records)))
         probe = [sys.executable, "-m", "acltuner.bench.ops", str(model),
-                 str(plan) if has_conv(built) else "", board, str(repeat)]
+                 str(plan) if tunable(built) else "", board, str(repeat)]
         times = [_json_run(probe, realtime) for _ in range(rounds)]
         ours = statistics.median(t["ours_ms"] for t in times)
         ort = statistics.median(t["ort_ms"] for t in times)

@@ -26,7 +26,8 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
     keys ending in their dtypes (-qu8s8u8: uint8 in, int8 weights, uint8
     out) and their algorithm conv_int8 (tuned over its int8 kernels and
     splits in the whole model); a float task whose every convolution runs in
-    int8 is not listed, nor tuned.
+    int8 is not listed, nor tuned.  The graph's products (MatMul, Gemm) are
+    tuned in the whole model too (`tune --help`), and not listed here.
 
     \b
     Example:
@@ -57,6 +58,10 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
         return
     for line in ts.skipped:
         click.echo(f"skipped: {line}", err=True)
+    if not rows:
+        click.echo(f"{ts.convolutions} convolutions: no task (the model's MatMul and Gemm "
+                   f"products are tuned in the whole model)")
+        return
     width = max(len(t.key) for t, *_ in rows)
     kinds_width = max(len("kinds"), *(len(",".join(k)) for *_, k in rows))
     click.echo(f"{'key':{width}s}  nodes  GFLOPs  share%  {'kinds':{kinds_width}s}  algorithms")

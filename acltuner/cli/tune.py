@@ -100,6 +100,13 @@ def tune(model, plan_path, board_name, trials, early_stopping, strategy, records
     then each other algorithm once on the default's cores (within half the
     trials).
 
+    Convolutions that run in int8, and the graph's products (MatMul and Gemm:
+    token MLPs, attention scores and context, classifiers), are tuned where
+    they run, in the whole model: each product's micro-kernel among those
+    that read A in place, the ArmNN rule's the default, one whole-model run
+    per candidate and round; a product node joins the plan as a node of its
+    own (algorithm matmul).  A model of products only is tuned so too.
+
     A task's winner is measured alone; in the whole model it can lose to
     its default.  So after tuning, the whole model runs on the board with the
     tuned and the default plans in turns; a node that is faster in the model

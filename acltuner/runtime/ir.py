@@ -63,12 +63,15 @@ class Op:
     """One operation of the native graph: `kind` its name in ACL_GRAPH_OPS,
     `tensors` its tensors by role ("out" is written, the rest are its inputs
     in order), `args` its attributes (Deferred ones computed when built).
-    `node` and `what` label it in profiles."""
+    `node` and `what` label it in profiles.  `product`: (batches, M, K, N) of
+    a MatMul or Gemm whose micro-kernel the plan may choose (product_search.py),
+    else None."""
     kind: str
     node: str
     what: str
     tensors: dict[str, Value | list[Value] | None]
     args: dict = field(default_factory=dict)
+    product: tuple[int, int, int, int] | None = None
 
     @property
     def out(self) -> Value:

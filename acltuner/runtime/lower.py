@@ -31,6 +31,7 @@ from acltuner.runtime.ir import Buffer, Deferred, DelegatedSegment, NativeStage,
 from acltuner.runtime.layout import NHWC, Perm, identity, inverse, preferred, same_memory, then
 from acltuner.runtime.ops import quant
 from acltuner.runtime.ops.registry import Action, shape
+from acltuner.runtime.product_kernels import PRODUCT_ALGORITHM, matmul_ukernel, target_check
 from acltuner.runtime.target import Target, local_target
 from acltuner.onnx.graph import ConvNode, OnnxGraph, node_name, subgraph_names, \
     conv_nodes
@@ -44,9 +45,11 @@ class Lowering:
     """The stages built so far and the tensors of the current native stage."""
 
     def __init__(self, model: onnx.ModelProto, target: Target,
-                 weights: dict[str, np.ndarray] | None):
+                 weights: dict[str, np.ndarray] | None,
+                 configs: dict[str, ExecConfig] | None = None):
         self.g = OnnxGraph(model, weights)
         self.target = target  # the engine the stages are for
+        self.configs = configs or {}  # the plan's, by node name
         self.stages: list[Stage] = []
         self.stage = NativeStage()
         self.producer: dict[str, NativeStage] = {}  # tensors computed natively, by stage
@@ -152,6 +155,24 @@ class Lowering:
 
     def emit(self, kind: str, node: str, what: str, tensors: dict, **args) -> None:
         self.stage.ops.append(Op(kind, node, what, tensors, args))
+
+    def emit_product(self, product: tuple[int, int, int, int], kind: str, node: str, what: str,
+                     tensors: dict, **args) -> None:
+        """emit() for a product whose kernel the plan may choose: (batches, M, K, N)."""
+        self.stage.ops.append(Op(kind, node, what, tensors, args, product))
+
+    def product_ukernel(self, node: str, m: int, k: int, n: int) -> str:
+        """The micro-kernel of node's M x K x N product: the plan's choice
+        (a config of PRODUCT_ALGORITHM), else the rule's (matmul_ukernel)."""
+        config = self.configs.get(node)
+        if config is None or config.algorithm != PRODUCT_ALGORITHM:
+            return matmul_ukernel(m, k, n, self.target)
+        ukernel = config.ukernel
+        why = target_check(self.target, m, k, n, ukernel)
+        if why or ukernel is None:
+            raise ValueError(f"node {node}: its config {config} cannot run its {m}x{k}x{n} "
+                             f"product here: {why or 'it names no micro-kernel'}")
+        return ukernel
 
     # Stages.
 
@@ -297,7 +318,7 @@ def lower(model: onnx.ModelProto, configs: dict[str, ExecConfig],
     as written, whose int8 weights loading folded into floats), run as
     conv_int8 on their config's split (a fully connected one without a
     config on the graph's); without, they run in float."""
-    low = Lowering(model, target or local_target(), weights)
+    low = Lowering(model, target or local_target(), weights, configs)
     convs, _ = conv_nodes(model, weights)  # non-2-D convolutions have no handler: delegated
     missing = [c.name for c in convs if c.name not in configs]
     if missing:

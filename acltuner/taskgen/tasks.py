@@ -42,6 +42,10 @@ class TaskSet:
         return sum(t.flops for t in self.tasks)
 
 
+# The operators whose products the tuner chooses a micro-kernel for.
+PRODUCT_OPS = ("MatMul", "Gemm")
+
+
 def signature(shape: ConvShape) -> ConvShape:
     return dataclasses.replace(shape, act="none", act_min=0.0, act_max=0.0, act_alpha=0.0,
                                act_beta=0.0, has_residual=False)
@@ -71,9 +75,13 @@ def generate_tasks(model_path: str | Path,
     # of a 575 MB VGG-19's tasks; the convolutions need only its weights' dims.
     model, weights = load_model_detached(model_path, input_shapes)
     nodes, skipped = conv_nodes(model, weights)
-    if not nodes:
+    # A model of products only (an MLP, a transformer block) has nothing for
+    # the tasks here, but its products are tuned in the whole model
+    # (tuner/product_search.py).
+    if not nodes and not any(n.op_type in PRODUCT_OPS for n in model.graph.node):
         why = f" ({'; '.join(skipped)})" if skipped else ""
-        raise ModelError(f"{model_path}: no 2-D Conv or ConvTranspose to tune{why}")
+        raise ModelError(f"{model_path}: no 2-D Conv or ConvTranspose, nor MatMul or Gemm, to "
+                         f"tune{why}")
     groups: dict[ConvShape, list[str]] = {}
     for node in nodes:
         groups.setdefault(signature(node.shape), []).append(node.name)

@@ -23,7 +23,7 @@ def test_case_runs_natively_and_matches_onnxruntime(case, tmp_path):
     path = tmp_path / "op.onnx"
     built = case.build()
     onnx.save(built, path)
-    if ops.has_conv(built):  # its convolution with the ArmNN-rule config
+    if ops.tunable(built):  # its convolution or product with the ArmNN-rule config
         program = load(default_plan(path, tmp_path), native_only=True)
     else:
         model, weights = load_model_detached(str(path), None)

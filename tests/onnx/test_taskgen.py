@@ -487,7 +487,8 @@ def test_pytorch_converted_models(tmp_path):
         report = run_check(default_plan(Path(shutil.copy(path, tmp_path / f"{case}.onnx")),
                                         tmp_path))
         assert report["max_rel_diff"] <= CHECK_TOLERANCE and report["delegated"] == [], case
-    with pytest.raises(ModelError, match="no 2-D Conv or ConvTranspose to tune.*3-D convolution"):
+    with pytest.raises(ModelError, match="no 2-D Conv or ConvTranspose, nor MatMul or Gemm, "
+                                         "to tune.*3-D convolution"):
         generate_tasks(os.path.join(PYTORCH_CONVERTED, "test_Conv3d", "model.onnx"))
 
 
@@ -601,7 +602,8 @@ def _external_data_at(location: str):
                                         r"points outside the directory"),
     (_external_data_at("{tmp}/sub/w.bin"), [], r"model\.onnx: bad external data: .* should be "
                                                r"a relative path"),
-    (_no_conv_model, [], r"noconv\.onnx: no 2-D Conv or ConvTranspose to tune"),
+    (_no_conv_model, [], r"noconv\.onnx: no 2-D Conv or ConvTranspose, nor MatMul or Gemm, "
+                         r"to tune"),
     (_dynamic_model, [], r"dyn\.onnx: input 'input' has dynamic dims \[N, 3, 32, 32\]: "
                          r"pass --input-shape input=N,3,32,32"),
     (_dynamic_model, ["--input-shape", "input=1,3;32,32"], r"bad --input-shape 'input=1,3;32,32'"),

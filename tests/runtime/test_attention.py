@@ -134,7 +134,7 @@ def test_products_of_activations_take_a_hybrid_kernel(m, k, n):
     16) does too little per call, so a hybrid kernel is picked wherever one
     runs the product."""
     from acltuner.engine.config import ConvShape
-    from acltuner.runtime.ops.nn import matmul_ukernel
+    from acltuner.runtime.product_kernels import matmul_ukernel
     from acltuner.runtime.target import local_target
     target = local_target()
     styles = {uk["name"]: uk["style"] for uk in target.ukernels}

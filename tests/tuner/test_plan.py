@@ -60,7 +60,7 @@ def test_save_and_load_round_trip(tmp_path, model):
     path = tmp_path / "plan.json"
     save_plan(plan, path)
     assert load_plan(path) == plan
-    assert json.loads(path.read_text())["schema_version"] == 6
+    assert json.loads(path.read_text())["schema_version"] == 7
     assert json.loads(path.read_text())["precision"] == "fp32"
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
 
@@ -177,7 +177,7 @@ def test_a_plan_that_would_not_load_is_not_saved(tmp_path, model):
     (set_field("tuning.measurements", "4000"),
      "tuning.measurements must be an integer, got '4000'"),
     (set_field("tuning.wall_s", True), "tuning.wall_s must be a number, got true or false"),
-    (set_field("schema_version", 7), "schema_version 7 is not supported (this acltuner reads 6)"),
+    (set_field("schema_version", 8), "schema_version 8 is not supported (this acltuner reads 7)"),
     (set_field("precision", "fp8"), "precision must be 'fp32' or 'fp16', got 'fp8'"),
     (set_field("created", "now"), "created must be an ISO 8601 time, got 'now'"),
     (set_field("nodes[1].reverted.why", "slow"),

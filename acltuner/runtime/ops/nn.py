@@ -8,14 +8,11 @@ import math
 import numpy as np
 import onnx
 
-from acltuner.armnn_default import armnn_ukernel
-from acltuner.engine.config import ConvShape
 from acltuner.engine.graph import matmul_attrs
 from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import NHWC, identity
 from acltuner.runtime.ops.registry import attrs, handles, pattern, shape
 from acltuner.runtime.ops.reduce import reduce_lowering
-from acltuner.runtime.target import Target
 from acltuner.onnx.activation import Activation, following_activation, is_op
 from acltuner.onnx.conv_attrs import same_pads
 from acltuner.onnx.graph import OnnxGraph, node_name
@@ -129,28 +126,6 @@ def _softmax(g: OnnxGraph, node: onnx.NodeProto):
     return lower
 
 
-def matmul_ukernel(m: int, k: int, n: int, target: Target) -> str:
-    """The micro-kernel of an M x K x N product of the graph (MatMul, Gemm,
-    batched MatMul), whose A is an activation: ArmNN's GEMM kernel rule
-    (acltuner.armnn_default, as for a 1x1 convolution) over the hybrid
-    kernels, unless only others run it.  The graph's products are not tuned:
-    over the hybrid nets' MatMul shapes (`acltuner bench ops`, x86 AVX-512,
-    2026-11-26) an interleaved pick, which packs A at every run, took 1.0-2.0x
-    the hybrid pick's time (MobileViT's attention context 16x256x256x16: 0.31
-    -> 0.15 ms); and the rule's small-K kernels, whose few accumulators do
-    little work per call at such a K, 1.3-1.5x (MobileViT's attention scores
-    16x256x16x256: 0.137 ms with 6x16-smallk, 0.092 with 8x32-hybrid; K = 4
-    to 16, N = 32 to 256 alike)."""
-    as_conv = ConvShape(n=1, h=m, w=1, c=k, oc=n, kh=1, kw=1)
-    in_place = [uk for uk in target.ukernels if uk["style"] == "hybrid"]
-    ukernel = (armnn_ukernel(as_conv, "gemm1x1", in_place, target.isa, target.check)
-               or armnn_ukernel(as_conv, "gemm1x1", list(target.ukernels), target.isa,
-                                target.check))
-    if ukernel is None:
-        raise ValueError(f"no GEMM micro-kernel of this engine runs a {m}x{k}x{n} product")
-    return ukernel
-
-
 def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray | None,
             out_name: str | None, act: Activation | None = None) -> Value:
     """out[..., N] = act(a[..., K] x b[K, N] + bias): `a`'s leading axes are the rows."""
@@ -159,11 +134,12 @@ def _matmul(low, node: onnx.NodeProto, a: str, b: np.ndarray, bias: np.ndarray |
     out_shape = av.shape[:-1] + (n,)
     m = av.size // k
     yv = low.new(out_name, out_shape, identity(len(out_shape)))
-    ukernel = matmul_ukernel(m, k, n, low.target)
+    ukernel = low.product_ukernel(node_name(node), m, k, n)
     fused = f" {act.act}" if act else ""
-    low.emit("matmul", node_name(node), f"matmul {m}x{k}x{n} {ukernel}{fused}",
-             {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
-             **matmul_attrs(ukernel, b, bias, *((act.act, act.a, act.b) if act else ())))
+    low.emit_product((1, m, k, n), "matmul", node_name(node),
+                     f"matmul {m}x{k}x{n} {ukernel}{fused}",
+                     {"x": low.view(av, (m, k)), "out": low.view(yv, (m, n))},
+                     **matmul_attrs(ukernel, b, bias, *((act.act, act.a, act.b) if act else ())))
     return yv
 
 
@@ -360,11 +336,12 @@ def _batch_matmul(g: OnnxGraph, node: onnx.NodeProto, out_name: str | None = Non
         yv = low.new(None if full != out else out_name, full, out_perm)
         if full != out:  # a promoted operand's axis dropped: the same floats in order
             low.alias(out_name, yv.relabel(out, identity(len(out))))
-        ukernel = matmul_ukernel(m, k, n, low.target)
+        ukernel = low.product_ukernel(node_name(node), m, k, n)
         batches = math.prod(full[:-2])
         scaled = {} if scale == 1.0 else {"scale": scale}
-        low.emit("batch_matmul", node_name(node),
-                 f"batch matmul {batches}x{m}x{k}x{n} {ukernel}{' scaled' if scaled else ''}",
-                 {"a": a, "b": b, "out": yv}, ukernel=ukernel, a_perm=a.perm, b_perm=b.perm,
-                 out_perm=yv.perm, **scaled)
+        low.emit_product((batches, m, k, n), "batch_matmul", node_name(node),
+                         f"batch matmul {batches}x{m}x{k}x{n} {ukernel}"
+                         f"{' scaled' if scaled else ''}",
+                         {"a": a, "b": b, "out": yv}, ukernel=ukernel, a_perm=a.perm,
+                         b_perm=b.perm, out_perm=yv.perm, **scaled)
     return lower

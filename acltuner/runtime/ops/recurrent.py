@@ -13,7 +13,7 @@ import onnx
 from acltuner.engine.graph import matmul_attrs
 from acltuner.runtime.ir import Value
 from acltuner.runtime.layout import identity
-from acltuner.runtime.ops.nn import matmul_ukernel
+from acltuner.runtime.product_kernels import matmul_ukernel
 from acltuner.runtime.ops.registry import attrs, handles, shape
 from acltuner.onnx.graph import OnnxGraph, node_name
 

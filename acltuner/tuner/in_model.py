@@ -11,16 +11,20 @@ median times are the least, where it beats its default by in_context.MARGIN.
 """
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
-from acltuner.plan import Plan
+from acltuner.plan import Plan, Tuning
 from acltuner.runtime.load import lower_plan, read_model
 from acltuner.runtime.target import launcher_target
+from acltuner.taskgen.tasks import Task
 from acltuner.tuner.in_context import MARGIN, WholeModelRuns, with_configs
+from acltuner.tuner.tune import TaskReport
 
 ROUNDS, REPEAT = 3, 10
 
@@ -32,6 +36,9 @@ RunPlans = Callable[[list[dict[str, ExecConfig]]], list[dict[str, float | None]]
 class InModelTask(Protocol):
     key: str
     nodes: list[str]
+
+
+T = TypeVar("T", bound=InModelTask)
 
 
 @dataclass(frozen=True)
@@ -83,3 +90,38 @@ def whole_model_runs(plan: Plan, client: LauncherClient, rounds: int = ROUNDS,
         return [{node: runs.node_median(str(i), node) for node in c}
                 for i, c in enumerate(configs)]
     return run
+
+
+def tune_in_model(plan: Plan, units: Sequence[tuple[T, list[ExecConfig]]],
+                  run: RunPlans, as_task: Callable[[T], Task], what: str,
+                  progress: Callable[[str], None]) -> tuple[Plan, list[TaskReport]]:
+    """`plan`, which holds the units' nodes, with each task's choice among its
+    candidates (the default first) for them, and a report per task (its
+    times the nodes' in the model, its Task as_task gives it).  Where the
+    launcher cannot run the model natively, every task keeps its default.
+    what: the tasks, for the progress lines."""
+    start = time.perf_counter()
+    count = max(len(c) for _, c in units)
+    progress(f"{what} in the whole model: {len(units)} task(s), {count} candidate plans")
+    measured = sum(len(cands) for _, cands in units)
+    try:
+        choices = choose_in_model(units, run)
+    except ValueError as e:  # nodes outside the engine: the launcher cannot run the model
+        progress(f"{what} not searched, on their defaults: {e}")
+        choices = {t.key: InModelChoice(cands[0], None, None) for t, cands in units}
+        measured = 0
+    of_node, reports = {}, []
+    for t, cands in units:
+        c = choices[t.key]
+        of_node.update({name: c for name in t.nodes})
+        reports.append(TaskReport(as_task(t), cands[0], c.config, c.default_ms, c.ms,
+                                  len(cands) if measured else 0, 0, len(cands), 0.0,
+                                  in_model=True))
+    nodes = tuple(dataclasses.replace(n, config=of_node[n.node].config,
+                                      tuned_ms=of_node[n.node].ms,
+                                      default_ms=of_node[n.node].default_ms)
+                  if n.node in of_node else n for n in plan.nodes)
+    tuning = Tuning(wall_s=plan.tuning.wall_s + time.perf_counter() - start,
+                    tuner_s=plan.tuning.tuner_s,
+                    measurements=plan.tuning.measurements + measured)
+    return dataclasses.replace(plan, nodes=nodes, tuning=tuning), reports

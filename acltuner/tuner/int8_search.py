@@ -14,14 +14,13 @@ workloads a core, and each cluster's first core alone.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Sequence
 
 from acltuner.engine.config import ExecConfig
-from acltuner.plan import Plan, Tuning
+from acltuner.plan import Plan
 from acltuner.taskgen.int8 import INT8_ALGORITHM, Int8Task, is_depthwise
 from acltuner.taskgen.tasks import Task
-from acltuner.tuner.in_model import InModelChoice, RunPlans, choose_in_model
+from acltuner.tuner.in_model import RunPlans, tune_in_model
 from acltuner.tuner.tune import TaskReport
 
 
@@ -51,34 +50,11 @@ def tune_int8(plan: Plan, tasks: Sequence[Int8Task], kernels: Sequence[str],
     tasks = [t for t in tasks if t.nodes]
     if not tasks:
         return plan, []
-    start = time.perf_counter()
     board = plan.board
     assert board is not None  # build_plan records it
     clusters = [list(c.cpus) for c in board.clusters]
     units = [(t, int8_candidates(t, node_of[t.nodes[0]].default_config, kernels, clusters,
                                  board.ncores)) for t in tasks]
-    count = max(len(c) for _, c in units)
-    progress(f"int8 tasks in the whole model: {len(units)} task(s), {count} candidate plans")
-    measured = sum(len(cands) for _, cands in units)
-    try:
-        choices = choose_in_model(units, run)
-    except ValueError as e:  # nodes outside the engine: the launcher cannot run the model
-        progress(f"int8 tasks not searched, on their defaults: {e}")
-        choices = {t.key: InModelChoice(cands[0], None, None) for t, cands in units}
-        measured = 0
-    of_node, reports = {}, []
-    for t, cands in units:
-        c = choices[t.key]
-        of_node.update({name: c for name in t.nodes})
-        reports.append(TaskReport(Task(t.key, t.shape, t.nodes, t.flops, [INT8_ALGORITHM]),
-                                  cands[0], c.config, c.default_ms, c.ms,
-                                  len(cands) if measured else 0, 0, len(cands), 0.0,
-                                  in_model=True))
-    nodes = tuple(dataclasses.replace(n, config=of_node[n.node].config,
-                                      tuned_ms=of_node[n.node].ms,
-                                      default_ms=of_node[n.node].default_ms)
-                  if n.node in of_node else n for n in plan.nodes)
-    tuning = Tuning(wall_s=plan.tuning.wall_s + time.perf_counter() - start,
-                    tuner_s=plan.tuning.tuner_s,
-                    measurements=plan.tuning.measurements + measured)
-    return dataclasses.replace(plan, nodes=nodes, tuning=tuning), reports
+    return tune_in_model(plan, units, run,
+                         lambda t: Task(t.key, t.shape, t.nodes, t.flops, [INT8_ALGORITHM]),
+                         "int8 tasks", progress)

@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from acltuner.engine.config import ConvShape, ExecConfig
-from acltuner.plan import Plan, PlanNode, Tuning, plan_board
+from acltuner.plan import Plan, PlanNode, plan_board
 from acltuner.runtime.ir import NativeStage
 from acltuner.runtime.load import LoweredPlan, lower_plan, read_model
 from acltuner.runtime.product_kernels import PRODUCT_ALGORITHM, product_candidates
 from acltuner.runtime.program import default_exec
 from acltuner.runtime.target import Target
 from acltuner.taskgen.tasks import Task
-from acltuner.tuner.in_model import InModelChoice, RunPlans, choose_in_model
+from acltuner.tuner.in_model import RunPlans, tune_in_model
 from acltuner.tuner.tune import TaskReport
 
 Shape = tuple[int, int, int, int]  # batches, M, K, N
@@ -99,39 +98,19 @@ def tune_products(plan: Plan, target: Target, runs_of: Callable[[Plan], RunPlans
     tasks = [t for t in tasks if t.flops * len(t.nodes) >= MIN_SHARE * total]
     if not tasks:
         return plan, []
-    start = time.perf_counter()
     weights, workloads = default_exec(plan_board(plan))
     units = [(t, [ExecConfig(PRODUCT_ALGORITHM, k, weights, workloads)
                   for k in product_candidates(*t.shape[1:], target)]) for t in tasks]
-    count = max(len(c) for _, c in units)
-    progress(f"graph products in the whole model: {len(units)} task(s), {count} candidate plans")
-    measured = sum(len(cands) for _, cands in units)
     # Every product node joins the plan first, on the rule's kernel, so that
     # the candidate plans carry each product's config.
     plan = dataclasses.replace(plan, nodes=plan.nodes + tuple(
         PlanNode(node=name, task=t.key, config=cands[0], default_config=cands[0])
         for t, cands in units for name in t.nodes))
-    try:
-        choices = choose_in_model(units, runs_of(plan))
-    except ValueError as e:  # nodes outside the engine: the launcher cannot run the model
-        progress(f"graph products not searched, on the rule's kernels: {e}")
-        choices = {t.key: InModelChoice(cands[0], None, None) for t, cands in units}
-        measured = 0
-    of_node, reports = {}, []
-    for t, cands in units:
-        c = choices[t.key]
-        of_node.update({name: c for name in t.nodes})
-        batches, m, k, n = t.shape
-        task = Task(t.key, ConvShape(n=batches, h=m, w=1, c=k, oc=n, kh=1, kw=1), t.nodes,
-                    t.flops * len(t.nodes), [PRODUCT_ALGORITHM])
-        reports.append(TaskReport(task, cands[0], c.config, c.default_ms, c.ms,
-                                  len(cands) if measured else 0, 0, len(cands), 0.0,
-                                  in_model=True))
-    nodes = tuple(dataclasses.replace(n, config=of_node[n.node].config,
-                                      tuned_ms=of_node[n.node].ms,
-                                      default_ms=of_node[n.node].default_ms)
-                  if n.node in of_node else n for n in plan.nodes)
-    tuning = Tuning(wall_s=plan.tuning.wall_s + time.perf_counter() - start,
-                    tuner_s=plan.tuning.tuner_s,
-                    measurements=plan.tuning.measurements + measured)
-    return dataclasses.replace(plan, nodes=nodes, tuning=tuning), reports
+    return tune_in_model(plan, units, runs_of(plan), _as_task, "graph products", progress)
+
+
+def _as_task(t: ProductTask) -> Task:
+    """The product as the 1x1 convolution it is, for the tune's report."""
+    batches, m, k, n = t.shape
+    return Task(t.key, ConvShape(n=batches, h=m, w=1, c=k, oc=n, kh=1, kw=1), t.nodes,
+                t.flops * len(t.nodes), [PRODUCT_ALGORITHM])

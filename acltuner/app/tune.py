@@ -24,7 +24,7 @@ from acltuner.taskgen.tasks import generate_tasks
 from acltuner.tuner.in_context import ContextCheck, check_in_context
 from acltuner.tuner.in_model import whole_model_runs
 from acltuner.tuner.int8_search import tune_int8
-from acltuner.tuner.product_search import tune_products
+from acltuner.tuner.product_search import PRODUCT_RUNS, tune_products
 from acltuner.tuner.pins import EngineRules, Pin
 from acltuner.tuner.precision import check_precision
 from acltuner.tuner.records import default_records_path, tuning_lock
@@ -134,7 +134,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             reporter.int8_untuned(len(int8), FARM_WHOLE_MODEL)
         if strategy != "default" and farm is None:
             plan, product_reports = tune_products(
-                plan, launcher_target(client), lambda p: whole_model_runs(p, client),
+                plan, launcher_target(client), lambda p: whole_model_runs(p, client, *PRODUCT_RUNS),
                 taskset.flops + sum(t.flops for t in int8), reporter.progress)
             for report in product_reports:
                 reporter.task_done(report)

@@ -37,6 +37,13 @@ from acltuner.tuner.tune import TaskReport
 
 Shape = tuple[int, int, int, int]  # batches, M, K, N
 MIN_SHARE = 0.01
+# Rounds and runs a round of the candidate plans (in_model.whole_model_runs):
+# more than the int8 tasks' 3 of 10, since one product's kernels differ by a
+# few percent where int8 splits differ by tens.  MobileViT's attention
+# scores alone, 6x32 9% faster than the rule's 8x32 in one process: tunes at
+# 3 of 10 chose 8x32, 8x32, 6x16; at 5 of 20, 8x32, 6x32, 6x16, 6x32
+# (2026-11-28, this host noisy; about 1 s more a tune of a small model).
+PRODUCT_RUNS = (5, 20)
 _KEY = re.compile(r"matmul-b(\d+)\.m(\d+)\.k(\d+)\.n(\d+)")
 
 

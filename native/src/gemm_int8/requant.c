@@ -24,83 +24,112 @@ static inline void requant16(const int32_t *sum, const int32_t *offset, const fl
 }
 
 #if defined(__AVX512BW__)
-/* round(s * scale) + zc in int32 lanes, the product first clamped to +-512
- * so that the conversion stays defined (what lies beyond saturates below
- * just the same). */
-static inline __m512i requant_i32(__m512i s, __m512 scale, __m512i zc)
+/* The clamp of requant_i32: the output's range [lo, hi] less its zero point,
+ * in floats, so that the conversion stays defined.  Rounding (to nearest
+ * even) maps [lo - zc, hi - zc], whose ends are integers, onto itself, so
+ * clamping before it gives the bytes that clamping the rounded value after
+ * adding zc gives, two instructions a vector fewer. */
+typedef struct {
+    __m512 lo, hi;
+    __m512i zc;
+} requant_bounds;
+
+static inline requant_bounds bounds_of(int zc, int lo, int hi)
+{
+    return (requant_bounds){_mm512_set1_ps((float)(lo - zc)), _mm512_set1_ps((float)(hi - zc)),
+                            _mm512_set1_epi32(zc)};
+}
+
+/* clamp(round(s * scale) + zc, lo, hi) in int32 lanes. */
+static inline __m512i requant_i32(__m512i s, __m512 scale, const requant_bounds *b)
 {
     __m512 q = _mm512_mul_ps(_mm512_cvtepi32_ps(s), scale);
-    q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(-512.0f)), _mm512_set1_ps(512.0f));
+    q = _mm512_min_ps(_mm512_max_ps(q, b->lo), b->hi);
     return _mm512_add_epi32(
-        _mm512_cvt_roundps_epi32(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zc);
+        _mm512_cvt_roundps_epi32(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), b->zc);
 }
 
 static inline __m512i requant16_i32(const int32_t *sum, const int32_t *offset, const float *scale,
-                                    __m512i zc)
+                                    const requant_bounds *b)
 {
     __m512i s = _mm512_loadu_si512(sum);
     if (offset) s = _mm512_add_epi32(s, _mm512_loadu_si512(offset));
-    return requant_i32(s, _mm512_loadu_ps(scale), zc);
+    return requant_i32(s, _mm512_loadu_ps(scale), b);
 }
 
 /* The last n % 16 of a row under a mask, not the scalar loop: MobileNetV2's
  * 1x1 layers to 24 channels took 0.7x the time. */
 static inline void requant_tail(const int32_t *sum, const int32_t *offset, const float *scale,
-                                int len, int zc, int lo, int hi, uint8_t *dst)
+                                int len, const requant_bounds *b, uint8_t *dst)
 {
     const __mmask16 m = (__mmask16)((1u << len) - 1);
     __m512i s = _mm512_maskz_loadu_epi32(m, sum);
     if (offset) s = _mm512_add_epi32(s, _mm512_maskz_loadu_epi32(m, offset));
-    __m512i v = requant_i32(s, _mm512_maskz_loadu_ps(m, scale), _mm512_set1_epi32(zc));
-    v = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
-    _mm512_mask_cvtepi32_storeu_epi8(dst, m, v);
+    _mm512_mask_cvtepi32_storeu_epi8(dst, m, requant_i32(s, _mm512_maskz_loadu_ps(m, scale), b));
 }
 
-/* 64 sums to bytes, as requant16 gives them: saturating packs narrow four
- * vectors at once into one 64-byte store, and the fused activation clamps
- * the bytes, where requant16 narrows and stores each (MobileNetV2's
- * depthwise layers, 96 to 960 channels, took 0.97x the time).  The packs
- * interleave the four by 128-bit lane; the permutation puts each back in
- * order. */
+/* 64 sums to bytes, as requant16 gives them: packs narrow four vectors at
+ * once into one 64-byte store (their lanes already lie in [lo, hi], so the
+ * packs' saturation changes nothing), where requant16 narrows and stores
+ * each (MobileNetV2's depthwise layers, 96 to 960 channels, took 0.97x the
+ * time).  The packs interleave the four by 128-bit lane; the permutation
+ * puts each back in order. */
 static inline void requant64(const int32_t *sum, const int32_t *offset, const float *scale,
-                             __m512i zc, __m512i lo, __m512i hi, uint8_t *dst)
+                             const requant_bounds *b, uint8_t *dst)
 {
-    const __m512i a = requant16_i32(sum, offset, scale, zc);
-    const __m512i b = requant16_i32(sum + 16, offset ? offset + 16 : NULL, scale + 16, zc);
-    const __m512i c = requant16_i32(sum + 32, offset ? offset + 32 : NULL, scale + 32, zc);
-    const __m512i d = requant16_i32(sum + 48, offset ? offset + 48 : NULL, scale + 48, zc);
-    __m512i v = _mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
-    v = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v);
-    _mm512_storeu_si512(dst, _mm512_min_epu8(_mm512_max_epu8(v, lo), hi));
+    const __m512i w = requant16_i32(sum, offset, scale, b);
+    const __m512i x = requant16_i32(sum + 16, offset ? offset + 16 : NULL, scale + 16, b);
+    const __m512i y = requant16_i32(sum + 32, offset ? offset + 32 : NULL, scale + 32, b);
+    const __m512i z = requant16_i32(sum + 48, offset ? offset + 48 : NULL, scale + 48, b);
+    const __m512i v = _mm512_packus_epi16(_mm512_packs_epi32(w, x), _mm512_packs_epi32(y, z));
+    _mm512_storeu_si512(
+        dst, _mm512_permutexvar_epi32(
+                 _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v));
 }
 #endif
+
+/* A call's vector constants, made once rather than for every row (a
+ * depthwise run requantises 8 rows of 32 channels a call). */
+typedef struct {
+#if defined(__AVX512BW__)
+    requant_bounds b;
+#endif
+    __m512 zc, lo, hi; /* requant16's */
+} requant_consts;
+
+static inline requant_consts consts_of(int zc, uint8_t lo, uint8_t hi)
+{
+    return (requant_consts){
+#if defined(__AVX512BW__)
+        bounds_of(zc, lo, hi),
+#endif
+        _mm512_set1_ps((float)zc), _mm512_set1_ps(lo), _mm512_set1_ps(hi)};
+}
 
 /* The row's first channels in vectors; returns how many (the scalar loops
  * do the rest). */
 static inline int requant_head(const int32_t *row, const int32_t *offset, const float *scale, int n,
-                               int zc, uint8_t lo, uint8_t hi, uint8_t *dst)
+                               const requant_consts *k, uint8_t *dst)
 {
     int j = 0;
 #if defined(__AVX512BW__)
     for (; j + 64 <= n; j += 64)
-        requant64(row + j, offset ? offset + j : NULL, scale + j, _mm512_set1_epi32(zc),
-                  _mm512_set1_epi8((char)lo), _mm512_set1_epi8((char)hi), dst + j);
+        requant64(row + j, offset ? offset + j : NULL, scale + j, &k->b, dst + j);
 #endif
     for (; j + 16 <= n; j += 16)
-        requant16(row + j, offset ? offset + j : NULL, scale + j, _mm512_set1_ps((float)zc),
-                  _mm512_set1_ps(lo), _mm512_set1_ps(hi), dst + j);
+        requant16(row + j, offset ? offset + j : NULL, scale + j, k->zc, k->lo, k->hi, dst + j);
 #if defined(__AVX512BW__)
     if (j < n) {
-        requant_tail(row + j, offset ? offset + j : NULL, scale + j, n - j, zc, lo, hi, dst + j);
+        requant_tail(row + j, offset ? offset + j : NULL, scale + j, n - j, &k->b, dst + j);
         j = n;
     }
 #endif
     return j;
 }
-#define REQUANT_HEAD(row, offset, dst) \
-    j = requant_head(row, offset, scale, n, rq->c_zero_point, rq->lo, rq->hi, dst);
+#define REQUANT_CONSTS const requant_consts k = consts_of(rq->c_zero_point, rq->lo, rq->hi);
+#define REQUANT_HEAD(row, offset, dst) j = requant_head(row, offset, scale, n, &k, dst);
 #else
+#define REQUANT_CONSTS
 #define REQUANT_HEAD(row, offset, dst)
 #endif
 
@@ -111,6 +140,7 @@ void acl_requantize_u8(const acl_requant *rq, int m, int n, const int32_t *acc, 
      * compiler may then vectorise the row loop (it must otherwise assume
      * that out aliases them and reload every one per element). */
     const float lo = rq->lo, hi = rq->hi, zc = (float)rq->c_zero_point;
+    REQUANT_CONSTS
     const float *restrict scale = rq->scale;
     const int32_t *restrict colsum = rq->colsum, *restrict bias = rq->bias;
     const int64_t za = rq->a_zero_point;

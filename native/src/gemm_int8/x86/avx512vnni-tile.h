@@ -68,7 +68,7 @@ ACL_UKR_INT8(TILE_NAME)
             for (int j = 0; j < NB; j++)
                 acc[0][r][j] = _mm512_add_epi32(acc[0][r][j], acc[s][r][j]);
 #ifdef TILE_REQUANT
-    /* requant.c's requant_i32 and requant_tail, lane for lane: the same
+    /* requant.c's requant_i32 with requant_bounds, lane for lane: the same
      * float operations in the same order, so the same bytes. */
     __m512i offset[NB];
     __m512 scale[NB];
@@ -77,19 +77,18 @@ ACL_UKR_INT8(TILE_NAME)
         offset[j] = _mm512_loadu_si512(q->offset + j * 16);
         scale[j] = _mm512_loadu_ps(q->scale + j * 16);
     }
-    const __m512i zc = _mm512_set1_epi32(q->zc), lo = _mm512_set1_epi32(q->lo),
-                  hi = _mm512_set1_epi32(q->hi);
-    const __m512 bound = _mm512_set1_ps(512.0f), nbound = _mm512_set1_ps(-512.0f);
+    const __m512i zc = _mm512_set1_epi32(q->zc);
+    const __m512 lo = _mm512_set1_ps((float)(q->lo - q->zc)),
+                 hi = _mm512_set1_ps((float)(q->hi - q->zc));
 #pragma GCC unroll 16
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 4
         for (int j = 0; j < NB; j++) {
             __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[0][r][j], offset[j])),
                                      scale[j]);
-            v = _mm512_min_ps(_mm512_max_ps(v, nbound), bound);
-            __m512i u = _mm512_add_epi32(
+            v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+            const __m512i u = _mm512_add_epi32(
                 _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zc);
-            u = _mm512_min_epi32(_mm512_max_epi32(u, lo), hi);
             _mm_storeu_si128((__m128i *)(void *)(c + r * ldc + j * 16), _mm512_cvtepi32_epi8(u));
         }
 #else

@@ -134,7 +134,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             reporter.int8_untuned(len(int8), FARM_WHOLE_MODEL)
         if strategy != "default" and farm is None:
             plan, product_reports = tune_products(
-                plan, launcher_target(client), lambda p: whole_model_runs(p, client, *PRODUCT_RUNS),
+                plan, launcher_target(client),
+                lambda p, m: whole_model_runs(p, client, *PRODUCT_RUNS, model=m),
                 taskset.flops + sum(t.flops for t in int8), reporter.progress)
             for report in product_reports:
                 reporter.task_done(report)

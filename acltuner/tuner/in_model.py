@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 from acltuner.engine.config import ExecConfig
 from acltuner.engine.launcher import LauncherClient
 from acltuner.plan import Plan, Tuning
-from acltuner.runtime.load import lower_plan, read_model
+from acltuner.runtime.load import LoadedModel, lower_plan, read_model
 from acltuner.runtime.target import launcher_target
 from acltuner.taskgen.tasks import Task
 from acltuner.tuner.in_context import MARGIN, WholeModelRuns, with_configs
@@ -75,11 +75,11 @@ def _mean(times: list[float | None]) -> float | None:
 
 
 def whole_model_runs(plan: Plan, client: LauncherClient, rounds: int = ROUNDS,
-                     repeat: int = REPEAT) -> RunPlans:
+                     repeat: int = REPEAT, model: LoadedModel | None = None) -> RunPlans:
     """run() for choose_in_model: `plan` with each set of node configs, run
     whole in the launcher in turns; a ValueError where the model cannot run
-    there natively."""
-    model = read_model(plan)
+    there natively.  model: the plan's, read_model's, if read already."""
+    model = model or read_model(plan)
     target = launcher_target(client)
 
     def run(configs: list[dict[str, ExecConfig]]) -> list[dict[str, float | None]]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from acltuner.engine.config import ConvShape, ExecConfig
 from acltuner.plan import Plan, PlanNode, plan_board
 from acltuner.runtime.ir import NativeStage
-from acltuner.runtime.load import LoweredPlan, lower_plan, read_model
+from acltuner.runtime.load import LoadedModel, LoweredPlan, lower_plan, read_model
 from acltuner.runtime.product_kernels import PRODUCT_ALGORITHM, product_candidates
 from acltuner.runtime.program import default_exec
 from acltuner.runtime.target import Target
@@ -89,17 +89,19 @@ def product_tasks(lowered: LoweredPlan) -> list[ProductTask]:
     return list(tasks.values())
 
 
-def tune_products(plan: Plan, target: Target, runs_of: Callable[[Plan], RunPlans],
+def tune_products(plan: Plan, target: Target,
+                  runs_of: Callable[[Plan, LoadedModel], RunPlans],
                   conv_flops: int, progress: Callable[[str], None] = lambda _: None
                   ) -> tuple[Plan, list[TaskReport]]:
     """`plan` with a node for each of its model's products that weigh
     MIN_SHARE or more, on its task's choice, and a report per task searched
     (its times the nodes' in the model).  target: the engine that runs the
-    plan (the launcher's); runs_of(plan): run() for choose_in_model
-    (in_model.whole_model_runs); conv_flops: the model's convolutions'.
+    plan (the launcher's); runs_of(plan, model): run() for choose_in_model
+    (in_model.whole_model_runs), model read_model(plan); conv_flops: the model's convolutions'.
     Without such products, the plan as it is."""
     known = {n.node for n in plan.nodes}
-    tasks = [t for t in product_tasks(lower_plan(plan, read_model(plan), target))
+    model = read_model(plan)
+    tasks = [t for t in product_tasks(lower_plan(plan, model, target))
              if known.isdisjoint(t.nodes)]
     total = conv_flops + sum(t.flops * len(t.nodes) for t in tasks)
     tasks = [t for t in tasks if t.flops * len(t.nodes) >= MIN_SHARE * total]
@@ -113,7 +115,8 @@ def tune_products(plan: Plan, target: Target, runs_of: Callable[[Plan], RunPlans
     plan = dataclasses.replace(plan, nodes=plan.nodes + tuple(
         PlanNode(node=name, task=t.key, config=cands[0], default_config=cands[0])
         for t, cands in units for name in t.nodes))
-    return tune_in_model(plan, units, runs_of(plan), _as_task, "graph products", progress)
+    return tune_in_model(plan, units, runs_of(plan, model), _as_task, "graph products",
+                         progress)
 
 
 def _as_task(t: ProductTask) -> Task:

@@ -128,8 +128,10 @@ def test_each_product_task_keeps_the_kernel_its_nodes_are_fastest_with(tmp_path)
 
     seen = []
 
-    def runs_of(candidate_plan):
-        assert {n.node for n in candidate_plan.nodes} >= {n for t in tasks for n in t.nodes}
+    def runs_of(candidate_plan, model):
+        products = {n for t in tasks for n in t.nodes}
+        assert {n.node for n in candidate_plan.nodes} >= products
+        assert {n.name for n in model.model.graph.node} >= products  # the plan's, read once
 
         def run(plans):
             seen.extend(plans)

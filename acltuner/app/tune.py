@@ -140,7 +140,8 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             for report in product_reports:
                 reporter.task_done(report)
             reports += product_reports
-            save_plan(plan, plan_path)
+            if product_reports:  # else the plan is the one saved already
+                save_plan(plan, plan_path)
         if strategy != "default":
             # onnxruntime runs here: beside a launcher that runs here natively.
             native_here = host is None and board.isa == host_isa()

@@ -89,9 +89,8 @@ def _node_dicts(tuned: Tuned) -> list[dict]:
 def write_report(out: Path, plan_path: str, options: Options) -> dict:
     """Writes the folder `out`; returns what summary.json holds."""
     output.check_folder(out)
-    tuned = gather.gather(plan_path, gather.read_records(options.records_path))
-    gather.require_records(tuned, options.records_path)
-    other = gather.gather(options.compare_path, []) if options.compare_path else None
+    tuned = gather.gather(plan_path, options.records_path)
+    other = gather.gather(options.compare_path, None) if options.compare_path else None
     timing = (model_time.read_saved(options.profile_path, options.ort) if options.profile_path
               else model_time.run_here(plan_path, options.repeat, options.ort))
     order = gather.task_order(tuned)
@@ -108,9 +107,13 @@ def write_report(out: Path, plan_path: str, options: Options) -> dict:
             drawn.append(figure)
         sections.append(page.section(figure, title, body, note))
 
-    curve = figures.tuning_curves(tuned, gather.curves(tuned), order, out)
-    add(curve, "", page.table(tasks), f"{options.records_path}: {plan.board_name}, engine "
-        f"{plan.engine_version}, caches {tuned.caches}; dashed: the default config's time")
+    if tuned.records:
+        curve = figures.tuning_curves(tuned, gather.curves(tuned), order, out)
+        add(curve, "", page.table(tasks), f"{options.records_path}: {plan.board_name}, engine "
+            f"{plan.engine_version}, caches {tuned.caches}; dashed: the default config's time")
+    else:
+        add(None, "Tuning curves", note="no task of this plan was measured alone: its int8 "
+            "convolutions and products were tuned in the whole model (the layers below)")
     add(figures.layer_speedups(tuned, out), "", page.table(tuned.nodes))
     add(figures.model_time(timing, out), "", page.table(timing.by_kind), _time_note(timing))
     if len(tuned.board.clusters) > 1:

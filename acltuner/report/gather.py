@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from acltuner.plan import Plan, load_plan, plan_board, sha256_file
+from acltuner.runtime.product_kernels import PRODUCT_ALGORITHM
+from acltuner.taskgen.int8 import INT8_ALGORITHM
 from acltuner.tuner.records import Record, RecordStore
 
 # tuned_ms: the time of the config the node runs, chosen (a reverted node:
@@ -111,20 +113,26 @@ def read_records(path: str) -> list[Record]:
     return RecordStore(path).records
 
 
-def gather(plan_path: str, records: list[Record]) -> Tuned:
+def measured_alone(plan: Plan) -> bool:
+    """Whether any of the plan's nodes was tuned by measuring its task alone,
+    in the launcher, which records it; the int8 convolutions and the graph's
+    products are tuned in the whole model and leave no records."""
+    return any(n.config.algorithm not in (INT8_ALGORITHM, PRODUCT_ALGORITHM) for n in plan.nodes)
+
+
+def gather(plan_path: str, records_path: str | None) -> Tuned:
+    """The plan and, from records_path, its tasks' records: a file without one
+    is another tuning's.  None (a plan to compare): no records."""
     plan = read_plan(plan_path)
-    by_task, caches = plan_records(plan, records)
-    return Tuned(plan_path, plan, node_table(plan), by_task, caches)
-
-
-def require_records(tuned: Tuned, records_path: str) -> None:
-    """A records file without one record of the plan's tasks is another tuning's."""
-    if not tuned.records:
-        plan = tuned.plan
-        raise ReportError(f"{records_path}: no record of {tuned.path}'s tasks on board "
+    if records_path is None or not measured_alone(plan):
+        return Tuned(plan_path, plan, node_table(plan), {}, None)
+    by_task, caches = plan_records(plan, read_records(records_path))
+    if not by_task:
+        raise ReportError(f"{records_path}: no record of {plan_path}'s tasks on board "
                           f"{plan.board_name} ({plan.board_fingerprint}) with engine "
                           f"{plan.engine_version}: the records of another model, board or "
                           f"engine?")
+    return Tuned(plan_path, plan, node_table(plan), by_task, caches)
 
 
 def curves(tuned: Tuned) -> pd.DataFrame:

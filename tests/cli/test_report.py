@@ -295,6 +295,29 @@ def test_missing_records_file_is_one_line(tuned, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_plan_of_products_only_is_reported_without_tuning_curves(tmp_path):
+    """A model with no convolution has no task measured alone, so no records:
+    its products were tuned in the whole model.  The report draws its layers
+    and times and says why there are no tuning curves."""
+    b = GraphBuilder(seed=5, input_shape=(4, 32))
+    model = tmp_path / "mlp.onnx"
+    onnx.save(b.model(b.gemm(b.gemm("input", "fc1", 64), "fc2", 16), "mlp"), model)
+    plan, records = tmp_path / "mlp.plan.json", tmp_path / "records.jsonl"
+    result = invoke("tune", model, "-o", plan, "--board", "split-host", "--trials", 2,
+                    "--records", records)
+    assert result.exit_code == 0, result.output
+    assert {n.config.algorithm for n in load_plan(plan).nodes} == {"matmul"}
+    out = tmp_path / "report"
+    result = invoke("report", plan, "--records", records, "-o", out)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    # split-host's two clusters: the placement figure too
+    assert sorted(f["file"] for f in summary["figures"]) == [
+        "layer_speedups.png", "model_time.png", "placement.png"]
+    assert [n["node"] for n in summary["nodes"]] == [n.node for n in load_plan(plan).nodes]
+    assert "no task of this plan was measured alone" in (out / "index.html").read_text()
+
+
 def test_plan_of_another_model_is_one_line(tuned, tmp_path):
     _, _, plan, records, _, _ = tuned
     data = json.loads(plan.read_text())

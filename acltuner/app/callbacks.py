@@ -33,9 +33,10 @@ class SessionReporter(TuneReporter):
         """What `board doctor` found wrong with the measuring machine (Findings),
         checked before tuning starts; the tune goes on."""
 
-    def int8_untuned(self, tasks: int, reason: str) -> None:
-        """The model's int8 tasks were not tuned (they are tuned in the whole
-        model, on one launcher) and keep their default configs."""
+    def untuned_in_model(self, what: str, reason: str) -> None:
+        """What is tuned in the whole model, on one launcher (the int8 tasks:
+        "3 int8 task(s)"; the graph's products) was not, and keeps its default
+        configs."""
 
     def in_context(self, check: ContextCheck) -> None:
         """The tuned plan was run whole against the default one (check_in_context)."""

@@ -31,7 +31,7 @@ from acltuner.tuner.records import default_records_path, tuning_lock
 from acltuner.tuner.tune import TaskReport, pin_nodes, tune_in_order, tune_model
 from acltuner.tuner.tuner_config import load_tuner_config
 
-# Why the whole-model steps (int8 tasks, the in-context check) are skipped on
+# Why the whole-model steps (int8 tasks, products, the in-context check) are skipped on
 # a farm: they run the whole plan in one launcher, which a farm has no call for.
 FARM_WHOLE_MODEL = "a farm does not run the whole model"
 
@@ -131,7 +131,7 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             reports += int8_reports
             save_plan(plan, plan_path)
         elif strategy != "default" and int8:
-            reporter.int8_untuned(len(int8), FARM_WHOLE_MODEL)
+            reporter.untuned_in_model(f"{len(int8)} int8 task(s)", FARM_WHOLE_MODEL)
         if strategy != "default" and farm is None:
             plan, product_reports = tune_products(
                 plan, launcher_target(client),
@@ -142,6 +142,9 @@ def run_tune(model: str, plan_path: str, *, board_name: str, trials: int | None,
             reports += product_reports
             if product_reports:  # else the plan is the one saved already
                 save_plan(plan, plan_path)
+        elif strategy != "default" and taskset.products:
+            reporter.untuned_in_model(f"{taskset.products} MatMul and Gemm node(s)",
+                                      FARM_WHOLE_MODEL)
         if strategy != "default":
             # onnxruntime runs here: beside a launcher that runs here natively.
             native_here = host is None and board.isa == host_isa()

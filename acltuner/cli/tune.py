@@ -288,9 +288,9 @@ class _Printer(SessionReporter):
                 self.overall.unit_done(report.measured + report.reused)
             self.line.force_next()
 
-    def int8_untuned(self, tasks: int, reason: str) -> None:
-        self._info(f"{tasks} int8 task(s) keep their default config: {reason} (they are tuned "
-                   f"in it; tune on one board to tune them)")
+    def untuned_in_model(self, what: str, reason: str) -> None:
+        self._info(f"{what} keep their default config: {reason} (they are tuned in it; tune "
+                   f"on one board to tune them)")
 
     def in_context(self, check: ContextCheck) -> None:
         self.line.clear()

@@ -33,6 +33,7 @@ class TaskSet:
     conv_nodes: list[ConvNode]
     skipped: list[str]  # one line per Conv or ConvTranspose that is not tunable
     model_inputs: tuple[str, ...] = ()  # the graph's inputs, by name
+    products: int = 0  # MatMul and Gemm nodes (PRODUCT_OPS), tuned in the whole model
 
     def reads_model_input(self, node: ConvNode) -> bool:
         return node.input in self.model_inputs
@@ -78,7 +79,8 @@ def generate_tasks(model_path: str | Path,
     # A model of products only (an MLP, a transformer block) has nothing for
     # the tasks here, but its products are tuned in the whole model
     # (tuner/product_search.py).
-    if not nodes and not any(n.op_type in PRODUCT_OPS for n in model.graph.node):
+    products = sum(n.op_type in PRODUCT_OPS for n in model.graph.node)
+    if not nodes and not products:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise ModelError(f"{model_path}: no 2-D Conv or ConvTranspose, nor MatMul or Gemm, to "
                          f"tune{why}")
@@ -90,4 +92,4 @@ def generate_tasks(model_path: str | Path,
     # Stable: equal FLOPs keep the order of first appearance in the graph.
     tasks.sort(key=lambda t: -t.flops)
     return TaskSet(str(model_path), len(nodes), tasks, nodes, skipped,
-                   tuple(i.name for i in model.graph.input))
+                   tuple(i.name for i in model.graph.input), products)

@@ -337,3 +337,29 @@ def test_a_farm_tune_says_its_int8_tasks_keep_their_defaults(tmp_path):
     configs = [{n.node: n.config for n in load_plan(tmp_path / name).nodes}
                for name in ("farm.json", "default.json")]
     assert configs[0] == configs[1] and len(configs[0]) == 3
+
+
+@TWO_CPUS
+def test_a_farm_tune_says_its_products_keep_the_rules_kernels(tmp_path):
+    """The graph's products are tuned in the whole model too: on a farm their
+    nodes keep the rule's kernel, and the tune says so."""
+    import onnx
+
+    from acltuner.zoo.builder import GraphBuilder
+    b = GraphBuilder(seed=2, input_shape=(1, 3, 12, 12))
+    x = b.conv("input", "stem", 8, 3, pads=1, relu="stem.relu")
+    y = b.gemm(b.flatten(b.global_avg_pool(x, "pool"), "flat"), "fc", 10)
+    model = tmp_path / "convfc.onnx"
+    onnx.save(b.model(y, "convfc"), model)
+    board = _one_core(tmp_path / "one.yaml", Path(__file__).parents[2] / "configs" / "boards" /
+                      "split-host.yaml")
+    farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
+                                                {"name": "cpu1", "cpus": [1]}])
+    tuned = subprocess.run([sys.executable, "-m", "acltuner.cli", "tune", model, "-o",
+                            str(tmp_path / "farm.json"), "--farm", str(farm), "--trials", "2",
+                            "--records", str(tmp_path / "r.jsonl")], capture_output=True, text=True)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "1 MatMul and Gemm node(s) keep their default config: a farm does not run the " \
+        "whole model" in tuned.stderr
+    # the convolution only: no product node, so fc runs the rule's kernel
+    assert [n.node for n in load_plan(tmp_path / "farm.json").nodes] == ["stem"]

@@ -162,3 +162,38 @@ def test_plans_are_chosen_on_their_nodes_medians_not_on_whole_runs(tmp_path, mon
     assert result.nodes_ms == {"tuned": 8.0, "default": 10.0}
     assert result.kept == "tuned" and result.plan.in_context.nodes_ms == result.nodes_ms
     assert result.reverted == ()
+
+
+def test_a_verdict_against_the_tasks_alone_is_measured_again(tmp_path, monkeypatch):
+    """The tasks alone predict the tuned plan 2 ms faster; the first rounds
+    (a spell of noise over its turns) make it the slower, so the check runs
+    as many rounds again and chooses on all six: the tuned plan.  Where the
+    tasks alone predict no gain, one set of rounds decides."""
+    from acltuner.tuner import in_context
+    plan, _ = _default_plan(tmp_path)
+    tuned = _with(plan, "conv0", workloads=plan.nodes[0].config.workloads + 1)
+    spell = {"tuned": [9.0, 9.0, 4.0], "default": [5.0, 5.0, 5.0]}
+    quiet = {"tuned": [4.0, 4.0, 4.0], "default": [5.0, 5.0, 5.0]}
+    passes = []
+
+    def rounds(self, count, repeat):
+        self.inputs = {}
+        times = (spell, quiet)[min(len(passes), 1)]
+        passes.append(count)
+        for name in self.plans:
+            self.node_ms[name].setdefault("conv0", []).extend(times[name])
+            self.node_ms[name].setdefault("conv1", []).extend([1.0] * 3)
+            self.ms[name].extend(t + 1.0 for t in times[name])
+    monkeypatch.setattr(in_context.WholeModelRuns, "rounds", rounds)
+
+    def alone(gain):
+        return dataclasses.replace(tuned, nodes=tuple(
+            dataclasses.replace(n, tuned_ms=3.0, default_ms=3.0 + gain) if n.node == "conv0"
+            else n for n in tuned.nodes))
+    with LauncherClient([default_launcher_path()]) as client:
+        result = check_in_context(alone(2.0), client)
+        assert passes == [3, 3] and result.kept == "tuned"
+        assert result.nodes_ms == {"tuned": 4.0 + 1.0, "default": 5.0 + 1.0}
+        passes.clear()
+        result = check_in_context(alone(0.0), client)
+    assert passes == [3] and result.kept == "default"

@@ -313,12 +313,9 @@ def test_a_member_that_rebooted_is_checked_again(monkeypatch):
             worker._session = None
 
 
-@TWO_CPUS
-def test_a_farm_tune_says_its_int8_tasks_keep_their_defaults(tmp_path):
-    """int8 tasks are tuned in the whole model, in one launcher, which a farm
-    has no call for: their configs stay the default plan's, and the tune says so."""
-    from tests.tuner.test_int8_tune import _quantized
-    model, _ = _quantized(tmp_path)
+def _farm_of_two_tune(tmp_path: Path, model) -> tuple[Path, str]:
+    """`model` tuned (2 trials) on a farm of two one-core boards of this
+    machine into tmp_path/farm.json: (the one-core board file, the tune's stderr)."""
     board = _one_core(tmp_path / "one.yaml", Path(__file__).parents[2] / "configs" / "boards" /
                       "split-host.yaml")
     farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
@@ -327,8 +324,18 @@ def test_a_farm_tune_says_its_int8_tasks_keep_their_defaults(tmp_path):
                             str(tmp_path / "farm.json"), "--farm", str(farm), "--trials", "2",
                             "--records", str(tmp_path / "r.jsonl")], capture_output=True, text=True)
     assert tuned.returncode == 0, tuned.stderr
+    return board, tuned.stderr
+
+
+@TWO_CPUS
+def test_a_farm_tune_says_its_int8_tasks_keep_their_defaults(tmp_path):
+    """int8 tasks are tuned in the whole model, in one launcher, which a farm
+    has no call for: their configs stay the default plan's, and the tune says so."""
+    from tests.tuner.test_int8_tune import _quantized
+    model, _ = _quantized(tmp_path)
+    board, stderr = _farm_of_two_tune(tmp_path, model)
     assert "3 int8 task(s) keep their default config: a farm does not run the whole model" \
-        in tuned.stderr
+        in stderr
     default = subprocess.run([sys.executable, "-m", "acltuner.cli", "tune", model, "-o",
                               str(tmp_path / "default.json"), "--board", str(board), "--strategy",
                               "default", "--records", str(tmp_path / "d.jsonl")],
@@ -351,15 +358,8 @@ def test_a_farm_tune_says_its_products_keep_the_rules_kernels(tmp_path):
     y = b.gemm(b.flatten(b.global_avg_pool(x, "pool"), "flat"), "fc", 10)
     model = tmp_path / "convfc.onnx"
     onnx.save(b.model(y, "convfc"), model)
-    board = _one_core(tmp_path / "one.yaml", Path(__file__).parents[2] / "configs" / "boards" /
-                      "split-host.yaml")
-    farm = _farm(tmp_path / "farm.yaml", board, [{"name": "cpu0", "cpus": [0]},
-                                                {"name": "cpu1", "cpus": [1]}])
-    tuned = subprocess.run([sys.executable, "-m", "acltuner.cli", "tune", model, "-o",
-                            str(tmp_path / "farm.json"), "--farm", str(farm), "--trials", "2",
-                            "--records", str(tmp_path / "r.jsonl")], capture_output=True, text=True)
-    assert tuned.returncode == 0, tuned.stderr
+    _, stderr = _farm_of_two_tune(tmp_path, model)
     assert "1 MatMul and Gemm node(s) keep their default config: a farm does not run the " \
-        "whole model" in tuned.stderr
+        "whole model" in stderr
     # the convolution only: no product node, so fc runs the rule's kernel
     assert [n.node for n in load_plan(tmp_path / "farm.json").nodes] == ["stem"]

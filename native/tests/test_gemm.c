@@ -312,6 +312,26 @@ static void test_kernel(const acl_ukernel *uk)
     }
 }
 
+/* Every width of a last panel, 1 to NR columns: a kernel computes only the
+ * column vectors such a panel stores (TILE_BY_WIDTH), each count its own
+ * code.  A partial row tile and a K of several blocks (the accumulating
+ * calls) come with each. */
+static void test_last_panel_widths(const acl_ukernel *uk)
+{
+    for (int cols = 1; cols <= uk->nr; cols++) {
+        const int n = uk->nr + cols;
+        if (n % uk->n_multiple) continue;
+        const int k = uk->kmax ? uk->kmax : (cols % 2 ? 17 : 300);
+        problem p;
+        char what[96];
+        snprintf(what, sizeof what, "last panel of %d columns (N=%d K=%d)", cols, n, k);
+        if (problem_init(&p, uk, uk->mr + 1, n, 1, k, 0, cols % (4 * ACL_ACT_COUNT)) == 0)
+            test_batch(uk, &p, 1, what);
+        else check(0, "%s %s: setup failed: %s", uk->name, what, acl_last_error());
+        problem_free(&p);
+    }
+}
+
 /* ---- the public API ----------------------------------------------------- */
 
 /* An fp16 kernel's on small integers (see small_ints): the fp32 bound. */
@@ -423,6 +443,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         const int before = failed;
         test_kernel(list[i]);
+        test_last_panel_widths(list[i]);
         if (list[i]->fp16_fn) {
             small_ints = 1;
             test_kernel(list[i]);

@@ -312,7 +312,7 @@ static void edge_tile_step(const acl_gemm_job *job, size_t kc, const a_operand *
     const int mr = uk->mr, nr = uk->nr;
     float *c = job->c + row0 * job->ldc + col0;
     float tile[ACL_UKR_MAX_TILE_FLOATS] __attribute__((aligned(ACL_ALIGN)));
-    const acl_ukr_epilogue f = {.cols = nr, .accumulate = !first};
+    const acl_ukr_epilogue f = {.cols = cols, .accumulate = !first};
     if (!first) {
         memset(tile, 0, (size_t)mr * nr * sizeof(float));
         copy_block(tile, nr, c, job->ldc, rows, cols);

@@ -32,7 +32,7 @@ typedef enum { ACL_STYLE_INTERLEAVED, ACL_STYLE_HYBRID, ACL_STYLE_SMALLK } acl_s
  * a small-K layer's epilogue costs no second pass over its output.  Only the
  * first `cols` columns (1..NR) of C, the bias and the residual are read or
  * written: the last panel of an N that is no multiple of NR is stored in
- * place, with masked edges. */
+ * place, with masked edges, and costs only the column vectors it needs. */
 typedef struct {
     const float *bias;
     const float *residual;

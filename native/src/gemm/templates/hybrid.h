@@ -9,8 +9,10 @@
 
 /* One lane vector per A row. */
 #define A_LANE_VECTORS MR
-/* The tile macros loop over hybrid_tile's constant rows. */
+/* The tile macros loop over hybrid_tile's constant rows and column vectors. */
 #define TILE_ROWS rows
+#define TILE_VECTORS vectors
+#define TILE_HALVES halves
 #include "tile.h"
 
 /* Row i's A value at step k + l, from its lane vector av[i]. */
@@ -25,8 +27,9 @@
 #endif
 
 static inline __attribute__((always_inline)) void
-hybrid_tile(const int rows, size_t kc, const float *const *restrict a_rows, const float *restrict b,
-            float *restrict c, size_t ldc, const acl_ukr_epilogue *restrict ep)
+hybrid_tile(const int rows, const int vectors, const int halves, size_t kc,
+            const float *const *restrict a_rows, const float *restrict b, float *restrict c,
+            size_t ldc, const acl_ukr_epilogue *restrict ep)
 {
 #ifdef KMAX
     /* The bound GCC needs to unroll the K loop completely. */
@@ -50,7 +53,9 @@ hybrid_tile(const int rows, size_t kc, const float *const *restrict a_rows, cons
 void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *restrict b,
                   float *restrict c, size_t ldc, const acl_ukr_epilogue *restrict ep)
 {
-    hybrid_tile(MR, kc, a_rows, b, c, ldc, ep);
+#define HYBRID_WIDTH(vectors, halves) hybrid_tile(MR, vectors, halves, kc, a_rows, b, c, ldc, ep)
+    TILE_BY_WIDTH(ep->cols, HYBRID_WIDTH);
+#undef HYBRID_WIDTH
 }
 
 #define HYBRID_ROWS_NAME_(name) name##_rows
@@ -58,7 +63,7 @@ void UKERNEL_NAME(size_t kc, const float *const *restrict a_rows, const float *r
 /* Each case below MR inlines hybrid_tile with its constant; the others fold away. */
 #define HYBRID_ROWS_CASE(n)                                                    \
     case n:                                                                    \
-        if ((n) < MR) hybrid_tile((n) < MR ? (n) : 1, kc, a_rows, b, c, ldc, ep); \
+        if ((n) < MR) hybrid_tile((n) < MR ? (n) : 1, NV, NH, kc, a_rows, b, c, ldc, ep); \
         break;
 
 void HYBRID_ROWS_NAME(UKERNEL_NAME)(int rows, size_t kc, const float *const *restrict a_rows,

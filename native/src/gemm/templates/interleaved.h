@@ -3,13 +3,18 @@
 
 /* A column is MR / 4 lane vectors; a ragged one cannot be loaded by lanes. */
 #define A_LANE_VECTORS (MR % 4 ? 99 : MR / 4)
+/* The tile macros compute interleaved_tile's constant column vectors. */
+#define TILE_VECTORS vectors
+#define TILE_HALVES halves
 #include "tile.h"
 
 /* Row i's value in the current A column, held in av. */
 #define A_PACKED(i) A_LANE(av[(i) / A_LANES], (i) % A_LANES)
 
-void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, float *restrict c,
-                  size_t ldc, const acl_ukr_epilogue *restrict ep)
+static inline __attribute__((always_inline)) void
+interleaved_tile(const int vectors, const int halves, size_t kc, const float *restrict a,
+                 const float *restrict b, float *restrict c, size_t ldc,
+                 const acl_ukr_epilogue *restrict ep)
 {
     TILE_DECLARE(ep->bias, ep->cols);
     for (size_t k = 0; k < kc; k++) {
@@ -20,4 +25,12 @@ void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, f
         b += NR;
     }
     TILE_STORE(c, ldc, ep);
+}
+
+void UKERNEL_NAME(size_t kc, const float *restrict a, const float *restrict b, float *restrict c,
+                  size_t ldc, const acl_ukr_epilogue *restrict ep)
+{
+#define INTERLEAVED_WIDTH(vectors, halves) interleaved_tile(vectors, halves, kc, a, b, c, ldc, ep)
+    TILE_BY_WIDTH(ep->cols, INTERLEAVED_WIDTH);
+#undef INTERLEAVED_WIDTH
 }

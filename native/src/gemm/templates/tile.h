@@ -31,6 +31,16 @@
 _Static_assert(NV *VEC_FLOATS + NH * VH_FLOATS == NR,
                "NR must be whole vectors plus at most one half vector");
 
+/* The column vectors the tile macros compute: all of them, or constants
+ * below where a template instantiates its kernel for the last panel of an N
+ * that ends inside it (see TILE_BY_WIDTH). */
+#ifndef TILE_VECTORS
+#define TILE_VECTORS NV
+#endif
+#ifndef TILE_HALVES
+#define TILE_HALVES NH
+#endif
+
 #define ACL_PRAGMA(x) _Pragma(#x)
 #define UNROLL ACL_PRAGMA(GCC unroll 64)
 
@@ -106,12 +116,12 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
     do {                                                                        \
         const float *b0_ = (bias);                                              \
         const int n0_ = b0_ ? ((cols) >= NR ? NR : (cols)) : 0;                 \
-        UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
+        UNROLL for (int j_ = 0; j_ < TILE_VECTORS; j_++) {                  \
             vf v_ = (vf){0};                                                    \
             if (n0_) v_ = vf_load_lanes(b0_ + j_ * VEC_FLOATS, n0_ - j_ * VEC_FLOATS); \
             UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acc[i_][j_] = v_;             \
         }                                                                       \
-        UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
+        UNROLL for (int j_ = 0; j_ < TILE_HALVES; j_++) {                   \
             vh v_ = (vh){0};                                                    \
             if (n0_) v_ = vh_load_lanes(b0_ + NV * VEC_FLOATS, n0_ - NV * VEC_FLOATS); \
             UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acch[i_][j_] = v_;            \
@@ -126,11 +136,11 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
 #if defined(__aarch64__)
 #define TILE_STEP(bptr, A_AT)                                                   \
     do {                                                                        \
-        UNROLL for (int j_ = 0; j_ < NV; j_++) {                                \
+        UNROLL for (int j_ = 0; j_ < TILE_VECTORS; j_++) {                  \
             const vf b_ = *(const vf_u *)((bptr) + j_ * VEC_FLOATS);            \
             UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acc[i_][j_] += A_AT(i_) * b_; \
         }                                                                       \
-        UNROLL for (int j_ = 0; j_ < NH; j_++) {                                \
+        UNROLL for (int j_ = 0; j_ < TILE_HALVES; j_++) {                   \
             const vh b_ = *(const vh_u *)((bptr) + NV * VEC_FLOATS);            \
             UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) acch[i_][j_] += A_AT(i_) * b_; \
         }                                                                       \
@@ -140,17 +150,50 @@ TILE_LANE_ACCESS(vh, VH_FLOATS)
     do {                                                                        \
         vf bf_[NV];                                                             \
         vh bh_[NH];                                                             \
-        UNROLL for (int j_ = 0; j_ < NV; j_++)                                  \
+        UNROLL for (int j_ = 0; j_ < TILE_VECTORS; j_++)                    \
             bf_[j_] = *(const vf_u *)((bptr) + j_ * VEC_FLOATS);                \
-        UNROLL for (int j_ = 0; j_ < NH; j_++)                                  \
+        UNROLL for (int j_ = 0; j_ < TILE_HALVES; j_++)                     \
             bh_[j_] = *(const vh_u *)((bptr) + NV * VEC_FLOATS);                \
         UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) {                                \
             const float a_ = A_AT(i_);                                          \
-            UNROLL for (int j_ = 0; j_ < NV; j_++) acc[i_][j_] += a_ * bf_[j_]; \
-            UNROLL for (int j_ = 0; j_ < NH; j_++) acch[i_][j_] += a_ * bh_[j_]; \
+            UNROLL for (int j_ = 0; j_ < TILE_VECTORS; j_++) acc[i_][j_] += a_ * bf_[j_]; \
+            UNROLL for (int j_ = 0; j_ < TILE_HALVES; j_++) acch[i_][j_] += a_ * bh_[j_]; \
         }                                                                       \
     } while (0)
 #endif
+
+/* The full vectors a tile cut short at column `cols` needs, where they are
+ * fewer than the tile's (or leave out its half vector); 0 where it needs the
+ * whole tile. */
+static inline int tile_narrow_vectors(int cols)
+{
+    if (cols >= NR) return 0;
+    const int v = (cols + VEC_FLOATS - 1) / VEC_FLOATS;
+    return v < NV || (NH && v == NV) ? v : 0;
+}
+
+/* Runs CALL(vectors, halves), a template's tile with those column vectors
+ * made constants, for a tile whose C ends at column `cols`: the last panel
+ * of an N that ends inside it then costs the vectors it stores, not the
+ * whole tile's (N = 240 in panels of 32 columns: the eighth, of 16, took a
+ * full panel's multiply-adds). */
+_Static_assert(NV <= 6, "TILE_BY_WIDTH has cases for up to 6 vectors");
+#define TILE_WIDTH_CASE(v, CALL)                                                \
+    case v:                                                                     \
+        if ((v) < NV || ((v) == NV && NH)) CALL((v) <= NV ? (v) : NV, 0);       \
+        break;
+#define TILE_BY_WIDTH(cols, CALL)                                               \
+    do {                                                                        \
+        switch (tile_narrow_vectors(cols)) {                                    \
+            TILE_WIDTH_CASE(1, CALL)                                            \
+            TILE_WIDTH_CASE(2, CALL)                                            \
+            TILE_WIDTH_CASE(3, CALL)                                            \
+            TILE_WIDTH_CASE(4, CALL)                                            \
+            TILE_WIDTH_CASE(5, CALL)                                            \
+            TILE_WIDTH_CASE(6, CALL)                                            \
+        default: CALL(NV, NH); break;                                           \
+        }                                                                       \
+    } while (0)
 
 typedef int vf_mask __attribute__((vector_size(VEC_FLOATS * sizeof(float))));
 typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
@@ -174,10 +217,10 @@ typedef int vh_mask __attribute__((vector_size(VH_FLOATS * sizeof(float))));
     UNROLL for (int i_ = 0; i_ < TILE_ROWS; i_++) {                                    \
         float *ci_ = (c) + (size_t)i_ * (ldc);                                  \
         const float *ri_ = (ep)->residual + (size_t)i_ * (ldc);                 \
-        UNROLL for (int j_ = 0; j_ < NV; j_++)                                  \
+        UNROLL for (int j_ = 0; j_ < TILE_VECTORS; j_++)                    \
             TILE_STORE_VEC(vf, ci_ + j_ * VEC_FLOATS, acc[i_][j_], ri_ + j_ * VEC_FLOATS, \
                            (cols) - j_ * VEC_FLOATS, acc_on, res_on, clamp_on); \
-        UNROLL for (int j_ = 0; j_ < NH; j_++)                                  \
+        UNROLL for (int j_ = 0; j_ < TILE_HALVES; j_++)                     \
             TILE_STORE_VEC(vh, ci_ + NV * VEC_FLOATS, acch[i_][j_], ri_ + NV * VEC_FLOATS, \
                            (cols) - NV * VEC_FLOATS, acc_on, res_on, clamp_on); \
     }

@@ -50,7 +50,8 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
              kinds_of(t.shape, bool(first & set(t.nodes)))) for t, algorithms, kind in every]
     if as_json:
         click.echo(json.dumps({
-            "model": model, "convolutions": ts.convolutions, "skipped": ts.skipped,
+            "model": model, "convolutions": ts.convolutions, "products": ts.products,
+            "skipped": ts.skipped,
             "tasks": [{"key": t.key, "nodes": len(t.nodes), "node_names": t.nodes,
                        "flops": t.flops, "share": share, "kinds": kinds,
                        "algorithms": algorithms, "precision": kind}
@@ -59,8 +60,8 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
     for line in ts.skipped:
         click.echo(f"skipped: {line}", err=True)
     if not rows:
-        click.echo(f"{ts.convolutions} convolutions: no task (the model's MatMul and Gemm "
-                   f"products are tuned in the whole model)")
+        click.echo(f"{ts.convolutions} convolutions: no task (the model's {ts.products} MatMul "
+                   f"and Gemm products are tuned in the whole model)")
         return
     width = max(len(t.key) for t, *_ in rows)
     kinds_width = max(len("kinds"), *(len(",".join(k)) for *_, k in rows))
@@ -69,4 +70,7 @@ def tasks(model: str, input_shapes: tuple[str, ...], as_json: bool) -> None:
         click.echo(f"{t.key:{width}s}  {len(t.nodes):5d}  {t.flops / 1e9:6.3f}  {share:6.2f}  "
                    f"{','.join(kinds):{kinds_width}s}  {','.join(algorithms)}")
     tail = f" ({len(int8)} int8)" if int8 else ""
+    if ts.products:  # they have no key of their own: a product's shape comes from lowering
+        plural = "s" if ts.products != 1 else ""
+        tail += f"; {ts.products} product{plural} (MatMul or Gemm), tuned in the whole model"
     click.echo(f"{ts.convolutions} convolutions -> {len(rows)} tasks{tail}")

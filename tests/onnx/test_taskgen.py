@@ -101,7 +101,8 @@ def test_resnet18_tasks_and_table(zoo_path):
     out = _tasks_cli(zoo_path("resnet18")).stdout.splitlines()
     assert out[0].split() == ["key", "nodes", "GFLOPs", "share%", "kinds", "algorithms"]
     assert out[1].split()[:3] == [first.key, "4", f"{first.flops / 1e9:.3f}"]
-    assert out[-1] == "20 convolutions -> 11 tasks"
+    assert out[-1] == ("20 convolutions -> 11 tasks; 1 product (MatMul or Gemm), tuned in the "
+                       "whole model")
 
 
 # --- numerics: each ConvNode through the engine's reference algorithm -----------
@@ -505,6 +506,17 @@ def test_non_2d_conv_is_skipped_with_a_warning(tmp_path):
         "skipped: Conv node 'conv3d': 3-D convolution, not tunable (left to onnxruntime)")
     assert json.loads(_tasks_cli(path, "--json").stdout)["skipped"] == [
         "Conv node 'conv3d': 3-D convolution, not tunable (left to onnxruntime)"]
+
+
+def test_the_tasks_line_counts_the_products_tuned_in_the_whole_model(tmp_path):
+    b = GraphBuilder(input_shape=(1, 3, 8, 8))
+    features = b.flatten(b.conv(b.input, "conv", 8, 3, pads=1), "flat", hw=(8, 8))
+    path = _save(b.model(b.gemm(b.gemm(features, "fc1", 16), "fc2", 4), "head"), tmp_path)
+    result = _tasks_cli(path)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == (
+        "1 convolutions -> 1 tasks; 2 products (MatMul or Gemm), tuned in the whole model")
+    assert json.loads(_tasks_cli(path, "--json").stdout)["products"] == 2
 
 
 def test_constant_node_weights(tmp_path):

@@ -87,13 +87,28 @@ def _ukernel_row(name: str | None) -> list[float]:
     return [mr, nr] + [float(style == s) for s in _STYLES]
 
 
+# Floats per vector of each ISA family's fp32 kernels, the unit in which a
+# kernel computes a last panel narrower than NR (the templates'
+# TILE_BY_WIDTH); fp16 kernels compute whole panels.
+_VECTOR_FLOATS = {"avx512": 16, "avx2": 8, "neon": 4}
+
+
+def _columns_computed(n: int, nr: int, ukernel: str | None) -> int:
+    """The columns a kernel NR columns wide computes for an N of n: whole
+    panels, then the last one's vectors (N = 240 on 12x32-interleaved-avx512:
+    240; 72 on 4x48-hybrid-avx512: 80)."""
+    vec = _VECTOR_FLOATS.get((ukernel or "").rsplit("-", 1)[-1], nr)
+    return n // nr * nr + math.ceil(n % nr / vec) * vec
+
+
 def _fit_rows(shape: ConvShape, configs: Sequence[ExecConfig]) -> np.ndarray:
     """How well each config's tiles fit the shape, read from the names: the
     GEMM's M (output pixels, or Winograd tiles of the output tile in the
     algorithm's name) and the padding the micro-kernel's MR x NR tile and the
     Winograd tile add (1: none).  A 4x4 Winograd tile on a 7x7 output computes
     8x8, an 8-row kernel on a 1-pixel FC 8 rows: what decides such tasks
-    and what no shape column says."""
+    and what no shape column says.  A last panel narrower than NR costs only
+    the vectors it needs (_columns_computed)."""
     oh, ow = shape.out_hw
     n = shape.oc // shape.group
     rows = []
@@ -105,12 +120,12 @@ def _fit_rows(shape: ConvShape, configs: Sequence[ExecConfig]) -> np.ndarray:
         mr, nr = (int(uk[1]), int(uk[2])) if uk else (1, 1)
         blocks = math.ceil(tiles / mr)
         rows.append([_log2(tiles), tiles * th * tw / (oh * ow), blocks * mr / tiles,
-                     math.ceil(n / nr) * nr / n, _log2(tiles / c.workloads),
+                     _columns_computed(n, nr, c.ukernel) / n, _log2(tiles / c.workloads),
                      _log2(blocks / c.workloads)])
     return np.array(rows).reshape(len(configs), len(_FIT_NAMES))
 
 
-_FIT_NAMES = ["log_gemm_m", "tile_waste", "mr_waste", "nr_waste", "log_m_per_workload",
+_FIT_NAMES = ["log_gemm_m", "tile_waste", "mr_waste", "nr_vector_waste", "log_m_per_workload",
               "log_mr_blocks_per_workload"]
 
 

@@ -257,3 +257,22 @@ def test_a_damaged_transfer_model_is_refitted_from_the_records(replays, tmp_path
     prior = WarmStart("auto", CONFIG.transfer, board, store).prior(_task(replays[0]))
     assert prior is not None and "not valid JSON" in caplog.text
     assert TransferModel.load(path, CONFIG.transfer.xgboost).samples == len(store.records)
+
+
+def test_a_last_panel_counts_the_vectors_its_kernel_computes():
+    """The micro-kernels compute a last panel narrower than NR in whole vectors
+    of their ISA (TILE_BY_WIDTH), so a 32-column AVX-512 kernel wastes nothing
+    on N = 240, and a 48-column one 8 columns on N = 72."""
+    from acltuner.engine.config import ConvShape
+    from acltuner.tuner.transfer import _FIT_NAMES, _fit_rows
+    waste = _FIT_NAMES.index("nr_vector_waste")
+
+    def nr_waste(oc: int, ukernel: str) -> float:
+        shape = ConvShape(n=1, h=8, w=8, c=16, oc=oc, kh=1, kw=1)
+        return float(_fit_rows(shape, [ExecConfig("gemm1x1", ukernel, (1, 1), 2)])[0, waste])
+
+    assert nr_waste(240, "12x32-interleaved-avx512") == 1.0
+    assert nr_waste(72, "4x48-hybrid-avx512") == pytest.approx(80 / 72)
+    assert nr_waste(20, "6x16-hybrid-avx2") == pytest.approx(24 / 20)
+    assert nr_waste(20, "8x12-interleaved-neon") == 1.0
+    assert nr_waste(20, "8x24-interleaved-neonfp16") == pytest.approx(24 / 20)

@@ -163,11 +163,56 @@ static void point_job(acl_gemm_job *job, const acl_conv *conv, int p, int g, siz
     job->ldc = s->oc;
 }
 
+/* A transform's rows go through in vectors of this many floats. */
+#if defined(__AVX512F__)
+#define TRANSFORM_FLOATS 16
+#else
+#define TRANSFORM_FLOATS 8
+#endif
+typedef float transform_vec __attribute__((vector_size(TRANSFORM_FLOATS * sizeof(float))));
+
+/* combine_rows over a vector of every source row at a time, the sources held
+ * in registers while each output row is summed: inlined with a constant
+ * `cols`, where a loop of len floats per coefficient cost more than its
+ * arithmetic at few channels (U-Net's 16 -> 16 on 256x256, F(4x4, 3x3):
+ * 3.7 ms, 2.6 times the direct convolution's).  The same sums in the same
+ * order as the scalar loop. */
+static inline __attribute__((always_inline)) void combine_vectors(const float *mat, int rows,
+                                                                  const int cols, const float *src,
+                                                                  ptrdiff_t src_stride, float *dst,
+                                                                  ptrdiff_t dst_stride, int len)
+{
+    for (int e = 0; e < len; e += TRANSFORM_FLOATS) {
+        transform_vec in[WINOGRAD_MAX_ALPHA];
+#pragma GCC unroll 8
+        for (int k = 0; k < cols; k++) memcpy(&in[k], src + k * src_stride + e, sizeof in[k]);
+        for (int i = 0; i < rows; i++) {
+            transform_vec out = {0};
+            int written = 0;
+#pragma GCC unroll 8
+            for (int k = 0; k < cols; k++) {
+                const float c = mat[i * cols + k];
+                if (c == 0.0f) continue;
+                out = written ? out + c * in[k] : c * in[k];
+                written = 1;
+            }
+            memcpy(dst + i * dst_stride + e, &out, sizeof out);
+        }
+    }
+}
+
 /* dst row i = sum_k mat[i][k] * src row k, rows of len floats; zero
  * coefficients (most of B^T and A^T) are skipped. */
 static void combine_rows(const float *mat, int rows, int cols, const float *src,
                          ptrdiff_t src_stride, float *dst, ptrdiff_t dst_stride, int len)
 {
+    if (len % TRANSFORM_FLOATS == 0) {
+        switch (cols) {
+        case 4: combine_vectors(mat, rows, 4, src, src_stride, dst, dst_stride, len); return;
+        case 6: combine_vectors(mat, rows, 6, src, src_stride, dst, dst_stride, len); return;
+        case 8: combine_vectors(mat, rows, 8, src, src_stride, dst, dst_stride, len); return;
+        }
+    }
     for (int i = 0; i < rows; i++) {
         float *restrict out = dst + i * dst_stride;
         int written = 0;

@@ -202,32 +202,44 @@ static inline __attribute__((always_inline)) void combine_vectors(const float *m
 }
 
 /* dst row i = sum_k mat[i][k] * src row k, rows of len floats; zero
- * coefficients (most of B^T and A^T) are skipped. */
+ * coefficients (most of B^T and A^T) are skipped.  Done `count` times, the
+ * n-th from src + n * src_step into dst + n * dst_step: a tile's pass is one
+ * call, where a call per row of the tile cost as much as the arithmetic at
+ * few channels. */
 static void combine_rows(const float *mat, int rows, int cols, const float *src,
-                         ptrdiff_t src_stride, float *dst, ptrdiff_t dst_stride, int len)
+                         ptrdiff_t src_stride, float *dst, ptrdiff_t dst_stride, int len, int count,
+                         ptrdiff_t src_step, ptrdiff_t dst_step)
 {
     if (len % TRANSFORM_FLOATS == 0) {
+#define COMBINE_COLS(n)                                                                      \
+    case n:                                                                                  \
+        for (int t = 0; t < count; t++)                                                      \
+            combine_vectors(mat, rows, n, src + t * src_step, src_stride, dst + t * dst_step, \
+                            dst_stride, len);                                                \
+        return;
         switch (cols) {
-        case 4: combine_vectors(mat, rows, 4, src, src_stride, dst, dst_stride, len); return;
-        case 6: combine_vectors(mat, rows, 6, src, src_stride, dst, dst_stride, len); return;
-        case 8: combine_vectors(mat, rows, 8, src, src_stride, dst, dst_stride, len); return;
+            COMBINE_COLS(4)
+            COMBINE_COLS(6)
+            COMBINE_COLS(8)
         }
+#undef COMBINE_COLS
     }
-    for (int i = 0; i < rows; i++) {
-        float *restrict out = dst + i * dst_stride;
-        int written = 0;
-        for (int k = 0; k < cols; k++) {
-            float c = mat[i * cols + k];
-            if (c == 0.0f) continue;
-            const float *restrict in = src + k * src_stride;
-            if (written)
-                for (int e = 0; e < len; e++) out[e] += c * in[e];
-            else
-                for (int e = 0; e < len; e++) out[e] = c * in[e];
-            written = 1;
+    for (int t = 0; t < count; t++, src += src_step, dst += dst_step)
+        for (int i = 0; i < rows; i++) {
+            float *restrict out = dst + i * dst_stride;
+            int written = 0;
+            for (int k = 0; k < cols; k++) {
+                float c = mat[i * cols + k];
+                if (c == 0.0f) continue;
+                const float *restrict in = src + k * src_stride;
+                if (written)
+                    for (int e = 0; e < len; e++) out[e] += c * in[e];
+                else
+                    for (int e = 0; e < len; e++) out[e] = c * in[e];
+                written = 1;
+            }
+            if (!written) memset(out, 0, (size_t)len * sizeof(float));
         }
-        if (!written) memset(out, 0, (size_t)len * sizeof(float));
-    }
 }
 
 typedef struct {
@@ -276,13 +288,12 @@ static void input_tile(const winograd_ctx *ctx, int tile, float *v, size_t slots
             gather_patch(ctx->io->x, s, b, iy0, ix0, th->alpha, tw->alpha, c0, len, patch);
         }
         /* along w, input row by row into half[a][j][len] */
-        for (int a = 0; a < th->alpha; a++)
-            combine_rows(tw->bt, tw->alpha, tw->alpha, src + a * row_stride, pixel_stride,
-                         half + a * tw->alpha * len, len, len);
+        combine_rows(tw->bt, tw->alpha, tw->alpha, src, pixel_stride, half, len, len, th->alpha,
+                     row_stride, (ptrdiff_t)tw->alpha * len);
         /* along h, column by column into V[(i, j)][slot] */
-        for (int j = 0; j < tw->alpha; j++)
-            combine_rows(th->bt, th->alpha, th->alpha, half + j * len, (ptrdiff_t)tw->alpha * len,
-                         v + j * point_stride + slot * s->c + c0, tw->alpha * point_stride, len);
+        combine_rows(th->bt, th->alpha, th->alpha, half, (ptrdiff_t)tw->alpha * len,
+                     v + slot * s->c + c0, tw->alpha * point_stride, len, tw->alpha, len,
+                     point_stride);
     }
 }
 
@@ -301,12 +312,10 @@ static void output_tile(const winograd_ctx *ctx, int tile, const float *mt, size
     const int b = row / st->tiles_h, ty = row % st->tiles_h;
     for (int o0 = 0; o0 < s->oc; o0 += CHANNEL_BLOCK) {
         int len = acl_min(CHANNEL_BLOCK, s->oc - o0);
-        for (int a = 0; a < th->alpha; a++)
-            combine_rows(tw->at, tw->m, tw->alpha,
-                         mt + a * tw->alpha * point_stride + slot * s->oc + o0, point_stride,
-                         half + a * tw->m * len, len, len);
+        combine_rows(tw->at, tw->m, tw->alpha, mt + slot * s->oc + o0, point_stride, half, len, len,
+                     th->alpha, tw->alpha * point_stride, (ptrdiff_t)tw->m * len);
         int width = tw->m * len;
-        combine_rows(th->at, th->m, th->alpha, half, width, out, width, width);
+        combine_rows(th->at, th->m, th->alpha, half, width, out, width, width, 1, 0, 0);
         for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++)
             for (int j = 0; j < tw->m && tx * tw->m + j < conv->d.ow; j++) {
                 size_t at =

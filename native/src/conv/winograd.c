@@ -316,16 +316,24 @@ static void output_tile(const winograd_ctx *ctx, int tile, const float *mt, size
                      th->alpha, tw->alpha * point_stride, (ptrdiff_t)tw->m * len);
         int width = tw->m * len;
         combine_rows(th->at, th->m, th->alpha, half, width, out, width, width, 1, 0, 0);
-        for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++)
-            for (int j = 0; j < tw->m && tx * tw->m + j < conv->d.ow; j++) {
-                size_t at =
-                    (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow + tx * tw->m + j) *
-                        s->oc +
-                    o0;
+        /* The tile row's pixels lie next to each other in y where the block
+         * holds every channel: one activation call for them all, not one per
+         * pixel of len floats. */
+        const int pixels = acl_min(tw->m, conv->d.ow - tx * tw->m);
+        const int row_at_once = len == s->oc;
+        for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++) {
+            const size_t row_at =
+                (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow + tx * tw->m) * s->oc + o0;
+            for (int j = 0; j < pixels; j++) {
+                const size_t at = row_at + (size_t)j * s->oc;
                 const float *res = ctx->io->residual ? ctx->io->residual + at : NULL;
-                conv_finish(s, ctx->io->y + at, out + (i * tw->m + j) * len, conv->bias + o0, res,
-                            len);
+                float *y = ctx->io->y + at;
+                const float *acc = out + (i * tw->m + j) * len;
+                if (row_at_once) conv_add_bias(y, acc, conv->bias + o0, res, len);
+                else conv_finish(s, y, acc, conv->bias + o0, res, len);
             }
+            if (row_at_once) conv_activate_in_place(s, ctx->io->y + row_at, (size_t)pixels * s->oc);
+        }
     }
 }
 

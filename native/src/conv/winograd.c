@@ -318,9 +318,9 @@ static void output_tile(const winograd_ctx *ctx, int tile, const float *mt, size
         combine_rows(th->at, th->m, th->alpha, half, width, out, width, width, 1, 0, 0);
         /* The tile row's pixels lie next to each other in y where the block
          * holds every channel: one activation call for them all, not one per
-         * pixel of len floats. */
+         * pixel of len floats (a clamp goes with the bias, conv_finish). */
         const int pixels = acl_min(tw->m, conv->d.ow - tx * tw->m);
-        const int row_at_once = len == s->oc;
+        const int row_at_once = len == s->oc && !conv_act_is_clamp(s);
         for (int i = 0; i < th->m && ty * th->m + i < conv->d.oh; i++) {
             const size_t row_at =
                 (((size_t)b * conv->d.oh + ty * th->m + i) * conv->d.ow + tx * tw->m) * s->oc + o0;

@@ -53,6 +53,9 @@ typedef struct {
 
 typedef struct {
     winograd_matrices th, tw;  /* along h and along w */
+    /* The transforms' matrices: constant tables where th's and tw's equal
+     * them (transform_table), else theirs. */
+    const float *bt_h, *bt_w, *at_h, *at_w;
     int points;                /* alpha_h * alpha_w */
     int tiles_h, tiles_w, tiles;
     int fused;
@@ -66,6 +69,30 @@ typedef struct {
     size_t workers_at;         /* scratch: workers x worker_floats */
     conv_gemm gemm;            /* job p * group + g */
 } winograd_state;
+
+/* F(4, 3) and F(2, 3) as winograd_matrices_init builds them (create checks
+ * that they match, entry by entry): transforms through these constant
+ * tables compile to their nonzero terms, with no test per coefficient. */
+static const float BT_4_3[6 * 6] = {1, -1.5f, -2,    1.5f,  1, 0, 0, -1, 0.5f,  2.5f, 1,    0,
+                                    0, 1,     -2.5f, 0.5f,  1, 0, 0, -2, -1,    2,    1,    0,
+                                    0, 0.5f,  -1,    -0.5f, 1, 0, 0, 1,  -1.5f, -2,   1.5f, 1};
+static const float AT_4_3[4 * 6] = {1, 1, 1, 1,     1, 0, 0, 1, -1, 0.5f,   -2, 0,
+                                    0, 1, 1, 0.25f, 4, 0, 0, 1, -1, 0.125f, -8, 1};
+static const float BT_2_3[4 * 4] = {-1, 0, 1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, -1, 0, 1};
+static const float AT_2_3[2 * 4] = {1, 1, 1, 0, 0, 1, -1, 1};
+
+/* The table of t's B^T (bt) or A^T (!bt) where one equals it, else t's own. */
+static const float *transform_table(const winograd_matrices *t, int bt)
+{
+    const float *built = bt ? t->bt : t->at, *known = NULL;
+    if (t->r == 3 && t->m == 4) known = bt ? BT_4_3 : AT_4_3;
+    if (t->r == 3 && t->m == 2) known = bt ? BT_2_3 : AT_2_3;
+    if (!known) return built;
+    const int n = (bt ? t->alpha : t->m) * t->alpha;
+    for (int i = 0; i < n; i++)
+        if (built[i] != known[i]) return built;
+    return known;
+}
 
 static int winograd_check(const conv_algo *self, const acl_conv_shape *s, const conv_dims *d,
                           const acl_ukernel *uk)
@@ -110,6 +137,10 @@ static int winograd_create(acl_conv *conv, const float *weight)
     if (!(conv->impl = st)) return acl_fail("out of memory creating %s", conv->algo->name);
     winograd_matrices_init(&st->th, v->m_h, v->r_h);
     winograd_matrices_init(&st->tw, v->m_w, v->r_w);
+    st->bt_h = transform_table(&st->th, 1);
+    st->bt_w = transform_table(&st->tw, 1);
+    st->at_h = transform_table(&st->th, 0);
+    st->at_w = transform_table(&st->tw, 0);
     st->points = st->th.alpha * st->tw.alpha;
     st->tiles_h = acl_div_up(d->oh, v->m_h);
     st->tiles_w = acl_div_up(d->ow, v->m_w);
@@ -186,6 +217,7 @@ static inline __attribute__((always_inline)) void combine_vectors(const float *m
         transform_vec in[WINOGRAD_MAX_ALPHA];
 #pragma GCC unroll 8
         for (int k = 0; k < cols; k++) memcpy(&in[k], src + k * src_stride + e, sizeof in[k]);
+#pragma GCC unroll 8
         for (int i = 0; i < rows; i++) {
             transform_vec out = {0};
             int written = 0;
@@ -211,6 +243,18 @@ static void combine_rows(const float *mat, int rows, int cols, const float *src,
                          ptrdiff_t src_step, ptrdiff_t dst_step)
 {
     if (len % TRANSFORM_FLOATS == 0) {
+#define COMBINE_KNOWN(table, r, n)                                                            \
+    if (mat == table) {                                                                       \
+        for (int t = 0; t < count; t++)                                                       \
+            combine_vectors(table, r, n, src + t * src_step, src_stride, dst + t * dst_step,  \
+                            dst_stride, len);                                                 \
+        return;                                                                               \
+    }
+        COMBINE_KNOWN(BT_4_3, 6, 6)
+        COMBINE_KNOWN(AT_4_3, 4, 6)
+        COMBINE_KNOWN(BT_2_3, 4, 4)
+        COMBINE_KNOWN(AT_2_3, 2, 4)
+#undef COMBINE_KNOWN
 #define COMBINE_COLS(n)                                                                      \
     case n:                                                                                  \
         for (int t = 0; t < count; t++)                                                      \
@@ -288,10 +332,10 @@ static void input_tile(const winograd_ctx *ctx, int tile, float *v, size_t slots
             gather_patch(ctx->io->x, s, b, iy0, ix0, th->alpha, tw->alpha, c0, len, patch);
         }
         /* along w, input row by row into half[a][j][len] */
-        combine_rows(tw->bt, tw->alpha, tw->alpha, src, pixel_stride, half, len, len, th->alpha,
+        combine_rows(st->bt_w, tw->alpha, tw->alpha, src, pixel_stride, half, len, len, th->alpha,
                      row_stride, (ptrdiff_t)tw->alpha * len);
         /* along h, column by column into V[(i, j)][slot] */
-        combine_rows(th->bt, th->alpha, th->alpha, half, (ptrdiff_t)tw->alpha * len,
+        combine_rows(st->bt_h, th->alpha, th->alpha, half, (ptrdiff_t)tw->alpha * len,
                      v + slot * s->c + c0, tw->alpha * point_stride, len, tw->alpha, len,
                      point_stride);
     }
@@ -312,10 +356,10 @@ static void output_tile(const winograd_ctx *ctx, int tile, const float *mt, size
     const int b = row / st->tiles_h, ty = row % st->tiles_h;
     for (int o0 = 0; o0 < s->oc; o0 += CHANNEL_BLOCK) {
         int len = acl_min(CHANNEL_BLOCK, s->oc - o0);
-        combine_rows(tw->at, tw->m, tw->alpha, mt + slot * s->oc + o0, point_stride, half, len, len,
-                     th->alpha, tw->alpha * point_stride, (ptrdiff_t)tw->m * len);
+        combine_rows(st->at_w, tw->m, tw->alpha, mt + slot * s->oc + o0, point_stride, half, len,
+                     len, th->alpha, tw->alpha * point_stride, (ptrdiff_t)tw->m * len);
         int width = tw->m * len;
-        combine_rows(th->at, th->m, th->alpha, half, width, out, width, width, 1, 0, 0);
+        combine_rows(st->at_h, th->m, th->alpha, half, width, out, width, width, 1, 0, 0);
         /* The tile row's pixels lie next to each other in y where the block
          * holds every channel: one activation call for them all, not one per
          * pixel of len floats (a clamp goes with the bias, conv_finish). */

@@ -243,30 +243,24 @@ static void combine_rows(const float *mat, int rows, int cols, const float *src,
                          ptrdiff_t src_step, ptrdiff_t dst_step)
 {
     if (len % TRANSFORM_FLOATS == 0) {
-#define COMBINE_KNOWN(table, r, n)                                                            \
-    if (mat == table) {                                                                       \
-        for (int t = 0; t < count; t++)                                                       \
-            combine_vectors(table, r, n, src + t * src_step, src_stride, dst + t * dst_step,  \
-                            dst_stride, len);                                                 \
-        return;                                                                               \
-    }
-        COMBINE_KNOWN(BT_4_3, 6, 6)
-        COMBINE_KNOWN(AT_4_3, 4, 6)
-        COMBINE_KNOWN(BT_2_3, 4, 4)
-        COMBINE_KNOWN(AT_2_3, 2, 4)
-#undef COMBINE_KNOWN
-#define COMBINE_COLS(n)                                                                      \
-    case n:                                                                                  \
+        /* A constant table or `cols`, so that combine_vectors folds them. */
+#define COMBINE_EACH(m, r, n)                                                                \
+    do {                                                                                     \
         for (int t = 0; t < count; t++)                                                      \
-            combine_vectors(mat, rows, n, src + t * src_step, src_stride, dst + t * dst_step, \
+            combine_vectors(m, r, n, src + t * src_step, src_stride, dst + t * dst_step,     \
                             dst_stride, len);                                                \
-        return;
+        return;                                                                              \
+    } while (0)
+        if (mat == BT_4_3) COMBINE_EACH(BT_4_3, 6, 6);
+        if (mat == AT_4_3) COMBINE_EACH(AT_4_3, 4, 6);
+        if (mat == BT_2_3) COMBINE_EACH(BT_2_3, 4, 4);
+        if (mat == AT_2_3) COMBINE_EACH(AT_2_3, 2, 4);
         switch (cols) {
-            COMBINE_COLS(4)
-            COMBINE_COLS(6)
-            COMBINE_COLS(8)
+        case 4: COMBINE_EACH(mat, rows, 4);
+        case 6: COMBINE_EACH(mat, rows, 6);
+        case 8: COMBINE_EACH(mat, rows, 8);
         }
-#undef COMBINE_COLS
+#undef COMBINE_EACH
     }
     for (int t = 0; t < count; t++, src += src_step, dst += dst_step)
         for (int i = 0; i < rows; i++) {
